@@ -1,0 +1,88 @@
+package coordinator
+
+import (
+	"time"
+
+	"github.com/snapflow/snapflow/messages"
+)
+
+// Tick advances time: it aborts the pending checkpoint once it is older than
+// Config.Timeout, and triggers the next checkpoint when it is due.
+func (c *Coordinator) Tick(now time.Time) []Action {
+	c.observe(now)
+	if p := c.pending; p != nil {
+		if p.writing || now.Before(p.triggered.Add(c.cfg.Timeout)) {
+			return nil
+		}
+		return c.fail(now, "timed out after "+c.cfg.Timeout.String())
+	}
+	return c.maybeTrigger(now)
+}
+
+// RequestCheckpoint asks for a checkpoint now, ignoring Interval and
+// MinPause. With none pending it is triggered at once; otherwise the request
+// is queued and triggered as soon as the pending checkpoint ends. Request req
+// is answered by RequestDone when its checkpoint completes or aborts. After
+// Finish, requests are answered by the final checkpoint.
+func (c *Coordinator) RequestCheckpoint(now time.Time, req uint64) []Action {
+	c.observe(now)
+	switch p := c.pending; {
+	case c.finalDone:
+		return []Action{{Kind: RequestDone, Request: req, Checkpoint: c.finalID}}
+	case p != nil && p.final:
+		p.requests = append(p.requests, req)
+		return nil
+	case p != nil || c.failed:
+		c.queued = append(c.queued, req)
+		return nil
+	}
+	return c.trigger(now, []uint64{req})
+}
+
+// Finish says that every source is exhausted: the final checkpoint is taken
+// as soon as none is pending, ignoring Interval and MinPause, and retried
+// with a new id at once if it aborts. Periodic checkpoints stop.
+func (c *Coordinator) Finish(now time.Time) []Action {
+	c.observe(now)
+	if c.finishing {
+		return nil
+	}
+	c.finishing = true
+	return c.maybeTrigger(now)
+}
+
+// maybeTrigger triggers the next checkpoint if one is due at now.
+func (c *Coordinator) maybeTrigger(now time.Time) []Action {
+	if c.pending != nil || c.failed {
+		return nil
+	}
+	if len(c.queued) > 0 {
+		reqs := c.queued
+		c.queued = nil
+		return c.trigger(now, reqs)
+	}
+	if due, ok := c.due(); !ok || now.Before(due) {
+		return nil
+	}
+	return c.trigger(now, nil)
+}
+
+// trigger starts the next checkpoint, answering reqs.
+func (c *Coordinator) trigger(now time.Time, reqs []uint64) []Action {
+	p := &pending{
+		id:        c.nextID,
+		final:     c.finishing,
+		triggered: now,
+		acks:      make([]*messages.AckCheckpoint, len(c.tasks)),
+		requests:  reqs,
+	}
+	c.nextID++
+	c.pending = p
+	c.lastTrigger = now
+	c.stats.Triggered++
+	acts := []Action{{Kind: Trigger, Checkpoint: p.id, Final: p.final, Timestamp: now}}
+	if len(c.tasks) == 0 {
+		acts = append(acts, c.writeManifest())
+	}
+	return acts
+}
