@@ -1,0 +1,63 @@
+package actors
+
+import (
+	"fmt"
+	"time"
+)
+
+// EventKind says what happened to a job.
+type EventKind uint8
+
+// The events a listener receives.
+const (
+	// EventRunning: every task has restored its state and records flow.
+	// Checkpoint is the checkpoint restored (0: none).
+	EventRunning EventKind = iota + 1
+	// EventCheckpointCompleted: the manifest of Checkpoint is written.
+	EventCheckpointCompleted
+	// EventCheckpointAborted: Checkpoint will not complete; Err says why.
+	EventCheckpointAborted
+	// EventTaskFailed: Task failed with Err; a restore follows unless the
+	// restart strategy is exhausted.
+	EventTaskFailed
+	// EventRestoring: the job rolls back to Checkpoint in Epoch.
+	EventRestoring
+	// EventFinished: every source ended, the final checkpoint completed and
+	// every task finished.
+	EventFinished
+	// EventFailed: the job failed for good with Err.
+	EventFailed
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventRunning:
+		return "running"
+	case EventCheckpointCompleted:
+		return "checkpoint-completed"
+	case EventCheckpointAborted:
+		return "checkpoint-aborted"
+	case EventTaskFailed:
+		return "task-failed"
+	case EventRestoring:
+		return "restoring"
+	case EventFinished:
+		return "finished"
+	case EventFailed:
+		return "failed"
+	}
+	return fmt.Sprintf("event(%d)", uint8(k))
+}
+
+// Event is something that happened to a job, for listeners.
+type Event struct {
+	Kind       EventKind
+	Time       time.Time
+	Epoch      uint64
+	Checkpoint uint64
+	Final      bool   // the final checkpoint
+	Task       string // EventTaskFailed
+	Bytes      uint64 // EventCheckpointCompleted: state bytes
+	Duration   time.Duration
+	Err        error
+}

@@ -1,0 +1,86 @@
+package actors
+
+import "github.com/snapflow/snapflow/snapshots"
+
+// In-process messages. Data-path messages carry the epoch of their sender's
+// incarnation; a task drops any whose epoch is not its own.
+
+// batchMsg is a batch of records ([]T of the channel's element type).
+type batchMsg struct {
+	epoch uint64
+	input int32  // the receiver's input channel index
+	seq   uint64 // 1, 2, ... per channel and epoch
+	data  any
+}
+
+// runMsg tells a restored task that every task of its epoch is ready.
+type runMsg struct{ epoch uint64 }
+
+// restoredMsg reports that a task has loaded its state.
+type restoredMsg struct {
+	epoch uint64
+	task  int
+}
+
+// exhaustedMsg reports that a source task has read all its records.
+type exhaustedMsg struct {
+	epoch uint64
+	task  int
+}
+
+// finishedMsg reports that a task has ended all its outputs.
+type finishedMsg struct {
+	epoch uint64
+	task  int
+}
+
+// endSourceMsg tells an exhausted source to end its outputs: the final
+// checkpoint is complete.
+type endSourceMsg struct{ epoch uint64 }
+
+// pollMsg asks a source task to produce.
+type pollMsg struct{}
+
+// wakeMsg tells an idle source task that records may be available.
+type wakeMsg struct{ epoch uint64 }
+
+// lingerMsg asks a task to flush its partly filled batches.
+type lingerMsg struct{ epoch uint64 }
+
+// tickMsg wakes the job actor's coordinator.
+type tickMsg struct{ gen uint64 }
+
+// restartMsg starts the restore of epoch after the restart backoff.
+type restartMsg struct{ epoch uint64 }
+
+// restorePointMsg carries the checkpoint chosen for a restore.
+type restorePointMsg struct {
+	epoch    uint64
+	restore  *snapshots.Restorable
+	err      error
+	attempts int
+}
+
+// manifestWrittenMsg reports the end of a manifest upload.
+type manifestWrittenMsg struct {
+	epoch uint64
+	id    uint64
+	err   error
+}
+
+// checkpointRequest is a manual checkpoint request.
+type checkpointRequest struct {
+	reply chan checkpointResult
+}
+
+type checkpointResult struct {
+	id  uint64
+	err error
+}
+
+// stopRequest stops the job.
+type stopRequest struct{ cause error }
+
+var (
+	thePoll = &pollMsg{}
+)

@@ -1,0 +1,286 @@
+package actors
+
+import (
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/snapflow/snapflow/actors/coordinator"
+	"github.com/snapflow/snapflow/actors/restart"
+	"github.com/snapflow/snapflow/messages"
+	"github.com/snapflow/snapflow/snapshots"
+	"github.com/snapflow/snapflow/topology"
+)
+
+type phase uint8
+
+const (
+	phaseRestoring phase = iota + 1 // tasks are loading their state
+	phaseRunning                    // records flow; checkpoints are taken
+	phaseBackoff                    // a task failed; waiting to restore
+	phaseDone                       // finished, stopped or failed
+)
+
+// jobActor supervises the task actors and hosts the checkpoint coordinator.
+type jobActor struct {
+	sh      *shared
+	log     *slog.Logger
+	stopped chan struct{}
+	self    *actor.PID
+	sup     actor.Supervisor
+
+	phase    phase
+	epoch    uint64
+	restored int
+	restore  *snapshots.Restorable // checkpoint of the current epoch
+
+	coord    *coordinator.Coordinator
+	nextID   uint64
+	taskIDs  []string
+	sources  []int
+	strategy *restart.Strategy
+
+	timer    *time.Timer
+	timerAt  time.Time
+	timerGen uint64
+
+	exhausted     map[int]bool
+	finished      map[int]bool
+	finalComplete bool
+
+	requests     map[uint64]chan checkpointResult
+	waitingReqs  []uint64
+	nextRequest  uint64
+	triggeredAt  map[uint64]time.Time
+	pendingBytes uint64
+
+	result error
+}
+
+func newJobActor(sh *shared, stopped chan struct{}, nextID uint64, rp *snapshots.Restorable) *jobActor {
+	ja := &jobActor{
+		sh: sh, log: sh.log, stopped: stopped, nextID: nextID, restore: rp,
+		strategy: restart.New(sh.cfg.restart), requests: map[uint64]chan checkpointResult{},
+		triggeredAt: map[uint64]time.Time{},
+	}
+	for _, t := range sh.plan.Tasks {
+		ja.taskIDs = append(ja.taskIDs, t.ID)
+		if t.Kind == topology.KindSource {
+			ja.sources = append(ja.sources, t.Index)
+		}
+	}
+	return ja
+}
+
+// Receive dispatches the job actor's messages. A panic here is a bug in
+// snapflow, not in user code: the job fails with it rather than restarting
+// the job actor with lost bookkeeping.
+func (j *jobActor) Receive(ctx actor.Context) {
+	defer func() {
+		if r := recover(); r != nil && j.phase != phaseDone {
+			j.fail(fmt.Errorf("actors: internal error in the job actor: %v\n%s", r, debug.Stack()), "internal error")
+		}
+	}()
+	switch m := ctx.Message().(type) {
+	case *restoredMsg:
+		j.onRestored(m)
+	case *messages.AckCheckpoint:
+		if m.Epoch == j.epoch && j.phase == phaseRunning {
+			j.pendingBytes += m.StateBytes
+			j.apply(j.coord.Ack(time.Now(), m))
+		}
+	case *messages.DeclineCheckpoint:
+		if m.Epoch == j.epoch && j.phase == phaseRunning {
+			j.log.Warn("task declined the checkpoint", "checkpoint", m.CheckpointId, "task", m.TaskId, "reason", m.Reason)
+			j.apply(j.coord.Decline(time.Now(), m))
+		}
+	case *manifestWrittenMsg:
+		if m.epoch == j.epoch && j.phase == phaseRunning {
+			j.apply(j.coord.ManifestWritten(time.Now(), m.id, m.err))
+		}
+	case *tickMsg:
+		if m.gen == j.timerGen && j.phase == phaseRunning {
+			j.timer = nil
+			j.apply(j.coord.Tick(time.Now()))
+		}
+	case *exhaustedMsg:
+		j.onExhausted(m)
+	case *finishedMsg:
+		if m.epoch == j.epoch && j.phase == phaseRunning {
+			j.finished[m.task] = true
+			j.checkDone()
+		}
+	case *checkpointRequest:
+		j.onRequest(m)
+	case *restartMsg:
+		if m.epoch == j.epoch && j.phase == phaseBackoff {
+			j.loadRestorePoint()
+		}
+	case *restorePointMsg:
+		j.onRestorePoint(m)
+	case *stopRequest:
+		if j.phase != phaseDone {
+			j.log.Info("stopping the job", "cause", m.cause)
+			j.finish(m.cause)
+		}
+	case *actor.Started:
+		j.onStarted(ctx)
+	case *actor.Stopped:
+		close(j.stopped)
+	case *actor.Stopping, *actor.Restarting:
+	default:
+		j.log.Warn("job actor dropping a message of unknown type", "type", fmt.Sprintf("%T", m))
+	}
+}
+
+func (j *jobActor) onStarted(ctx actor.Context) {
+	j.self = ctx.Self()
+	j.sup, _ = ctx.(actor.Supervisor)
+	j.epoch = j.sh.inc.Load().epoch
+	j.beginRestore()
+	pids := make([]*actor.PID, len(j.sh.plan.Tasks))
+	for i, t := range j.sh.plan.Tasks {
+		idx := i
+		pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return newTask(j.sh, idx) }), t.ID)
+		if err != nil {
+			j.fail(fmt.Errorf("actors: spawn task %s: %w", t.ID, err), "could not start")
+			return
+		}
+		pids[i] = pid
+	}
+	j.sh.pids = pids
+}
+
+func (j *jobActor) beginRestore() {
+	j.phase = phaseRestoring
+	j.restored = 0
+	j.exhausted = map[int]bool{}
+	j.finished = map[int]bool{}
+	j.finalComplete = false
+}
+
+func (j *jobActor) onRestored(m *restoredMsg) {
+	if m.epoch != j.epoch || j.phase != phaseRestoring {
+		return
+	}
+	j.restored++
+	if j.restored < len(j.sh.pids) || len(j.sh.pids) < len(j.sh.plan.Tasks) {
+		return
+	}
+	j.phase = phaseRunning
+	run := &runMsg{epoch: j.epoch}
+	for _, pid := range j.sh.pids {
+		j.send(pid, run)
+	}
+	j.coord = coordinator.New(j.sh.cfg.checkpoint, j.taskIDs, j.nextID)
+	var from uint64
+	if j.restore != nil {
+		from = j.restore.Manifest.GetCheckpointId()
+	}
+	j.log.Info("job running", "epoch", j.epoch, "restored_checkpoint", from, "tasks", len(j.sh.pids))
+	j.emit(Event{Kind: EventRunning, Epoch: j.epoch, Checkpoint: from})
+	now := time.Now()
+	var acts []coordinator.Action
+	for _, req := range j.waitingReqs {
+		acts = append(acts, j.coord.RequestCheckpoint(now, req)...)
+	}
+	j.waitingReqs = nil
+	j.apply(acts)
+}
+
+func (j *jobActor) onExhausted(m *exhaustedMsg) {
+	if m.epoch != j.epoch || j.phase != phaseRunning {
+		return
+	}
+	j.exhausted[m.task] = true
+	if len(j.exhausted) == len(j.sources) {
+		j.log.Info("every source has ended; taking the final checkpoint")
+		j.apply(j.coord.Finish(time.Now()))
+	}
+}
+
+func (j *jobActor) onRequest(m *checkpointRequest) {
+	if j.phase == phaseDone {
+		m.reply <- checkpointResult{err: ErrFinished}
+		return
+	}
+	j.nextRequest++
+	j.requests[j.nextRequest] = m.reply
+	if j.phase != phaseRunning {
+		j.waitingReqs = append(j.waitingReqs, j.nextRequest)
+		return
+	}
+	j.apply(j.coord.RequestCheckpoint(time.Now(), j.nextRequest))
+}
+
+func (j *jobActor) checkDone() {
+	if j.finalComplete && len(j.finished) == len(j.sh.plan.Tasks) {
+		j.log.Info("job finished", "epoch", j.epoch)
+		j.emit(Event{Kind: EventFinished, Epoch: j.epoch})
+		j.finish(nil)
+	}
+}
+
+// finish ends the job with err (nil: success) and stops every actor.
+func (j *jobActor) finish(err error) {
+	if j.phase == phaseDone {
+		return
+	}
+	j.phase = phaseDone
+	j.result = err
+	j.stopTimer()
+	for id, reply := range j.requests {
+		e := err
+		if e == nil {
+			e = ErrFinished
+		}
+		reply <- checkpointResult{err: e}
+		delete(j.requests, id)
+	}
+	j.sh.system.Root.Stop(j.self)
+}
+
+// fail ends the job with a *JobError.
+func (j *jobActor) fail(cause error, reason string) {
+	err := &JobError{Job: j.sh.job, Failures: j.strategy.Failures(time.Now()), Reason: reason, Cause: cause}
+	j.log.Error("job failed", "reason", reason, "err", cause)
+	j.emit(Event{Kind: EventFailed, Epoch: j.epoch, Err: err})
+	j.finish(err)
+}
+
+func (j *jobActor) send(pid *actor.PID, m any) { j.sh.system.Root.Send(pid, m) }
+
+func (j *jobActor) emit(e Event) {
+	if j.sh.cfg.listener != nil {
+		if e.Time.IsZero() {
+			e.Time = time.Now()
+		}
+		j.sh.cfg.listener(e)
+	}
+}
+
+func (j *jobActor) stopTimer() {
+	if j.timer != nil {
+		j.timer.Stop()
+		j.timer = nil
+	}
+	j.timerGen++
+}
+
+// armTimer makes sure the coordinator is ticked when it next has work.
+func (j *jobActor) armTimer() {
+	if j.phase != phaseRunning {
+		return
+	}
+	next, ok := j.coord.NextTrigger()
+	if !ok || (j.timer != nil && j.timerAt.Equal(next)) {
+		return
+	}
+	j.stopTimer()
+	gen, root, self := j.timerGen, j.sh.system.Root, j.self
+	j.timerAt = next
+	j.timer = time.AfterFunc(max(0, time.Until(next)), func() { root.Send(self, &tickMsg{gen: gen}) })
+}
+

@@ -1,0 +1,109 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/snapflow/snapflow/actors/coordinator"
+	"github.com/snapflow/snapflow/messages"
+)
+
+// apply carries out the coordinator's actions.
+func (j *jobActor) apply(acts []coordinator.Action) {
+	for _, a := range acts {
+		switch a.Kind {
+		case coordinator.Trigger:
+			j.trigger(a)
+		case coordinator.WriteManifest:
+			j.writeManifest(a)
+		case coordinator.Completed:
+			j.completed(a)
+		case coordinator.Aborted:
+			j.aborted(a)
+		case coordinator.RequestDone:
+			if reply := j.requests[a.Request]; reply != nil {
+				reply <- checkpointResult{id: a.Checkpoint, err: a.Err}
+				delete(j.requests, a.Request)
+			}
+		case coordinator.FailJob:
+			j.onFailure(fmt.Errorf("checkpoints keep failing: %w", a.Err))
+			return
+		}
+		if j.phase != phaseRunning {
+			return
+		}
+	}
+	j.armTimer()
+}
+
+func (j *jobActor) trigger(a coordinator.Action) {
+	j.nextID = max(j.nextID, a.Checkpoint+1)
+	j.pendingBytes = 0
+	j.triggeredAt[a.Checkpoint] = a.Timestamp
+	j.log.Debug("triggering checkpoint", "checkpoint", a.Checkpoint, "final", a.Final)
+	m := &messages.TriggerCheckpoint{Epoch: j.epoch, CheckpointId: a.Checkpoint, TimestampUnixNano: a.Timestamp.UnixNano()}
+	for _, s := range j.sources {
+		j.send(j.sh.pids[s], m)
+	}
+}
+
+func (j *jobActor) writeManifest(a coordinator.Action) {
+	m := &messages.Manifest{
+		Job: j.sh.job, CheckpointId: a.Checkpoint, Epoch: j.epoch, TimestampUnixNano: time.Now().UnixNano(),
+		TopologyFingerprint: j.sh.plan.Fingerprint, Final: a.Final,
+	}
+	for _, ack := range a.Acks {
+		t := j.sh.plan.Task(ack.TaskId)
+		m.Tasks = append(m.Tasks, &messages.TaskStateEntry{TaskId: ack.TaskId, Operator: t.Operator, Subtask: uint32(t.Subtask), State: ack.State})
+	}
+	sh, root, self, epoch := j.sh, j.sh.system.Root, j.self, j.epoch
+	timeout := sh.cfg.checkpoint.Timeout
+	sh.goUpload(func(ctx context.Context) {
+		if timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+			defer cancel()
+		}
+		err := sh.cps.PutManifest(ctx, m)
+		root.Send(self, &manifestWrittenMsg{epoch: epoch, id: m.CheckpointId, err: err})
+	})
+}
+
+func (j *jobActor) completed(a coordinator.Action) {
+	took := time.Since(j.triggeredAt[a.Checkpoint])
+	delete(j.triggeredAt, a.Checkpoint)
+	j.log.Debug("checkpoint complete", "checkpoint", a.Checkpoint, "final", a.Final, "bytes", j.pendingBytes, "took", took)
+	j.emit(Event{Kind: EventCheckpointCompleted, Epoch: j.epoch, Checkpoint: a.Checkpoint, Final: a.Final, Bytes: j.pendingBytes, Duration: took})
+	m := &messages.CompleteCheckpoint{Epoch: j.epoch, CheckpointId: a.Checkpoint}
+	for _, pid := range j.sh.pids {
+		j.send(pid, m)
+	}
+	sh, keep, id := j.sh, j.sh.cfg.retained, a.Checkpoint
+	sh.goUpload(func(ctx context.Context) {
+		if err := sh.cps.Retain(ctx, keep, id+1); err != nil && ctx.Err() == nil {
+			sh.log.Warn("retention failed", "checkpoint", id, "err", err)
+		}
+	})
+	if a.Final {
+		j.finalComplete = true
+		end := &endSourceMsg{epoch: j.epoch}
+		for _, s := range j.sources {
+			j.send(j.sh.pids[s], end)
+		}
+		j.checkDone()
+	}
+}
+
+func (j *jobActor) aborted(a coordinator.Action) {
+	delete(j.triggeredAt, a.Checkpoint)
+	j.log.Warn("checkpoint aborted", "checkpoint", a.Checkpoint, "reason", a.Reason)
+	j.emit(Event{Kind: EventCheckpointAborted, Epoch: j.epoch, Checkpoint: a.Checkpoint, Final: a.Final, Err: fmt.Errorf("checkpoint %d aborted: %s", a.Checkpoint, a.Reason)})
+	if j.phase != phaseRunning {
+		return
+	}
+	m := &messages.AbortCheckpoint{Epoch: j.epoch, CheckpointId: a.Checkpoint, Reason: a.Reason}
+	for _, pid := range j.sh.pids {
+		j.send(pid, m)
+	}
+}

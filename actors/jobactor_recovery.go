@@ -1,0 +1,87 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// HandleFailure is called by protoactor-go, in the job actor, when a task
+// actor fails. Restarting only the failed task would lose or double-count the
+// records it processed since its snapshot, so the whole job rolls back.
+func (j *jobActor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason any, _ any) {
+	j.sup = sup
+	te, ok := reason.(*TaskError)
+	if !ok {
+		te = &TaskError{Task: child.GetId(), Value: reason}
+	}
+	if te.Epoch != 0 && te.Epoch < j.epoch {
+		return // a failure of an incarnation already being replaced
+	}
+	if j.phase == phaseDone || j.phase == phaseBackoff {
+		return
+	}
+	j.onFailure(te)
+}
+
+// onFailure rolls the job back: it aborts the checkpoint in flight, asks
+// the restart strategy for a delay, and restores after it.
+func (j *jobActor) onFailure(cause error) {
+	now := time.Now()
+	attrs := []any{"epoch", j.epoch, "err", cause}
+	if te, ok := cause.(*TaskError); ok {
+		attrs = append(attrs, "task", te.Task, "operator", te.Operator, "stack", string(te.Stack))
+		j.emit(Event{Kind: EventTaskFailed, Epoch: j.epoch, Task: te.Task, Err: te})
+	} else {
+		j.emit(Event{Kind: EventTaskFailed, Epoch: j.epoch, Err: cause})
+	}
+	j.log.Error("task failed", attrs...)
+	wasRunning := j.phase == phaseRunning
+	j.phase = phaseBackoff // the tasks are not told about aborts: they are about to restart
+	if j.coord != nil && wasRunning {
+		j.apply(j.coord.Reset(now))
+	}
+	j.stopTimer()
+	delay, ok := j.strategy.OnFailure(now, rand.Float64())
+	if !ok {
+		p := j.strategy.Policy()
+		j.fail(cause, fmt.Sprintf("restart strategy exhausted (more than %d failures within %v)", p.MaxFailures, p.Window))
+		return
+	}
+	j.epoch++
+	epoch, root, self := j.epoch, j.sh.system.Root, j.self
+	j.log.Info("restarting the job after a backoff", "epoch", epoch, "backoff", delay)
+	time.AfterFunc(delay, func() { root.Send(self, &restartMsg{epoch: epoch}) })
+}
+
+// loadRestorePoint reads the newest complete checkpoint whose objects verify.
+func (j *jobActor) loadRestorePoint() {
+	sh, root, self, epoch := j.sh, j.sh.system.Root, j.self, j.epoch
+	sh.goUpload(func(ctx context.Context) {
+		rp, err := sh.cps.LoadLatest(ctx)
+		root.Send(self, &restorePointMsg{epoch: epoch, restore: rp, err: err})
+	})
+}
+
+func (j *jobActor) onRestorePoint(m *restorePointMsg) {
+	if m.epoch != j.epoch || j.phase != phaseBackoff {
+		return
+	}
+	if m.err != nil {
+		j.onFailure(fmt.Errorf("restore: load the newest checkpoint: %w", m.err))
+		return
+	}
+	j.restore = m.restore
+	var id uint64
+	if m.restore != nil {
+		id = m.restore.Manifest.GetCheckpointId()
+	}
+	j.log.Info("restoring the job", "epoch", j.epoch, "checkpoint", id)
+	j.emit(Event{Kind: EventRestoring, Epoch: j.epoch, Checkpoint: id})
+	j.sh.inc.Store(&incarnation{epoch: j.epoch, restore: m.restore})
+	j.beginRestore()
+	j.sup.RestartChildren(j.sh.pids...)
+}

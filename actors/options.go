@@ -1,0 +1,141 @@
+package actors
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/snapflow/snapflow/actors/coordinator"
+	"github.com/snapflow/snapflow/actors/restart"
+	"github.com/snapflow/snapflow/snapshots"
+)
+
+// Defaults of the runtime options.
+const (
+	DefaultBatchSize          = 256
+	DefaultLinger             = time.Millisecond
+	DefaultCredits            = 8
+	DefaultCheckpointInterval = time.Second
+	DefaultRetained           = 3
+)
+
+// Option configures a job.
+type Option func(*config)
+
+type config struct {
+	store             snapshots.Store
+	checkpoint        coordinator.Config
+	restart           restart.Policy
+	batchSize         int
+	linger            time.Duration
+	credits           int
+	logger            *slog.Logger
+	retained          int
+	listener          func(Event)
+	allowNewTopology  bool
+	syncSnapshots     bool
+	restoreCheckpoint uint64
+}
+
+func defaultConfig() config {
+	return config{
+		checkpoint: coordinator.Config{Interval: DefaultCheckpointInterval, Timeout: time.Minute, TolerableFailures: 3},
+		restart:    restart.Policy{}.WithDefaults(),
+		batchSize:  DefaultBatchSize,
+		linger:     DefaultLinger,
+		credits:    DefaultCredits,
+		retained:   DefaultRetained,
+	}
+}
+
+// WithStore sets the snapshot store. The default is a local directory,
+// snapflow under os.TempDir(), so a job started again resumes.
+func WithStore(s snapshots.Store) Option { return func(c *config) { c.store = s } }
+
+// WithCheckpointInterval sets the periodic checkpoint interval; 0 turns
+// periodic checkpoints off (manual and final checkpoints still run).
+func WithCheckpointInterval(d time.Duration) Option {
+	return func(c *config) { c.checkpoint.Interval = d }
+}
+
+// WithCheckpointTimeout aborts a checkpoint that takes longer than d.
+func WithCheckpointTimeout(d time.Duration) Option {
+	return func(c *config) { c.checkpoint.Timeout = d }
+}
+
+// WithMinPause sets the minimum time between the end of a checkpoint and the
+// start of the next periodic one.
+func WithMinPause(d time.Duration) Option { return func(c *config) { c.checkpoint.MinPause = d } }
+
+// WithTolerableCheckpointFailures sets how many consecutive checkpoints may
+// fail before the job fails over (-1: unlimited). Default 3.
+func WithTolerableCheckpointFailures(n int) Option {
+	return func(c *config) { c.checkpoint.TolerableFailures = n }
+}
+
+// WithRestartPolicy sets the restart strategy used after task failures.
+func WithRestartPolicy(p restart.Policy) Option {
+	return func(c *config) { c.restart = p.WithDefaults() }
+}
+
+// WithBatchSize sets the number of records per batch (default 256).
+func WithBatchSize(n int) Option { return func(c *config) { c.batchSize = n } }
+
+// WithLinger sets how long a partly filled batch may wait before it is sent
+// (default 1ms).
+func WithLinger(d time.Duration) Option { return func(c *config) { c.linger = d } }
+
+// WithCredits sets the batches in flight allowed per channel (default 8).
+// Memory is bounded by channels x credits x batch size.
+func WithCredits(n int) Option { return func(c *config) { c.credits = n } }
+
+// WithLogger sets the logger of the runtime and of protoactor-go. The default
+// discards logs.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithRetainedCheckpoints keeps the newest n complete checkpoints (default 3).
+func WithRetainedCheckpoints(n int) Option { return func(c *config) { c.retained = n } }
+
+// WithListener registers a function called, from the job actor, for every
+// Event. It must return quickly.
+func WithListener(f func(Event)) Option { return func(c *config) { c.listener = f } }
+
+// WithAllowTopologyChange lets a job resume from a checkpoint taken by a
+// topology with a different fingerprint (same operator names and
+// parallelisms are still required to find each task's state).
+func WithAllowTopologyChange() Option { return func(c *config) { c.allowNewTopology = true } }
+
+func (c *config) finish() error {
+	if c.batchSize < 1 {
+		return fmt.Errorf("actors: batch size %d must be at least 1", c.batchSize)
+	}
+	if c.credits < 1 {
+		return fmt.Errorf("actors: credits %d must be at least 1", c.credits)
+	}
+	if c.linger <= 0 {
+		return fmt.Errorf("actors: linger %v must be positive", c.linger)
+	}
+	if c.retained < 1 {
+		return fmt.Errorf("actors: retained checkpoints %d must be at least 1", c.retained)
+	}
+	if err := c.checkpoint.Validate(); err != nil {
+		return fmt.Errorf("actors: %w", err)
+	}
+	if err := c.restart.Validate(); err != nil {
+		return fmt.Errorf("actors: %w", err)
+	}
+	if c.logger == nil {
+		c.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.store == nil {
+		s, err := snapshots.NewDir(filepath.Join(os.TempDir(), "snapflow"))
+		if err != nil {
+			return fmt.Errorf("actors: default store: %w", err)
+		}
+		c.store = s
+	}
+	return nil
+}

@@ -1,0 +1,213 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/snapflow/snapflow/actors/align"
+	"github.com/snapflow/snapflow/messages"
+	"github.com/snapflow/snapflow/topology"
+)
+
+// pollBatches bounds the batches a source produces per poll message, so that
+// triggers and credits are handled between polls.
+const pollBatches = 16
+
+// task is the actor of one task. A new value is made for every incarnation:
+// protoactor-go re-creates it through its producer on restart.
+type task struct {
+	sh   *shared
+	idx  int
+	plan *topology.TaskPlan
+	log  *slog.Logger
+
+	self  *actor.PID
+	root  *actor.RootContext
+	epoch uint64
+
+	inst topology.Instance
+	src  topology.SourceInstance
+
+	outs       []outChannel
+	ins        []inChannel
+	backlogged int // outputs with queued items (waiting for credit)
+
+	aligner *align.Aligner[*batchMsg]
+	acts    []align.Action[*batchMsg]
+	ready   []align.Action[*batchMsg] // actions waiting for output credit
+	head    int
+
+	running   bool
+	polling   bool
+	idle      bool
+	exhausted bool
+	ending    bool
+	finished  bool
+
+	dirty       bool // records emitted since the last flush
+	lingerArmed bool
+	lingerTimer *time.Timer
+
+	alignID    uint64
+	alignStart time.Time
+	barrierTS  int64
+}
+
+type outChannel struct {
+	pid     *actor.PID
+	input   int32 // receiver's input index
+	credits int
+	seq     uint64
+	queue   []outItem
+}
+
+// outItem is a batch, a barrier or an end of input waiting behind batches
+// that have no credit yet.
+type outItem struct {
+	batch   any
+	barrier *messages.Barrier
+	end     bool
+}
+
+type inChannel struct {
+	pid      *actor.PID
+	output   uint32 // sender's output index
+	seq      uint64
+	consumed int // batches processed since credit was last returned
+}
+
+func newTask(sh *shared, idx int) *task {
+	p := sh.plan.Tasks[idx]
+	return &task{sh: sh, idx: idx, plan: p, log: sh.log.With("task", p.ID)}
+}
+
+// Receive handles one message. A panic becomes a *TaskError that
+// protoactor-go escalates to the job actor.
+func (t *task) Receive(ctx actor.Context) {
+	defer t.recoverFailure()
+	switch m := ctx.Message().(type) {
+	case *batchMsg:
+		t.onBatch(m)
+	case *messages.Credit:
+		t.onCredit(m)
+	case *messages.Barrier:
+		t.onBarrier(m)
+	case *messages.EndOfInput:
+		t.onEnd(m)
+	case *pollMsg:
+		t.onPoll()
+	case *lingerMsg:
+		t.onLinger(m)
+	case *wakeMsg:
+		if m.epoch == t.epoch {
+			t.idle = false
+			t.schedulePoll()
+		}
+	case *messages.TriggerCheckpoint:
+		if m.Epoch == t.epoch && t.src != nil {
+			t.barrierTS = m.TimestampUnixNano
+			t.snapshot(m.CheckpointId, 0)
+		}
+	case *messages.AbortCheckpoint:
+		t.onAbort(m)
+	case *messages.CompleteCheckpoint:
+		// Nothing to commit yet: two-phase-commit sinks will act here.
+	case *runMsg:
+		t.onRun(m)
+	case *endSourceMsg:
+		if m.epoch == t.epoch && t.src != nil && t.exhausted && !t.ending {
+			t.endOutputs()
+		}
+	case *actor.Started:
+		t.onStarted(ctx)
+	case *actor.Restarting, *actor.Stopping:
+		t.shutdown()
+	case *actor.Stopped:
+	default:
+		t.log.Warn("dropping a message of unknown type", "type", fmt.Sprintf("%T", m))
+	}
+}
+
+func (t *task) recoverFailure() {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if te, ok := r.(*TaskError); ok {
+		panic(te)
+	}
+	panic(&TaskError{Task: t.plan.ID, Operator: t.plan.Operator, Epoch: t.epoch, Value: r, Stack: debug.Stack()})
+}
+
+// fail fails the task with err.
+func (t *task) fail(err error) {
+	panic(&TaskError{Task: t.plan.ID, Operator: t.plan.Operator, Epoch: t.epoch, Value: err, Stack: debug.Stack()})
+}
+
+func (t *task) onStarted(ctx actor.Context) {
+	t.self, t.root = ctx.Self(), t.sh.system.Root
+	inc := t.sh.inc.Load()
+	t.epoch = inc.epoch
+	inst, err := t.sh.plan.NewInstance(t.idx, topology.InstanceContext{
+		Job: t.sh.job, BatchSize: t.sh.cfg.batchSize, Sender: t, Logger: t.log,
+	})
+	if err != nil {
+		t.fail(err)
+	}
+	t.inst = inst
+	t.src, _ = inst.(topology.SourceInstance)
+	if inc.restore != nil {
+		st := inc.restore.States[t.plan.ID]
+		if st == nil {
+			t.fail(fmt.Errorf("checkpoint %d holds no state for task %s", inc.restore.Manifest.GetCheckpointId(), t.plan.ID))
+		}
+		if err := inst.Restore(st); err != nil {
+			t.fail(fmt.Errorf("restore from checkpoint %d: %w", inc.restore.Manifest.GetCheckpointId(), err))
+		}
+	}
+	t.outs = make([]outChannel, len(t.plan.Outputs))
+	t.ins = make([]inChannel, len(t.plan.Inputs))
+	if len(t.ins) > 0 {
+		t.aligner = align.New[*batchMsg](len(t.ins))
+	}
+	t.root.Send(t.sh.jobPID, &restoredMsg{epoch: t.epoch, task: t.idx})
+}
+
+func (t *task) onRun(m *runMsg) {
+	if m.epoch != t.epoch || t.running {
+		return
+	}
+	t.running = true
+	for i, id := range t.plan.Outputs {
+		ch := t.sh.plan.Channels[id]
+		t.outs[i].pid, t.outs[i].input = t.sh.pids[ch.To], int32(ch.ToInput)
+	}
+	for i, id := range t.plan.Inputs {
+		ch := t.sh.plan.Channels[id]
+		t.ins[i].pid, t.ins[i].output = t.sh.pids[ch.From], uint32(ch.FromOutput)
+		t.root.Send(t.ins[i].pid, &messages.Credit{Epoch: t.epoch, Channel: t.ins[i].output, Credits: uint32(t.sh.cfg.credits)})
+	}
+	if t.src != nil {
+		root, self, epoch := t.root, t.self, t.epoch
+		if err := t.src.Open(context.Background(), func() { root.Send(self, &wakeMsg{epoch: epoch}) }); err != nil {
+			t.fail(fmt.Errorf("open source: %w", err))
+		}
+		t.schedulePoll()
+	}
+}
+
+func (t *task) shutdown() {
+	if t.lingerTimer != nil {
+		t.lingerTimer.Stop()
+	}
+	if t.inst != nil {
+		if err := t.inst.Close(); err != nil {
+			t.log.Warn("closing the task failed", "err", err)
+		}
+		t.inst = nil
+	}
+}

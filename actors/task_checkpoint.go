@@ -1,0 +1,45 @@
+package actors
+
+import (
+	"context"
+	"time"
+
+	"github.com/snapflow/snapflow/messages"
+)
+
+// snapshot takes the task's part of checkpoint id: a synchronous copy of the
+// state, the barrier on every output, then an asynchronous upload that ends
+// in an ack (or a decline) to the job actor.
+func (t *task) snapshot(id uint64, aligned time.Duration) {
+	start := time.Now()
+	st := &messages.TaskState{
+		Job: t.sh.job, TaskId: t.plan.ID, Operator: t.plan.Operator,
+		Subtask: uint32(t.plan.Subtask), CheckpointId: id, Ended: t.exhausted,
+	}
+	err := t.inst.Snapshot(st)
+	t.flush()
+	t.sendControl(outItem{barrier: &messages.Barrier{Epoch: t.epoch, CheckpointId: id, TimestampUnixNano: t.barrierTS}})
+	if err != nil {
+		t.log.Error("snapshot failed; declining the checkpoint", "checkpoint", id, "err", err)
+		t.decline(id, "snapshot: "+err.Error())
+		return
+	}
+	syncTime := time.Since(start)
+	sh, epoch, taskID, root := t.sh, t.epoch, t.plan.ID, t.root
+	sh.goUpload(func(ctx context.Context) {
+		t0 := time.Now()
+		h, err := sh.cps.PutTaskState(ctx, id, st)
+		if err != nil {
+			root.Send(sh.jobPID, &messages.DeclineCheckpoint{Epoch: epoch, CheckpointId: id, TaskId: taskID, Reason: "upload: " + err.Error()})
+			return
+		}
+		root.Send(sh.jobPID, &messages.AckCheckpoint{
+			Epoch: epoch, CheckpointId: id, TaskId: taskID, State: h, StateBytes: h.GetSize(),
+			AlignmentNanos: aligned.Nanoseconds(), SyncNanos: syncTime.Nanoseconds(), AsyncNanos: time.Since(t0).Nanoseconds(),
+		})
+	})
+}
+
+func (t *task) decline(id uint64, reason string) {
+	t.root.Send(t.sh.jobPID, &messages.DeclineCheckpoint{Epoch: t.epoch, CheckpointId: id, TaskId: t.plan.ID, Reason: reason})
+}

@@ -1,0 +1,260 @@
+package actors
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/snapflow/snapflow/actors/align"
+	"github.com/snapflow/snapflow/messages"
+	"github.com/snapflow/snapflow/topology"
+)
+
+// Send implements topology.Sender: it sends a full batch on output out, or
+// queues it until the receiver grants credit.
+func (t *task) Send(out int, batch any) {
+	o := &t.outs[out]
+	if len(o.queue) == 0 && o.credits > 0 {
+		o.credits--
+		o.seq++
+		t.root.Send(o.pid, &batchMsg{epoch: t.epoch, input: o.input, seq: o.seq, data: batch})
+		return
+	}
+	if len(o.queue) == 0 {
+		t.backlogged++
+	}
+	o.queue = append(o.queue, outItem{batch: batch})
+}
+
+// sendControl sends a barrier or an end of input on every output, behind any
+// queued batches.
+func (t *task) sendControl(it outItem) {
+	for i := range t.outs {
+		o := &t.outs[i]
+		if len(o.queue) > 0 {
+			o.queue = append(o.queue, it)
+			continue
+		}
+		t.sendItem(o, it)
+	}
+}
+
+func (t *task) sendItem(o *outChannel, it outItem) {
+	switch {
+	case it.barrier != nil:
+		t.root.Send(o.pid, &messages.Barrier{Epoch: it.barrier.Epoch, Channel: uint32(o.input),
+			CheckpointId: it.barrier.CheckpointId, TimestampUnixNano: it.barrier.TimestampUnixNano})
+	case it.end:
+		t.root.Send(o.pid, &messages.EndOfInput{Epoch: t.epoch, Channel: uint32(o.input), LastSeq: o.seq})
+	default:
+		o.credits--
+		o.seq++
+		t.root.Send(o.pid, &batchMsg{epoch: t.epoch, input: o.input, seq: o.seq, data: it.batch})
+	}
+}
+
+func (t *task) onCredit(m *messages.Credit) {
+	if m.Epoch != t.epoch || int(m.Channel) >= len(t.outs) {
+		return
+	}
+	o := &t.outs[m.Channel]
+	o.credits += int(m.Credits)
+	if len(o.queue) == 0 {
+		return
+	}
+	n := 0
+	for n < len(o.queue) && (o.queue[n].batch == nil || o.credits > 0) {
+		t.sendItem(o, o.queue[n])
+		o.queue[n] = outItem{}
+		n++
+	}
+	o.queue = o.queue[n:]
+	if len(o.queue) > 0 {
+		return
+	}
+	o.queue = nil
+	t.backlogged--
+	if t.backlogged == 0 {
+		t.drain()
+		t.schedulePoll()
+		t.checkFinished()
+	}
+}
+
+func (t *task) onBatch(m *batchMsg) {
+	if m.epoch != t.epoch {
+		return // fenced: sent before the last restore
+	}
+	in := &t.ins[m.input]
+	if m.seq != in.seq+1 {
+		t.fail(fmt.Errorf("sequence gap on input %d from %s: got batch %d, want %d", m.input, t.inputName(int(m.input)), m.seq, in.seq+1))
+	}
+	in.seq = m.seq
+	t.acts = t.aligner.Step(align.Event[*batchMsg]{Kind: align.Data, Input: int(m.input), Data: m}, t.acts[:0])
+	t.enqueue()
+}
+
+func (t *task) onBarrier(m *messages.Barrier) {
+	if m.Epoch != t.epoch || int(m.Channel) >= len(t.ins) {
+		return
+	}
+	t.acts = t.aligner.Step(align.Event[*batchMsg]{Kind: align.Barrier, Input: int(m.Channel), Checkpoint: m.CheckpointId}, t.acts[:0])
+	if id, ok := t.aligner.Aligning(); ok && id != t.alignID {
+		t.alignID, t.alignStart = id, time.Now()
+	}
+	t.barrierTS = m.TimestampUnixNano
+	t.enqueue()
+}
+
+func (t *task) onEnd(m *messages.EndOfInput) {
+	if m.Epoch != t.epoch || int(m.Channel) >= len(t.ins) {
+		return
+	}
+	in := &t.ins[m.Channel]
+	if m.LastSeq != in.seq {
+		t.fail(fmt.Errorf("sequence gap at the end of input %d from %s: last batch %d, received up to %d", m.Channel, t.inputName(int(m.Channel)), m.LastSeq, in.seq))
+	}
+	t.acts = t.aligner.Step(align.Event[*batchMsg]{Kind: align.End, Input: int(m.Channel)}, t.acts[:0])
+	t.enqueue()
+}
+
+func (t *task) onAbort(m *messages.AbortCheckpoint) {
+	if m.Epoch != t.epoch || t.aligner == nil {
+		return
+	}
+	t.acts = t.aligner.AbortCheckpoint(m.CheckpointId, t.acts[:0])
+	t.enqueue()
+}
+
+func (t *task) inputName(i int) string {
+	ch := t.sh.plan.Channels[t.plan.Inputs[i]]
+	return t.sh.plan.Tasks[ch.From].ID
+}
+
+// enqueue queues the aligner's actions and runs what output credit allows.
+func (t *task) enqueue() {
+	t.ready = append(t.ready, t.acts...)
+	clear(t.acts)
+	t.drain()
+}
+
+// drain runs queued actions while no output waits for credit.
+func (t *task) drain() {
+	for t.head < len(t.ready) && t.backlogged == 0 {
+		a := t.ready[t.head]
+		t.ready[t.head] = align.Action[*batchMsg]{}
+		t.head++
+		t.execute(a)
+	}
+	if t.head == len(t.ready) {
+		t.ready, t.head = t.ready[:0], 0
+	}
+	t.armLinger()
+}
+
+func (t *task) execute(a align.Action[*batchMsg]) {
+	switch a.Kind {
+	case align.Process:
+		if err := t.inst.ProcessBatch(a.Input, a.Data.data); err != nil {
+			t.fail(err)
+		}
+		t.dirty = true
+		in := &t.ins[a.Input]
+		in.consumed++
+		if in.consumed*2 >= t.sh.cfg.credits {
+			t.root.Send(in.pid, &messages.Credit{Epoch: t.epoch, Channel: in.output, Credits: uint32(in.consumed)})
+			in.consumed = 0
+		}
+	case align.Snapshot:
+		var aligned time.Duration
+		if a.Checkpoint == t.alignID && !t.alignStart.IsZero() {
+			aligned = time.Since(t.alignStart)
+		}
+		t.snapshot(a.Checkpoint, aligned)
+	case align.Abort:
+		t.decline(a.Checkpoint, "aborted during alignment: a newer checkpoint's barrier arrived")
+	case align.AllEnded:
+		t.endOutputs()
+	}
+}
+
+// onPoll lets a source produce while its outputs have credit.
+func (t *task) onPoll() {
+	t.polling = false
+	for i := 0; i < pollBatches && t.backlogged == 0 && !t.idle && !t.exhausted && t.running; i++ {
+		n, status, err := t.src.Produce(t.sh.cfg.batchSize)
+		if err != nil {
+			t.fail(fmt.Errorf("source read: %w", err))
+		}
+		if n > 0 {
+			t.dirty = true
+		}
+		switch status {
+		case 0, topology.SourceMore:
+		case topology.SourceIdle:
+			t.idle = true
+			t.flush()
+		case topology.SourceDone:
+			t.exhausted = true
+			t.flush()
+			t.root.Send(t.sh.jobPID, &exhaustedMsg{epoch: t.epoch, task: t.idx})
+		}
+	}
+	t.armLinger()
+	t.schedulePoll()
+}
+
+func (t *task) schedulePoll() {
+	if t.src == nil || t.polling || t.idle || t.exhausted || !t.running || t.backlogged > 0 {
+		return
+	}
+	t.polling = true
+	t.root.Send(t.self, thePoll)
+}
+
+func (t *task) flush() {
+	t.inst.Flush()
+	t.dirty = false
+}
+
+// armLinger makes sure a partly filled batch is sent within the linger time.
+func (t *task) armLinger() {
+	if !t.dirty || t.lingerArmed || t.inst == nil {
+		return
+	}
+	t.lingerArmed = true
+	if t.lingerTimer == nil {
+		root, self, msg := t.root, t.self, &lingerMsg{epoch: t.epoch}
+		t.lingerTimer = time.AfterFunc(t.sh.cfg.linger, func() { root.Send(self, msg) })
+		return
+	}
+	t.lingerTimer.Reset(t.sh.cfg.linger)
+}
+
+func (t *task) onLinger(m *lingerMsg) {
+	if m.epoch != t.epoch {
+		return
+	}
+	t.lingerArmed = false
+	if t.dirty && t.inst != nil {
+		t.flush()
+	}
+}
+
+// endOutputs ends the task: every input has ended (or the final checkpoint of
+// an exhausted source is complete).
+func (t *task) endOutputs() {
+	if err := t.inst.EndOfInput(); err != nil {
+		t.fail(err)
+	}
+	t.flush()
+	t.sendControl(outItem{end: true})
+	t.ending = true
+	t.checkFinished()
+}
+
+func (t *task) checkFinished() {
+	if t.ending && !t.finished && t.backlogged == 0 {
+		t.finished = true
+		t.root.Send(t.sh.jobPID, &finishedMsg{epoch: t.epoch, task: t.idx})
+	}
+}

@@ -1,0 +1,151 @@
+package topology
+
+import (
+	"fmt"
+)
+
+// DefaultMaxParallelism is the number of key groups when none is set.
+const DefaultMaxParallelism = 128
+
+// Kind is the role of an operator in the graph.
+type Kind uint8
+
+const (
+	// KindSource reads records from outside the job.
+	KindSource Kind = iota + 1
+	// KindOperator transforms records.
+	KindOperator
+	// KindSink writes records out of the job.
+	KindSink
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindSource:
+		return "source"
+	case KindOperator:
+		return "operator"
+	case KindSink:
+		return "sink"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// Partition says how an edge spreads records over the downstream tasks.
+type Partition uint8
+
+const (
+	// PartitionForward sends the records of task i to task i downstream.
+	// Both sides must have the same parallelism.
+	PartitionForward Partition = iota + 1
+	// PartitionRebalance sends records round robin to every downstream task.
+	PartitionRebalance
+	// PartitionBroadcast sends every record to every downstream task.
+	PartitionBroadcast
+	// PartitionHash sends a record to the task owning its key group.
+	PartitionHash
+)
+
+func (p Partition) String() string {
+	switch p {
+	case PartitionForward:
+		return "forward"
+	case PartitionRebalance:
+		return "rebalance"
+	case PartitionBroadcast:
+		return "broadcast"
+	case PartitionHash:
+		return "hash"
+	}
+	return fmt.Sprintf("partition(%d)", uint8(p))
+}
+
+// Graph is a job's logical dataflow. Build it with New and the generic
+// functions of this package; it is not safe for concurrent mutation.
+type Graph struct {
+	name           string
+	maxParallelism int
+	nodes          []*node
+	problems       []string // construction problems, reported by Validate
+}
+
+// GraphOption configures a Graph.
+type GraphOption func(*Graph)
+
+// MaxParallelism sets the number of key groups, the upper bound of any
+// operator's parallelism (default DefaultMaxParallelism).
+func MaxParallelism(n int) GraphOption { return func(g *Graph) { g.maxParallelism = n } }
+
+// New returns an empty graph for the job called name. The name identifies the
+// job's checkpoints in a snapshot store.
+func New(name string, opts ...GraphOption) *Graph {
+	g := &Graph{name: name, maxParallelism: DefaultMaxParallelism}
+	for _, o := range opts {
+		o(g)
+	}
+	return g
+}
+
+// Name is the job name.
+func (g *Graph) Name() string { return g.name }
+
+// MaxParallelism is the number of key groups.
+func (g *Graph) MaxParallelism() int { return g.maxParallelism }
+
+// node is one logical operator.
+type node struct {
+	id          int
+	name        string
+	kind        Kind
+	parallelism int
+	inputs      []*edge
+	outputs     []*edge
+	keyedState  bool // declares keyed state: every input must be a Hash edge
+	factory     factory
+}
+
+// edge joins two operators.
+type edge struct {
+	from, to  *node
+	partition Partition
+	explicit  bool // the user asked for this partitioning
+	// keyGroup is a func(T) int for Hash edges, T being the edge's element
+	// type; it is type-asserted once when an emitter is built.
+	keyGroup any
+}
+
+// factory creates the runtime instance of one task of a node.
+type factory func(ic *InstanceContext) (Instance, error)
+
+// Option configures an operator.
+type Option func(*nodeOptions)
+
+type nodeOptions struct {
+	parallelism int
+}
+
+// Parallelism sets how many tasks run the operator (default 1).
+func Parallelism(n int) Option { return func(o *nodeOptions) { o.parallelism = n } }
+
+func (g *Graph) addNode(name string, kind Kind, opts []Option, f factory) *node {
+	o := nodeOptions{parallelism: 1}
+	for _, fn := range opts {
+		fn(&o)
+	}
+	n := &node{id: len(g.nodes), name: name, kind: kind, parallelism: o.parallelism, factory: f}
+	g.nodes = append(g.nodes, n)
+	return n
+}
+
+func (g *Graph) problem(format string, args ...any) {
+	g.problems = append(g.problems, fmt.Sprintf(format, args...))
+}
+
+// connect adds the edges of stream s into n.
+func connect[T any](n *node, s Stream[T]) {
+	for _, p := range s.parts {
+		e := &edge{from: p.node, to: n, partition: p.partition, explicit: p.explicit, keyGroup: p.keyGroup}
+		p.node.outputs = append(p.node.outputs, e)
+		n.inputs = append(n.inputs, e)
+	}
+}

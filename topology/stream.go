@@ -1,0 +1,87 @@
+package topology
+
+// Stream is a typed stream of records of type T produced by one or more
+// operators (more than one after Union).
+type Stream[T any] struct {
+	g     *Graph
+	parts []part
+}
+
+// part is one producing operator of a stream with the partitioning its
+// consumer will use.
+type part struct {
+	node      *node
+	partition Partition // 0: chosen at planning (forward if parallelisms match, else rebalance)
+	explicit  bool
+	keyGroup  any
+}
+
+// Graph returns the graph the stream belongs to.
+func (s Stream[T]) Graph() *Graph { return s.g }
+
+func (s Stream[T]) with(p Partition, keyGroup any) Stream[T] {
+	parts := make([]part, len(s.parts))
+	for i, pt := range s.parts {
+		parts[i] = part{node: pt.node, partition: p, explicit: true, keyGroup: keyGroup}
+	}
+	return Stream[T]{g: s.g, parts: parts}
+}
+
+// Forward keeps records on the same subtask index: task i feeds task i of the
+// consumer. The consumer must have the producer's parallelism.
+func Forward[T any](s Stream[T]) Stream[T] { return s.with(PartitionForward, nil) }
+
+// Rebalance spreads records round robin over the consumer's tasks.
+func Rebalance[T any](s Stream[T]) Stream[T] { return s.with(PartitionRebalance, nil) }
+
+// Broadcast sends every record to every task of the consumer.
+func Broadcast[T any](s Stream[T]) Stream[T] { return s.with(PartitionBroadcast, nil) }
+
+// Union merges streams of one type; their consumer has one input per
+// producing task. Each stream keeps its own partitioning.
+func Union[T any](first Stream[T], rest ...Stream[T]) Stream[T] {
+	out := Stream[T]{g: first.g, parts: append([]part(nil), first.parts...)}
+	for _, s := range rest {
+		if s.g != first.g {
+			first.g.problem("union: streams belong to different graphs")
+			continue
+		}
+		out.parts = append(out.parts, s.parts...)
+	}
+	return out
+}
+
+// KeyedStream is a stream partitioned by a key of type K: every record of one
+// key goes to the same task, and that task's keyed state is scoped to the key.
+type KeyedStream[T any, K Key] struct {
+	Stream[T]
+	key   func(T) K
+	codec keyCodec[K]
+}
+
+// KeyBy partitions s by key. Keys are hashed to key groups (see
+// MaxParallelism); each downstream task owns a contiguous range of them.
+func KeyBy[T any, K Key](s Stream[T], key func(T) K) KeyedStream[T, K] {
+	c := newKeyCodec[K]()
+	return keyBy(s, key, c.hash, c)
+}
+
+// KeyByHash is KeyBy with the user's hash of the key instead of the default
+// one; the key group is hash(key) modulo the max parallelism. Use it to place
+// keys deterministically, as the parity example does.
+func KeyByHash[T any, K Key](s Stream[T], key func(T) K, hash func(K) uint64) KeyedStream[T, K] {
+	return keyBy(s, key, hash, newKeyCodec[K]())
+}
+
+func keyBy[T any, K Key](s Stream[T], key func(T) K, hash func(K) uint64, c keyCodec[K]) KeyedStream[T, K] {
+	if key == nil || hash == nil {
+		s.g.problem("key by: nil key or hash function")
+	}
+	c.hash = hash
+	maxP := uint64(s.g.maxParallelism)
+	if maxP == 0 {
+		maxP = 1
+	}
+	kg := func(v T) int { return int(hash(key(v)) % maxP) }
+	return KeyedStream[T, K]{Stream: s.with(PartitionHash, kg), key: key, codec: c}
+}

@@ -1,0 +1,139 @@
+package topology
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrInvalid is wrapped by every validation error.
+var ErrInvalid = errors.New("topology: invalid graph")
+
+// ValidationError lists every problem found in a graph, each naming its operator.
+type ValidationError struct {
+	Job      string
+	Problems []string
+}
+
+func (e *ValidationError) Error() string {
+	return fmt.Sprintf("topology: job %q is invalid:\n  - %s", e.Job, strings.Join(e.Problems, "\n  - "))
+}
+
+// Unwrap lets errors.Is(err, ErrInvalid) match.
+func (e *ValidationError) Unwrap() error { return ErrInvalid }
+
+func errorf(format string, args ...any) error {
+	return fmt.Errorf("topology: "+format, args...)
+}
+
+// Validate reports every structural problem of the graph at once as a
+// *ValidationError, or nil when the graph can be planned.
+func (g *Graph) Validate() error {
+	var ps []string
+	add := func(format string, args ...any) { ps = append(ps, fmt.Sprintf(format, args...)) }
+	if g.name == "" {
+		add("the job has an empty name")
+	} else if strings.ContainsAny(g.name, "/\\") {
+		add("job name %q must not contain '/' or '\\'", g.name)
+	}
+	if g.maxParallelism < 1 {
+		add("max parallelism %d must be at least 1", g.maxParallelism)
+	}
+	if len(g.nodes) == 0 {
+		add("the graph is empty: add a source, operators and a sink")
+	}
+	ps = append(ps, g.problems...)
+	seen := map[string]bool{}
+	for _, n := range g.nodes {
+		ps = append(ps, g.nodeProblems(n, seen)...)
+	}
+	for _, n := range g.cycle() {
+		add("operator %q: is part of a cycle", n.name)
+	}
+	if len(ps) == 0 {
+		return nil
+	}
+	return &ValidationError{Job: g.name, Problems: ps}
+}
+
+func (g *Graph) nodeProblems(n *node, seen map[string]bool) []string {
+	var ps []string
+	add := func(format string, args ...any) {
+		ps = append(ps, fmt.Sprintf("operator %q: ", n.name)+fmt.Sprintf(format, args...))
+	}
+	switch {
+	case n.name == "":
+		ps = append(ps, fmt.Sprintf("operator #%d (a %s) has an empty name", n.id, n.kind))
+	case seen[n.name]:
+		add("the name is used by more than one operator")
+	case strings.ContainsAny(n.name, "#/\\"):
+		add("the name must not contain '#', '/' or '\\'")
+	}
+	seen[n.name] = true
+	if n.parallelism < 1 {
+		add("parallelism %d must be at least 1", n.parallelism)
+	} else if g.maxParallelism >= 1 && n.parallelism > g.maxParallelism {
+		add("parallelism %d exceeds the max parallelism %d", n.parallelism, g.maxParallelism)
+	}
+	if n.kind != KindSource && len(n.inputs) == 0 {
+		add("has no input")
+	}
+	if n.kind != KindSink && len(n.outputs) == 0 {
+		add("its output stream is never consumed (a dangling stream): connect it to an operator or a sink")
+	}
+	for _, e := range n.inputs {
+		if n.keyedState && e.partition != PartitionHash {
+			add("declares keyed state, but its input from %q is not keyed (use KeyBy)", e.from.name)
+		}
+		if e.partition == PartitionForward && e.explicit && e.from.parallelism != n.parallelism {
+			add("forward edge from %q joins parallelism %d to %d; use Rebalance or the same parallelism",
+				e.from.name, e.from.parallelism, n.parallelism)
+		}
+	}
+	return ps
+}
+
+// cycle returns the nodes that a topological sort cannot order.
+func (g *Graph) cycle() []*node {
+	order := g.topoOrder()
+	if len(order) == len(g.nodes) {
+		return nil
+	}
+	in := make(map[*node]bool, len(order))
+	for _, n := range order {
+		in[n] = true
+	}
+	var rest []*node
+	for _, n := range g.nodes {
+		if !in[n] {
+			rest = append(rest, n)
+		}
+	}
+	return rest
+}
+
+// topoOrder is Kahn's algorithm, taking ready nodes in creation order, so the
+// order is deterministic. Nodes on a cycle are left out.
+func (g *Graph) topoOrder() []*node {
+	indeg := make([]int, len(g.nodes))
+	for _, n := range g.nodes {
+		indeg[n.id] = len(n.inputs)
+	}
+	var order []*node
+	done := make([]bool, len(g.nodes))
+	for progress := true; progress; {
+		progress = false
+		for _, n := range g.nodes {
+			if done[n.id] || indeg[n.id] != 0 {
+				continue
+			}
+			done[n.id] = true
+			order = append(order, n)
+			for _, e := range n.outputs {
+				indeg[e.to.id]--
+			}
+			progress = true
+		}
+	}
+	return order
+}
