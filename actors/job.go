@@ -154,4 +154,3 @@ func (j *Job) Plan() *topology.Plan { return j.sh.plan }
 
 // Checkpoints gives access to the job's checkpoints in its store.
 func (j *Job) Checkpoints() *snapshots.Checkpoints { return j.sh.cps }
-

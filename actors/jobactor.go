@@ -283,4 +283,3 @@ func (j *jobActor) armTimer() {
 	j.timerAt = next
 	j.timer = time.AfterFunc(max(0, time.Until(next)), func() { root.Send(self, &tickMsg{gen: gen}) })
 }
-
