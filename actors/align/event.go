@@ -1,0 +1,100 @@
+package align
+
+import "fmt"
+
+// EventKind says what an input delivered.
+type EventKind uint8
+
+const (
+	// Data is an opaque value (a batch of records) delivered on an input.
+	Data EventKind = iota + 1
+	// Barrier is checkpoint barrier Event.Checkpoint delivered on an input.
+	Barrier
+	// End means the input has ended: nothing more follows on it.
+	End
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case Data:
+		return "data"
+	case Barrier:
+		return "barrier"
+	case End:
+		return "end"
+	default:
+		return fmt.Sprintf("EventKind(%d)", uint8(k))
+	}
+}
+
+// Event is one item delivered, in FIFO order, on input channel Input.
+// Checkpoint is set for a Barrier (ids are > 0) and Data for a Data event.
+type Event[M any] struct {
+	Kind       EventKind
+	Input      int
+	Checkpoint uint64
+	Data       M
+}
+
+// ActionKind says what the task must do next.
+type ActionKind uint8
+
+const (
+	// Process: process Action.Data, which arrived on Action.Input, now.
+	Process ActionKind = iota + 1
+	// Snapshot: every open input has delivered barrier Action.Checkpoint.
+	// Snapshot the state, flush the outputs and emit the barrier
+	// downstream. Data released from the alignment buffers follows in later
+	// actions.
+	Snapshot
+	// Abort: this task will not snapshot checkpoint Action.Checkpoint
+	// (a newer barrier overtook it, or AbortCheckpoint was called).
+	Abort
+	// EndOfInput: input Action.Input has ended (informational).
+	EndOfInput
+	// AllEnded: every input has ended. The task should flush and end its
+	// outputs. Emitted exactly once, as the last action.
+	AllEnded
+)
+
+func (k ActionKind) String() string {
+	switch k {
+	case Process:
+		return "process"
+	case Snapshot:
+		return "snapshot"
+	case Abort:
+		return "abort"
+	case EndOfInput:
+		return "end-of-input"
+	case AllEnded:
+		return "all-ended"
+	default:
+		return fmt.Sprintf("ActionKind(%d)", uint8(k))
+	}
+}
+
+// Action is one thing the task must do, in the order returned.
+//
+// Input is meaningful for Process and EndOfInput and is -1 otherwise.
+// Checkpoint is meaningful for Snapshot and Abort. Data is set for Process
+// only.
+type Action[M any] struct {
+	Kind       ActionKind
+	Input      int
+	Checkpoint uint64
+	Data       M
+}
+
+// String renders the action without its Data, e.g. "process in=0" or
+// "snapshot id=3".
+func (a Action[M]) String() string {
+	switch a.Kind {
+	case Process, EndOfInput:
+		return fmt.Sprintf("%s in=%d", a.Kind, a.Input)
+	case Snapshot, Abort:
+		return fmt.Sprintf("%s id=%d", a.Kind, a.Checkpoint)
+	default:
+		return a.Kind.String()
+	}
+}
