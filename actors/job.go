@@ -86,7 +86,7 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 		system.Shutdown()
 		return nil, fmt.Errorf("actors: job %q: spawn: %w", plan.Job, err)
 	}
-	j.pid, sh.jobPID = pid, pid
+	j.pid = pid
 	go j.release(ctx, ja)
 	return j, nil
 }

@@ -137,6 +137,7 @@ func (j *jobActor) Receive(ctx actor.Context) {
 
 func (j *jobActor) onStarted(ctx actor.Context) {
 	j.self = ctx.Self()
+	j.sh.jobPID = j.self // before any task is spawned: tasks read it
 	j.sup, _ = ctx.(actor.Supervisor)
 	j.epoch = j.sh.inc.Load().epoch
 	j.beginRestore()

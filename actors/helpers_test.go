@@ -1,0 +1,285 @@
+package actors_test
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/snapshots"
+	"github.com/snapflow/snapflow/topology"
+)
+
+// testTimeout bounds every wait in these tests.
+const testTimeout = 2 * time.Minute
+
+func testLogger(t testing.TB) *slog.Logger {
+	if os.Getenv("SNAPFLOW_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// kv is a key and its running sum.
+type kv struct{ Key, Sum int64 }
+
+// latest is an idempotent sink: the newest sum per key.
+type latest struct {
+	mu sync.Mutex
+	m  map[int64]int64
+}
+
+func newLatest() *latest { return &latest{m: map[int64]int64{}} }
+
+func (l *latest) put(v kv) error {
+	l.mu.Lock()
+	l.m[v.Key] = v.Sum
+	l.mu.Unlock()
+	return nil
+}
+
+func (l *latest) snapshot() map[int64]int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[int64]int64, len(l.m))
+	for k, v := range l.m {
+		out[k] = v
+	}
+	return out
+}
+
+// failures panics once at each chosen record value seen by an operator.
+type failures struct {
+	at       map[int64]*atomic.Bool
+	injected atomic.Int64
+}
+
+func newFailures(values ...int64) *failures {
+	f := &failures{at: map[int64]*atomic.Bool{}}
+	for _, v := range values {
+		f.at[v] = &atomic.Bool{}
+	}
+	return f
+}
+
+func (f *failures) maybePanic(task string, v int64) {
+	if f == nil {
+		return
+	}
+	if b := f.at[v]; b != nil && b.CompareAndSwap(false, true) {
+		f.injected.Add(1)
+		panic(fmt.Sprintf("injected failure in %s on record %d", task, v))
+	}
+}
+
+// keyedSum adds a keyed running-sum operator: state "total" per key.
+func keyedSum(s topology.KeyedStream[int64, int64], name string, p int, fail *failures) topology.Stream[kv] {
+	return topology.Process(s, name, func(ks *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, int64, kv] {
+		total := topology.Value[int64](ks, "total")
+		return func(ctx *topology.Context[int64], v int64, out *topology.Collector[kv]) error {
+			fail.maybePanic(ctx.TaskID(), v)
+			t, _ := total.Get()
+			t += v
+			total.Set(t)
+			out.Emit(kv{ctx.Key(), t})
+			return nil
+		}
+	}, topology.Parallelism(p))
+}
+
+// events records a job's events and lets a test wait for one.
+type events struct {
+	mu   sync.Mutex
+	all  []actors.Event
+	subs []chan actors.Event
+}
+
+func (e *events) listen(ev actors.Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.all = append(e.all, ev)
+	for _, c := range e.subs {
+		select {
+		case c <- ev:
+		default:
+		}
+	}
+}
+
+// subscribe returns a channel receiving the events from now on.
+func (e *events) subscribe() chan actors.Event {
+	c := make(chan actors.Event, 1024)
+	e.mu.Lock()
+	e.subs = append(e.subs, c)
+	e.mu.Unlock()
+	return c
+}
+
+func (e *events) count(k actors.EventKind) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, ev := range e.all {
+		if ev.Kind == k {
+			n++
+		}
+	}
+	return n
+}
+
+func (e *events) of(k actors.EventKind) []actors.Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []actors.Event
+	for _, ev := range e.all {
+		if ev.Kind == k {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// waitFor waits for an event satisfying ok on c.
+func waitFor(t testing.TB, c chan actors.Event, what string, ok func(actors.Event) bool) actors.Event {
+	t.Helper()
+	timer := time.NewTimer(testTimeout)
+	defer timer.Stop()
+	for {
+		select {
+		case ev := <-c:
+			if ok(ev) {
+				return ev
+			}
+		case <-timer.C:
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// finalTotals decodes the "total" state of every task of operator from the
+// newest complete checkpoint, which must be the final one.
+func finalTotals(t testing.TB, store snapshots.Store, job, operator string) map[int64]int64 {
+	t.Helper()
+	rp, err := snapshots.NewCheckpoints(store, job, nil).LoadLatest(context.Background())
+	if err != nil || rp == nil {
+		t.Fatalf("load the final checkpoint: %v (%v)", err, rp)
+	}
+	if !rp.Manifest.Final {
+		t.Fatalf("newest checkpoint %d is not the final one", rp.Manifest.CheckpointId)
+	}
+	out := map[int64]int64{}
+	for id, st := range rp.States {
+		if st.Operator != operator {
+			continue
+		}
+		m, err := topology.DecodeValueState[int64, int64](st, "total")
+		if err != nil {
+			t.Fatalf("decode %s: %v", id, err)
+		}
+		for k, v := range m {
+			if _, dup := out[k]; dup {
+				t.Fatalf("key %d held by two tasks", k)
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// gatedSource emits 1..n and pauses after `at` until release is called.
+type gatedSource struct {
+	n, at   int64
+	next    int64
+	g       *gateState
+	pending bool
+}
+
+type gateState struct {
+	mu      sync.Mutex
+	open    bool
+	wake    func()
+	reached chan struct{}
+	once    sync.Once
+}
+
+func newGate() *gateState { return &gateState{reached: make(chan struct{})} }
+
+func (g *gateState) release() {
+	g.mu.Lock()
+	g.open = true
+	w := g.wake
+	g.mu.Unlock()
+	if w != nil {
+		w()
+	}
+}
+
+func (s *gatedSource) SetWake(w func()) {
+	s.g.mu.Lock()
+	s.g.wake = w
+	s.g.mu.Unlock()
+}
+
+func (s *gatedSource) Open(_ context.Context, off []byte) error {
+	s.next = 0
+	if off != nil {
+		s.next = int64(binary.BigEndian.Uint64(off))
+	}
+	return nil
+}
+
+func (s *gatedSource) Read(buf []int64) (int, error) {
+	s.g.mu.Lock()
+	open := s.g.open
+	s.g.mu.Unlock()
+	limit := s.n
+	if !open {
+		limit = min(limit, s.at)
+	}
+	k := 0
+	for k < len(buf) && s.next < limit {
+		s.next++
+		buf[k] = s.next
+		k++
+	}
+	if s.next >= s.n {
+		return k, io.EOF
+	}
+	if s.next >= limit {
+		s.g.once.Do(func() { close(s.g.reached) })
+		return k, topology.ErrSourceIdle
+	}
+	return k, nil
+}
+
+func (s *gatedSource) Offset() []byte { return binary.BigEndian.AppendUint64(nil, uint64(s.next)) }
+func (s *gatedSource) Close() error   { return nil }
+
+// sumTo is 1+2+...+n restricted to one parity (0 even, 1 odd).
+func paritySum(n, parity int64) int64 {
+	var s int64
+	for v := int64(1); v <= n; v++ {
+		if v%2 == parity {
+			s += v
+		}
+	}
+	return s
+}
+
+func waitJob(t testing.TB, j *actors.Job) error {
+	t.Helper()
+	select {
+	case <-j.Done():
+		return j.Wait()
+	case <-time.After(testTimeout):
+		t.Fatal("job did not end in time")
+		return nil
+	}
+}
