@@ -1,0 +1,24 @@
+package snapshots_test
+
+import (
+	"testing"
+
+	"github.com/snapflow/snapflow/snapshots"
+)
+
+func TestLayout(t *testing.T) {
+	for _, tc := range []struct{ got, want string }{
+		{snapshots.CheckpointsPrefix("job"), "job/checkpoints/"},
+		{snapshots.CheckpointPrefix("job", 7), "job/checkpoints/chk-00000000000000000007/"},
+		{snapshots.StateKey("job", 7, "sum#1"), "job/checkpoints/chk-00000000000000000007/sum#1.state"},
+		{snapshots.ManifestKey("job", 7), "job/checkpoints/chk-00000000000000000007/_manifest"},
+		{snapshots.ManifestKey("j", 1<<64-1), "j/checkpoints/chk-18446744073709551615/_manifest"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+	if a, b := snapshots.ManifestKey("j", 9), snapshots.ManifestKey("j", 10); a >= b {
+		t.Errorf("key order is not id order: %q >= %q", a, b)
+	}
+}

@@ -1,0 +1,21 @@
+// Package snapshotstest is the conformance suite of snapshots.Store.
+//
+// Every Store implementation runs it from its tests, as with
+// testing/fstest.TestFS:
+//
+//	func TestDir(t *testing.T) {
+//		snapshotstest.Run(t, func(t *testing.T) snapshots.Store {
+//			s, err := snapshots.NewDir(t.TempDir())
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			return s
+//		})
+//	}
+//
+// The suite checks the Store contract (atomic overwrite, not-found errors,
+// sorted prefix listing, idempotent delete, key rules, concurrency and
+// cancellation) and then the behaviour of snapshots.Checkpoints on top of
+// the store: recovery from the newest usable checkpoint, fallback on
+// corrupt or missing objects, retention and verification.
+package snapshotstest
