@@ -193,31 +193,47 @@ func finalTotals(t testing.TB, store snapshots.Store, job, operator string) map[
 	return out
 }
 
-// gatedSource emits 1..n and pauses after `at` until release is called.
+// gatedSource emits 1..n, never beyond its gate's limit: it is idle at the
+// limit until the test raises it.
 type gatedSource struct {
-	n, at   int64
-	next    int64
-	g       *gateState
-	pending bool
+	n    int64
+	next int64
+	g    *gateState
 }
 
 type gateState struct {
 	mu      sync.Mutex
-	open    bool
+	limit   int64
 	wake    func()
-	reached chan struct{}
-	once    sync.Once
+	reached chan int64 // the limits reached, in order
 }
 
-func newGate() *gateState { return &gateState{reached: make(chan struct{})} }
+func newGate(limit int64) *gateState { return &gateState{limit: limit, reached: make(chan int64, 64)} }
 
-func (g *gateState) release() {
+func (g *gateState) setLimit(limit int64) {
 	g.mu.Lock()
-	g.open = true
+	g.limit = limit
 	w := g.wake
 	g.mu.Unlock()
 	if w != nil {
 		w()
+	}
+}
+
+// waitReached waits until the source has emitted every record up to limit.
+func (g *gateState) waitReached(t testing.TB, limit int64) {
+	t.Helper()
+	timer := time.NewTimer(testTimeout)
+	defer timer.Stop()
+	for {
+		select {
+		case l := <-g.reached:
+			if l == limit {
+				return
+			}
+		case <-timer.C:
+			t.Fatalf("source never reached %d", limit)
+		}
 	}
 }
 
@@ -237,12 +253,8 @@ func (s *gatedSource) Open(_ context.Context, off []byte) error {
 
 func (s *gatedSource) Read(buf []int64) (int, error) {
 	s.g.mu.Lock()
-	open := s.g.open
+	limit := min(s.n, s.g.limit)
 	s.g.mu.Unlock()
-	limit := s.n
-	if !open {
-		limit = min(limit, s.at)
-	}
 	k := 0
 	for k < len(buf) && s.next < limit {
 		s.next++
@@ -253,7 +265,10 @@ func (s *gatedSource) Read(buf []int64) (int, error) {
 		return k, io.EOF
 	}
 	if s.next >= limit {
-		s.g.once.Do(func() { close(s.g.reached) })
+		select {
+		case s.g.reached <- limit:
+		default:
+		}
 		return k, topology.ErrSourceIdle
 	}
 	return k, nil
@@ -262,7 +277,7 @@ func (s *gatedSource) Read(buf []int64) (int, error) {
 func (s *gatedSource) Offset() []byte { return binary.BigEndian.AppendUint64(nil, uint64(s.next)) }
 func (s *gatedSource) Close() error   { return nil }
 
-// sumTo is 1+2+...+n restricted to one parity (0 even, 1 odd).
+// paritySum is the sum of the values of one parity (0 even, 1 odd) in 1..n.
 func paritySum(n, parity int64) int64 {
 	var s int64
 	for v := int64(1); v <= n; v++ {
@@ -282,4 +297,8 @@ func waitJob(t testing.TB, j *actors.Job) error {
 		t.Fatal("job did not end in time")
 		return nil
 	}
+}
+
+func textLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }

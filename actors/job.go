@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/snapflow/snapflow/snapshots"
@@ -72,9 +73,14 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 		log.Warn("cleaning up old checkpoints failed", "err", err)
 	}
 
-	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-		return cfg.logger.With("component", "protoactor")
-	}))
+	system := actor.NewActorSystem(
+		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return cfg.logger.With("component", "protoactor") }),
+		// Messages to actors that have just stopped (a linger timer firing
+		// during Stop, say) are dead letters. protoactor-go logs them through
+		// a throttle whose goroutine lives for one interval: keep it short so
+		// that nothing outlives a stopped job for long.
+		actor.WithDeadLetterThrottleInterval(50*time.Millisecond),
+	)
 	uctx, cancel := context.WithCancel(context.Background())
 	sh := &shared{job: plan.Job, plan: plan, cfg: &cfg, log: log, system: system, cps: cps, uploadCtx: uctx, cancelUpload: cancel}
 	sh.inc.Store(&incarnation{epoch: epoch, restore: rp})

@@ -1,0 +1,13 @@
+package actors_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package's tests if any goroutine outlives them: every
+// job must release its actors, timers and upload goroutines when it ends.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
