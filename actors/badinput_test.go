@@ -1,0 +1,164 @@
+package actors_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/snapshots"
+	"github.com/snapflow/snapflow/topology"
+)
+
+func TestStartRejectsInvalidTopology(t *testing.T) {
+	g := topology.New("bad")
+	src := topology.Sequence(g, "source", 1, 10)
+	topology.Map(src, "dangling", func(v int64) int64 { return v })
+	_, err := actors.Start(context.Background(), g, actors.WithStore(snapshots.NewMem()))
+	if !errors.Is(err, topology.ErrInvalid) || !strings.Contains(err.Error(), `"dangling"`) {
+		t.Fatalf("Start: %v, want a validation error naming the dangling operator", err)
+	}
+}
+
+func TestStartRejectsBadOptions(t *testing.T) {
+	g := topology.New("opts")
+	topology.Sink(topology.Sequence(g, "source", 1, 10), "sink", func(int64) error { return nil })
+	for name, opt := range map[string]actors.Option{
+		"batch size": actors.WithBatchSize(0),
+		"credits":    actors.WithCredits(-1),
+		"linger":     actors.WithLinger(0),
+		"retained":   actors.WithRetainedCheckpoints(0),
+		"interval":   actors.WithCheckpointInterval(-1),
+	} {
+		if _, err := actors.Start(context.Background(), g, actors.WithStore(snapshots.NewMem()), opt); err == nil {
+			t.Errorf("%s: Start accepted a bad value", name)
+		}
+	}
+}
+
+// TestStartFailsOnUnwritableStore: a store directory that can no longer be
+// written makes Start fail with an error that names it.
+func TestStartFailsOnUnwritableStore(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	store, err := snapshots.NewDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Tests run as root, for whom permissions do not stop writes: replace
+	// the directory by a regular file instead.
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := topology.New("unwritable")
+	topology.Sink(topology.Sequence(g, "source", 1, 10), "sink", func(int64) error { return nil })
+	_, err = actors.Start(context.Background(), g, actors.WithStore(store))
+	if err == nil || !strings.Contains(err.Error(), "not usable") || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("Start: %v, want a clear error naming %s", err, dir)
+	}
+}
+
+// TestTopologyChangeIsRefused: a checkpoint of one topology is not restored
+// into another unless the user allows it.
+func TestTopologyChangeIsRefused(t *testing.T) {
+	store := snapshots.NewMem()
+	build := func(p int) *topology.Graph {
+		g := topology.New("evolving")
+		src := topology.Sequence(g, "source", 1, 100)
+		topology.Sink(keyedSum(topology.KeyBy(src, func(v int64) int64 { return v % 3 }), "sum", p, nil), "sink", func(kv) error { return nil })
+		return g
+	}
+	if err := actors.Run(context.Background(), build(1), actors.WithStore(store)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := actors.Start(context.Background(), build(2), actors.WithStore(store))
+	if err == nil || !strings.Contains(err.Error(), "different topology") {
+		t.Fatalf("Start with another topology: %v", err)
+	}
+}
+
+// TestCancelLeavesNothingBehind cancels a running job's context: Wait
+// reports ErrStopped and no goroutine of the job survives.
+func TestCancelLeavesNothingBehind(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g := topology.New("cancel")
+	src := topology.Generate(g, "source", -1, func(i int64) int64 { return i })
+	topology.Sink(keyedSum(topology.KeyBy(src, func(v int64) int64 { return v % 4 }), "sum", 2, nil), "sink", func(kv) error { return nil })
+	var ev events
+	c := ev.subscribe()
+	j, err := actors.Start(ctx, g, actors.WithStore(snapshots.NewMem()), actors.WithListener(ev.listen), actors.WithCheckpointInterval(10*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, c, "a checkpoint", func(e actors.Event) bool { return e.Kind == actors.EventCheckpointCompleted })
+	cancel()
+	if err := waitJob(t, j); !errors.Is(err, actors.ErrStopped) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Wait: %v, want ErrStopped caused by context.Canceled", err)
+	}
+}
+
+// TestIdleSourceDoesNotSpin: a source with no data is not polled until it
+// wakes its task.
+func TestIdleSourceDoesNotSpin(t *testing.T) {
+	gate := newGate(100)
+	var reads atomic.Int64
+	g := topology.New("idle")
+	src := topology.FromSource(g, "source", func(int, int) topology.Source[int64] {
+		return &countingSource{gatedSource: gatedSource{n: 1000, g: gate}, reads: &reads}
+	})
+	topology.Sink(src, "sink", func(int64) error { return nil })
+	j, err := actors.Start(context.Background(), g, actors.WithStore(snapshots.NewMem()), actors.WithCheckpointInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate.waitReached(t, 100)
+	before := reads.Load()
+	// Two checkpoint round trips through the idle source's mailbox.
+	for range 2 {
+		if _, err := j.Checkpoint(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := reads.Load(); after != before {
+		t.Fatalf("the idle source was read %d more times", after-before)
+	}
+	gate.setLimit(1000)
+	if err := waitJob(t, j); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type countingSource struct {
+	gatedSource
+	reads *atomic.Int64
+}
+
+func (s *countingSource) Read(buf []int64) (int, error) {
+	s.reads.Add(1)
+	return s.gatedSource.Read(buf)
+}
+
+// TestProtoactorLogsGoToTheUserLogger: protoactor-go's own log lines reach the
+// logger given with WithLogger.
+func TestProtoactorLogsGoToTheUserLogger(t *testing.T) {
+	var logs strings.Builder
+	g := topology.New("logs")
+	topology.Sink(topology.Sequence(g, "source", 1, 10), "sink", func(int64) error { return nil })
+	if err := actors.Run(context.Background(), g, actors.WithStore(snapshots.NewMem()), actors.WithLogger(textLogger(&logs))); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "component=protoactor") || !strings.Contains(logs.String(), "actor system started") {
+		t.Fatalf("protoactor-go's log did not reach the user's logger:\n%s", logs.String())
+	}
+}
