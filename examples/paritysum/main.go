@@ -8,9 +8,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -27,7 +27,7 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "paritysum:", err)
 		os.Exit(1)
 	}
@@ -43,8 +43,9 @@ type options struct {
 	batchSize int
 }
 
-func parseFlags() options {
+func parseFlags(args []string) (options, error) {
 	var o options
+	flag := flag.NewFlagSet("paritysum", flag.ContinueOnError)
 	flag.Int64Var(&o.n, "n", 1_000_000, "the source emits 1..N")
 	flag.StringVar(&o.store, "store", "", "snapshot store: a directory, file://DIR or mem:// (default: a fresh temporary directory)")
 	flag.DurationVar(&o.interval, "interval", 50*time.Millisecond, "periodic checkpoint interval (0: off)")
@@ -52,12 +53,15 @@ func parseFlags() options {
 	flag.Int64Var(&o.cutAt, "cut-at", 5, "take the lecture's checkpoint right after the source emits this record")
 	flag.BoolVar(&o.verbose, "v", false, "log the runtime's debug messages to stderr")
 	flag.IntVar(&o.batchSize, "batch", actors.DefaultBatchSize, "records per batch")
-	flag.Parse()
-	return o
+	err := flag.Parse(args)
+	return o, err
 }
 
-func run() error {
-	o := parseFlags()
+func run(args []string, stdout io.Writer) error {
+	o, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
 	if o.n < o.cutAt || o.cutAt < 1 {
 		return fmt.Errorf("-n %d must be at least -cut-at %d, which must be at least 1", o.n, o.cutAt)
 	}
@@ -77,7 +81,7 @@ func run() error {
 		return err
 	}
 	defer store.Close()
-	fmt.Printf("store: %s\n", store)
+	fmt.Fprintf(stdout, "store: %s\n", store)
 
 	gate := newGate(o.cutAt)
 	var failed atomic.Bool
@@ -128,7 +132,7 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("checkpoint after %d: %w", o.cutAt, err)
 	}
-	if err := printCut(ctx, job.Checkpoints(), id); err != nil {
+	if err := printCut(ctx, stdout, job.Checkpoints(), id); err != nil {
 		return err
 	}
 	gate.open()
@@ -136,13 +140,13 @@ func run() error {
 	if err := job.Wait(); err != nil {
 		return err
 	}
-	story.print()
-	return verify(o.n, results)
+	story.print(stdout)
+	return verify(stdout, o.n, results)
 }
 
 // printCut reads checkpoint id back from the store and prints what each
 // task's stored state holds.
-func printCut(ctx context.Context, cps *snapshots.Checkpoints, id uint64) error {
+func printCut(ctx context.Context, w io.Writer, cps *snapshots.Checkpoints, id uint64) error {
 	m, err := cps.ReadManifest(ctx, id)
 	if err != nil {
 		return err
@@ -162,8 +166,8 @@ func printCut(ctx context.Context, cps *snapshots.Checkpoints, id uint64) error 
 		lines = append(lines, fmt.Sprintf("  %-8s -> %-10s = %-3d (object %s, %d bytes)", e.TaskId, name, v, e.State.Key, e.State.Size))
 	}
 	sort.Strings(lines)
-	fmt.Printf("checkpoint %d: source=%d sum_even=%d sum_odd=%d\n", id, values["source"], values["sum_even"], values["sum_odd"])
-	fmt.Printf("manifest of checkpoint %d (epoch %d, topology %s) maps each task to its state:\n%s\n",
+	fmt.Fprintf(w, "checkpoint %d: source=%d sum_even=%d sum_odd=%d\n", id, values["source"], values["sum_even"], values["sum_odd"])
+	fmt.Fprintf(w, "manifest of checkpoint %d (epoch %d, topology %s) maps each task to its state:\n%s\n",
 		id, m.Epoch, m.TopologyFingerprint, strings.Join(lines, "\n"))
 	return nil
 }
@@ -196,15 +200,15 @@ func describe(st *messages.TaskState) (string, int64, error) {
 	return "sum_odd", 0, nil
 }
 
-func verify(n int64, results *latest) error {
+func verify(w io.Writer, n int64, results *latest) error {
 	even, odd := results.get(0), results.get(1)
 	wantEven := (n / 2) * (n/2 + 1)
 	wantOdd := ((n + 1) / 2) * ((n + 1) / 2)
-	fmt.Printf("final sums: sum_even=%d sum_odd=%d (closed form: %d and %d)\n", even, odd, wantEven, wantOdd)
+	fmt.Fprintf(w, "final sums: sum_even=%d sum_odd=%d (closed form: %d and %d)\n", even, odd, wantEven, wantOdd)
 	if even != wantEven || odd != wantOdd {
-		return errors.New("exactly-once: FAILED: the final sums differ from the closed form")
+		return fmt.Errorf("exactly-once: FAILED: final sums even=%d odd=%d, closed form even=%d odd=%d", even, odd, wantEven, wantOdd)
 	}
-	fmt.Println("exactly-once: OK")
+	fmt.Fprintln(w, "exactly-once: OK")
 	return nil
 }
 

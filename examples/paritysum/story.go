@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -26,8 +27,13 @@ func (s *story) event(e actors.Event) {
 	switch e.Kind {
 	case actors.EventCheckpointCompleted:
 		s.completed++
-		if e.Final {
+		switch {
+		case e.Final:
 			s.lines = append(s.lines, fmt.Sprintf("%8v  final checkpoint %d complete (%d bytes of state)", at, e.Checkpoint, e.Bytes))
+		case s.completed <= 5:
+			s.lines = append(s.lines, fmt.Sprintf("%8v  checkpoint %d complete in %v (%d bytes of state)", at, e.Checkpoint, e.Duration.Round(time.Microsecond), e.Bytes))
+		case s.completed == 6:
+			s.lines = append(s.lines, fmt.Sprintf("%8v  ... further checkpoints are counted below", at))
 		}
 	case actors.EventTaskFailed:
 		s.lines = append(s.lines, fmt.Sprintf("%8v  task %s failed in epoch %d: %v", at, e.Task, e.Epoch, e.Err))
@@ -42,12 +48,12 @@ func (s *story) event(e actors.Event) {
 	}
 }
 
-func (s *story) print() {
+func (s *story) print(w io.Writer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	fmt.Println("what happened:")
+	fmt.Fprintln(w, "what happened:")
 	for _, l := range s.lines {
-		fmt.Println(l)
+		fmt.Fprintln(w, l)
 	}
-	fmt.Printf("%d checkpoints completed\n", s.completed)
+	fmt.Fprintf(w, "%d checkpoints completed\n", s.completed)
 }
