@@ -42,9 +42,10 @@ type jobActor struct {
 	sources  []int
 	strategy *restart.Strategy
 
-	timer    *time.Timer
-	timerAt  time.Time
-	timerGen uint64
+	timer        *time.Timer
+	timerAt      time.Time
+	restartTimer *time.Timer
+	timerGen     uint64
 
 	exhausted     map[int]bool
 	finished      map[int]bool
@@ -232,6 +233,9 @@ func (j *jobActor) finish(err error) {
 	j.phase = phaseDone
 	j.result = err
 	j.stopTimer()
+	if j.restartTimer != nil {
+		j.restartTimer.Stop()
+	}
 	for id, reply := range j.requests {
 		e := err
 		if e == nil {

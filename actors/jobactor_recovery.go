@@ -54,7 +54,7 @@ func (j *jobActor) onFailure(cause error) {
 	j.epoch++
 	epoch, root, self := j.epoch, j.sh.system.Root, j.self
 	j.log.Info("restarting the job after a backoff", "epoch", epoch, "backoff", delay)
-	time.AfterFunc(delay, func() { root.Send(self, &restartMsg{epoch: epoch}) })
+	j.restartTimer = time.AfterFunc(delay, func() { root.Send(self, &restartMsg{epoch: epoch}) })
 }
 
 // loadRestorePoint reads the newest complete checkpoint whose objects verify.

@@ -81,7 +81,7 @@ func (t *task) onCredit(m *messages.Credit) {
 }
 
 func (t *task) onBatch(m *batchMsg) {
-	if m.epoch != t.epoch {
+	if m.epoch != t.epoch || int(m.input) >= len(t.ins) {
 		return // fenced: sent before the last restore
 	}
 	in := &t.ins[m.input]

@@ -37,7 +37,10 @@ func (JSONCodec[T]) Decode(b []byte) (T, error) {
 }
 
 // fixedCodec encodes fixed-size numbers and bools as big-endian bytes.
-type fixedCodec[T any] struct{ size int }
+type fixedCodec[T any] struct {
+	size   int
+	isBool bool // only the bytes 0 and 1 decode to a bool
+}
 
 func (c fixedCodec[T]) Append(dst []byte, v T) ([]byte, error) {
 	p := unsafe.Pointer(&v)
@@ -56,6 +59,9 @@ func (c fixedCodec[T]) Decode(b []byte) (T, error) {
 	var v T
 	if len(b) != c.size {
 		return v, fmt.Errorf("topology: decode %T: %d bytes, want %d", v, len(b), c.size)
+	}
+	if c.isBool && b[0] > 1 {
+		return v, fmt.Errorf("topology: decode %T: byte %d is not a bool", v, b[0])
 	}
 	p := unsafe.Pointer(&v)
 	switch c.size {
@@ -96,7 +102,7 @@ func DefaultCodec[T any]() Codec[T] {
 	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
 		reflect.Float32, reflect.Float64:
-		return fixedCodec[T]{size: int(t.Size())}
+		return fixedCodec[T]{size: int(t.Size()), isBool: t.Kind() == reflect.Bool}
 	case reflect.String:
 		return stringCodec[T]{}
 	}

@@ -79,6 +79,11 @@ func NewPlan(g *Graph) (*Plan, error) {
 		}
 	}
 	// Outputs: per sender, edges in order, targets in subtask order.
+	type link struct {
+		e        *edge
+		from, to int // task indices
+	}
+	chans := make(map[link]int) // at most one channel per edge and pair of tasks
 	for _, n := range order {
 		for _, e := range n.outputs {
 			part := resolvePartition(e)
@@ -94,29 +99,21 @@ func NewPlan(g *Graph) (*Plan, error) {
 					ch := ChannelPlan{ID: len(p.Channels), From: from.Index, To: to.Index, FromOutput: len(from.Outputs), Partition: part}
 					from.Outputs = append(from.Outputs, ch.ID)
 					p.Channels = append(p.Channels, ch)
+					chans[link{e, from.Index, to.Index}] = ch.ID
 				}
 			}
 		}
 	}
 	// Inputs: per receiver, its input edges in order, senders in subtask order.
-	byPair := make(map[[2]int][]int) // (from task, to task) -> channel ids in creation order
-	for _, ch := range p.Channels {
-		k := [2]int{ch.From, ch.To}
-		byPair[k] = append(byPair[k], ch.ID)
-	}
 	for _, n := range order {
 		for s := 0; s < n.parallelism; s++ {
 			to := p.Tasks[first[n.id]+s]
-			used := map[[2]int]int{}
 			for _, e := range n.inputs {
 				for u := 0; u < e.from.parallelism; u++ {
-					k := [2]int{first[e.from.id] + u, to.Index}
-					ids := byPair[k]
-					if used[k] >= len(ids) {
-						continue
+					id, ok := chans[link{e, first[e.from.id] + u, to.Index}]
+					if !ok {
+						continue // a forward edge reaches one task only
 					}
-					id := ids[used[k]]
-					used[k]++
 					p.Channels[id].ToInput = len(to.Inputs)
 					to.Inputs = append(to.Inputs, id)
 				}

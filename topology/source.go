@@ -74,7 +74,13 @@ func (s *sourceInstance[T]) Open(ctx context.Context, wake func()) error {
 	}
 	var off []byte
 	if s.hasOffset {
+		// A restored offset may be empty, and a snapshot read back from
+		// protobuf holds nil for it; it must still not read as "from the
+		// beginning", which Source.Open reserves for a nil offset.
 		off = s.offset
+		if off == nil {
+			off = []byte{}
+		}
 	}
 	return s.src.Open(ctx, off)
 }

@@ -1,5 +1,10 @@
 package topology
 
+import (
+	"fmt"
+	"strings"
+)
+
 // Stream is a typed stream of records of type T produced by one or more
 // operators (more than one after Union).
 type Stream[T any] struct {
@@ -43,7 +48,8 @@ func Union[T any](first Stream[T], rest ...Stream[T]) Stream[T] {
 	out := Stream[T]{g: first.g, parts: append([]part(nil), first.parts...)}
 	for _, s := range rest {
 		if s.g != first.g {
-			first.g.problem("union: streams belong to different graphs")
+			first.g.problem("%s: union with the output of %s, which belongs to another graph",
+				producers(first.parts), producers(s.parts))
 			continue
 		}
 		out.parts = append(out.parts, s.parts...)
@@ -74,8 +80,11 @@ func KeyByHash[T any, K Key](s Stream[T], key func(T) K, hash func(K) uint64) Ke
 }
 
 func keyBy[T any, K Key](s Stream[T], key func(T) K, hash func(K) uint64, c keyCodec[K]) KeyedStream[T, K] {
-	if key == nil || hash == nil {
-		s.g.problem("key by: nil key or hash function")
+	if key == nil {
+		s.g.problem("%s: KeyBy of its output has a nil key function", producers(s.parts))
+	}
+	if hash == nil {
+		s.g.problem("%s: KeyByHash of its output has a nil hash function", producers(s.parts))
 	}
 	c.hash = hash
 	maxP := uint64(s.g.maxParallelism)
@@ -84,4 +93,16 @@ func keyBy[T any, K Key](s Stream[T], key func(T) K, hash func(K) uint64, c keyC
 	}
 	kg := func(v T) int { return int(hash(key(v)) % maxP) }
 	return KeyedStream[T, K]{Stream: s.with(PartitionHash, kg), key: key, codec: c}
+}
+
+// producers names the operators producing a stream, for error messages.
+func producers(parts []part) string {
+	names := make([]string, len(parts))
+	for i, p := range parts {
+		names[i] = fmt.Sprintf("%q", p.node.name)
+	}
+	if len(names) == 1 {
+		return "operator " + names[0]
+	}
+	return "operators " + strings.Join(names, ", ")
 }

@@ -63,7 +63,7 @@ func (g *Graph) nodeProblems(n *node, seen map[string]bool) []string {
 	}
 	switch {
 	case n.name == "":
-		ps = append(ps, fmt.Sprintf("operator #%d (a %s) has an empty name", n.id, n.kind))
+		ps = append(ps, fmt.Sprintf("operator #%d (kind %s, numbered from 0 in the order added) has an empty name", n.id, n.kind))
 	case seen[n.name]:
 		add("the name is used by more than one operator")
 	case strings.ContainsAny(n.name, "#/\\"):
@@ -93,23 +93,46 @@ func (g *Graph) nodeProblems(n *node, seen map[string]bool) []string {
 	return ps
 }
 
-// cycle returns the nodes that a topological sort cannot order.
+// cycle returns the nodes that lie on a cycle, in creation order. Kahn's
+// algorithm leaves out every node it cannot order, which includes the nodes
+// merely downstream of a cycle; only those that can reach themselves are
+// reported, so that the error names the operators to fix.
 func (g *Graph) cycle() []*node {
 	order := g.topoOrder()
 	if len(order) == len(g.nodes) {
 		return nil
 	}
-	in := make(map[*node]bool, len(order))
+	ordered := make([]bool, len(g.nodes))
 	for _, n := range order {
-		in[n] = true
+		ordered[n.id] = true
 	}
-	var rest []*node
+	var on []*node
 	for _, n := range g.nodes {
-		if !in[n] {
-			rest = append(rest, n)
+		if !ordered[n.id] && reachesItself(n) {
+			on = append(on, n)
 		}
 	}
-	return rest
+	return on
+}
+
+// reachesItself reports whether a path of one or more edges leads from n back to n.
+func reachesItself(n *node) bool {
+	seen := map[*node]bool{}
+	stack := []*node{n}
+	for len(stack) > 0 {
+		cur := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, e := range cur.outputs {
+			if e.to == n {
+				return true
+			}
+			if !seen[e.to] {
+				seen[e.to] = true
+				stack = append(stack, e.to)
+			}
+		}
+	}
+	return false
 }
 
 // topoOrder is Kahn's algorithm, taking ready nodes in creation order, so the
