@@ -1,0 +1,212 @@
+package topology_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/snapflow/snapflow/messages"
+	"github.com/snapflow/snapflow/topology"
+)
+
+// paritySum builds the graph of the package documentation: the numbers
+// 1..100, keyed by parity, summed per key by two tasks, into a sink.
+func paritySum() *topology.Graph {
+	g := topology.New("paritysum")
+	nums := topology.Sequence(g, "source", 1, 100)
+	byParity := topology.KeyBy(nums, func(v int64) int64 { return v % 2 })
+	sums := topology.Process(byParity, "sum", func(s *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, int64, int64] {
+		total := topology.Value[int64](s, "total")
+		return func(ctx *topology.Context[int64], v int64, out *topology.Collector[int64]) error {
+			t, _ := total.Get()
+			total.Set(t + v)
+			out.Emit(t + v)
+			return nil
+		}
+	}, topology.Parallelism(2))
+	topology.Sink(sums, "sink", func(int64) error { return nil })
+	return g
+}
+
+func ExampleNew() {
+	g := paritySum()
+	plan, err := topology.NewPlan(g)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, t := range plan.Tasks {
+		fmt.Printf("%s (%s) owns key groups [%d,%d)\n", t.ID, t.Kind, t.KeyGroupStart, t.KeyGroupEnd)
+	}
+	// Output:
+	// source#0 (source) owns key groups [0,128)
+	// sum#0 (operator) owns key groups [0,64)
+	// sum#1 (operator) owns key groups [64,128)
+	// sink#0 (sink) owns key groups [0,128)
+}
+
+func ExampleNewPlan() {
+	plan, err := topology.NewPlan(paritySum())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, ch := range plan.Channels {
+		fmt.Printf("%s -> %s input %d (%s)\n", plan.Tasks[ch.From].ID, plan.Tasks[ch.To].ID, ch.ToInput, ch.Partition)
+	}
+	// Output:
+	// source#0 -> sum#0 input 0 (hash)
+	// source#0 -> sum#1 input 0 (hash)
+	// sum#0 -> sink#0 input 0 (rebalance)
+	// sum#1 -> sink#0 input 1 (rebalance)
+}
+
+func ExampleGraph_Validate() {
+	g := topology.New("broken", topology.MaxParallelism(4))
+	nums := topology.Sequence(g, "numbers", 1, 10, topology.Parallelism(2))
+	doubled := topology.Map(topology.Forward(nums), "double", func(v int64) int64 { return 2 * v }, topology.Parallelism(8))
+	topology.Map(doubled, "unused", func(v int64) int64 { return v })
+
+	err := g.Validate()
+	var ve *topology.ValidationError
+	fmt.Println(errors.Is(err, topology.ErrInvalid), errors.As(err, &ve))
+	fmt.Println(err)
+	// Output:
+	// true true
+	// topology: job "broken" is invalid:
+	//   - operator "double": parallelism 8 exceeds the max parallelism 4
+	//   - operator "double": forward edge from "numbers" joins parallelism 2 to 8; use Rebalance or the same parallelism
+	//   - operator "unused": its output stream is never consumed (a dangling stream): connect it to an operator or a sink
+}
+
+// printer is a Sender that prints the batches a task emits.
+type printer struct{}
+
+func (printer) Send(output int, batch any) { fmt.Printf("output %d: %v\n", output, batch) }
+
+// ExampleProcess drives one task of a keyed operator by hand, as the runtime
+// does: it creates the instance, hands it batches, and snapshots its state.
+func ExampleProcess() {
+	plan, err := topology.NewPlan(paritySum())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	sum, err := plan.NewInstance(plan.Task("sum#0").Index, topology.InstanceContext{BatchSize: 2, Sender: printer{}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := sum.ProcessBatch(0, []int64{2, 4, 6}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	sum.Flush()
+	var st messages.TaskState
+	if err := sum.Snapshot(&st); err != nil {
+		fmt.Println(err)
+		return
+	}
+	totals, err := topology.DecodeValueState[int64, int64](&st, "total")
+	fmt.Println(totals, err)
+	// Output:
+	// output 0: [2 6]
+	// output 0: [12]
+	// map[0:12] <nil>
+}
+
+// ExampleSequence reads a sequence split over three source tasks.
+func ExampleSequence() {
+	g := topology.New("numbers")
+	topology.Sink(topology.Sequence(g, "source", 1, 10, topology.Parallelism(3)), "sink",
+		func(int64) error { return nil }, topology.Parallelism(3))
+	plan, err := topology.NewPlan(g)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for s := range 3 {
+		inst, err := plan.NewInstance(s, topology.InstanceContext{BatchSize: 10, Sender: printer{}})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		src := inst.(topology.SourceInstance)
+		if err := src.Open(context.Background(), nil); err != nil {
+			fmt.Println(err)
+			return
+		}
+		n, status, err := src.Produce(10)
+		fmt.Printf("%s read %d, done: %t, err: %v\n", plan.Tasks[s].ID, n, status == topology.SourceDone, err)
+		src.Flush()
+	}
+	// Output:
+	// source#0 read 4, done: true, err: <nil>
+	// output 0: [1 4 7 10]
+	// source#1 read 3, done: true, err: <nil>
+	// output 0: [2 5 8]
+	// source#2 read 3, done: true, err: <nil>
+	// output 0: [3 6 9]
+}
+
+// ExampleKeyByHash places keys with the user's hash: key group k%4 of four,
+// so with two tasks, keys 0, 1, 4, 5 go to the first task and 2, 3 to the second.
+func ExampleKeyByHash() {
+	g := topology.New("placed", topology.MaxParallelism(4))
+	keyed := topology.KeyByHash(topology.Sequence(g, "source", 0, 5),
+		func(v int64) int64 { return v }, func(k int64) uint64 { return uint64(k) })
+	topology.Sink(keyed.Stream, "sink", func(int64) error { return nil }, topology.Parallelism(2))
+	plan, err := topology.NewPlan(g)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	src, err := plan.NewInstance(plan.Task("source#0").Index, topology.InstanceContext{BatchSize: 8, Sender: printer{}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := src.(topology.SourceInstance).Open(context.Background(), nil); err != nil {
+		fmt.Println(err)
+		return
+	}
+	if _, _, err := src.(topology.SourceInstance).Produce(8); err != nil {
+		fmt.Println(err)
+		return
+	}
+	src.Flush()
+	// Output:
+	// output 0: [0 1 4 5]
+	// output 1: [2 3]
+}
+
+// ExampleKeyBy sends every record of one key to the same task: here words,
+// hashed to the key groups of two tasks.
+func ExampleKeyBy() {
+	g := topology.New("words")
+	words := topology.FromSlice(g, "words", []string{"to", "be", "or", "not", "to", "be"})
+	byWord := topology.KeyBy(words, func(w string) string { return w })
+	topology.Sink(byWord.Stream, "count", func(string) error { return nil }, topology.Parallelism(2))
+	plan, err := topology.NewPlan(g)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	src, err := plan.NewInstance(plan.Task("words#0").Index, topology.InstanceContext{BatchSize: 8, Sender: printer{}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := src.(topology.SourceInstance).Open(context.Background(), nil); err != nil {
+		fmt.Println(err)
+		return
+	}
+	if _, _, err := src.(topology.SourceInstance).Produce(8); err != nil {
+		fmt.Println(err)
+		return
+	}
+	src.Flush()
+	// Output:
+	// output 0: [to be to be]
+	// output 1: [or not]
+}
