@@ -26,7 +26,13 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 	}
 	syncTime := time.Since(start)
 	sh, epoch, taskID, root := t.sh, t.epoch, t.plan.ID, t.root
+	timeout := sh.cfg.checkpoint.Timeout
 	sh.goUpload(func(ctx context.Context) {
+		if timeout > 0 { // retries of the store end with the checkpoint
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+			defer cancel()
+		}
 		t0 := time.Now()
 		h, err := sh.cps.PutTaskState(ctx, id, st)
 		if err != nil {
