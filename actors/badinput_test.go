@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/internal/testsrc"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
 )
@@ -111,18 +112,18 @@ func TestCancelLeavesNothingBehind(t *testing.T) {
 // TestIdleSourceDoesNotSpin: a source with no data is not polled until it
 // wakes its task.
 func TestIdleSourceDoesNotSpin(t *testing.T) {
-	gate := newGate(100)
+	gate := testsrc.NewGate(100)
 	var reads atomic.Int64
 	g := topology.New("idle")
 	src := topology.FromSource(g, "source", func(int, int) topology.Source[int64] {
-		return &countingSource{gatedSource: gatedSource{n: 1000, g: gate}, reads: &reads}
+		return &countingSource{Gated: testsrc.Gated{N: 1000, Gate: gate}, reads: &reads}
 	})
 	topology.Sink(src, "sink", func(int64) error { return nil })
 	j, err := actors.Start(context.Background(), g, actors.WithStore(snapshots.NewMem()), actors.WithCheckpointInterval(0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	gate.waitReached(t, 100)
+	gate.WaitReached(t, 100)
 	before := reads.Load()
 	// Two checkpoint round trips through the idle source's mailbox.
 	for range 2 {
@@ -133,20 +134,20 @@ func TestIdleSourceDoesNotSpin(t *testing.T) {
 	if after := reads.Load(); after != before {
 		t.Fatalf("the idle source was read %d more times", after-before)
 	}
-	gate.setLimit(1000)
+	gate.SetLimit(1000)
 	if err := waitJob(t, j); err != nil {
 		t.Fatal(err)
 	}
 }
 
 type countingSource struct {
-	gatedSource
+	testsrc.Gated
 	reads *atomic.Int64
 }
 
 func (s *countingSource) Read(buf []int64) (int, error) {
 	s.reads.Add(1)
-	return s.gatedSource.Read(buf)
+	return s.Gated.Read(buf)
 }
 
 // TestProtoactorLogsGoToTheUserLogger: protoactor-go's own log lines reach the

@@ -2,7 +2,6 @@ package actors_test
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"log/slog"
@@ -192,90 +191,6 @@ func finalTotals(t testing.TB, store snapshots.Store, job, operator string) map[
 	}
 	return out
 }
-
-// gatedSource emits 1..n, never beyond its gate's limit: it is idle at the
-// limit until the test raises it.
-type gatedSource struct {
-	n    int64
-	next int64
-	g    *gateState
-}
-
-type gateState struct {
-	mu      sync.Mutex
-	limit   int64
-	wake    func()
-	reached chan int64 // the limits reached, in order
-}
-
-func newGate(limit int64) *gateState { return &gateState{limit: limit, reached: make(chan int64, 64)} }
-
-func (g *gateState) setLimit(limit int64) {
-	g.mu.Lock()
-	g.limit = limit
-	w := g.wake
-	g.mu.Unlock()
-	if w != nil {
-		w()
-	}
-}
-
-// waitReached waits until the source has emitted every record up to limit.
-func (g *gateState) waitReached(t testing.TB, limit int64) {
-	t.Helper()
-	timer := time.NewTimer(testTimeout)
-	defer timer.Stop()
-	for {
-		select {
-		case l := <-g.reached:
-			if l == limit {
-				return
-			}
-		case <-timer.C:
-			t.Fatalf("source never reached %d", limit)
-		}
-	}
-}
-
-func (s *gatedSource) SetWake(w func()) {
-	s.g.mu.Lock()
-	s.g.wake = w
-	s.g.mu.Unlock()
-}
-
-func (s *gatedSource) Open(_ context.Context, off []byte) error {
-	s.next = 0
-	if off != nil {
-		s.next = int64(binary.BigEndian.Uint64(off))
-	}
-	return nil
-}
-
-func (s *gatedSource) Read(buf []int64) (int, error) {
-	s.g.mu.Lock()
-	limit := min(s.n, s.g.limit)
-	s.g.mu.Unlock()
-	k := 0
-	for k < len(buf) && s.next < limit {
-		s.next++
-		buf[k] = s.next
-		k++
-	}
-	if s.next >= s.n {
-		return k, io.EOF
-	}
-	if s.next >= limit {
-		select {
-		case s.g.reached <- limit:
-		default:
-		}
-		return k, topology.ErrSourceIdle
-	}
-	return k, nil
-}
-
-func (s *gatedSource) Offset() []byte { return binary.BigEndian.AppendUint64(nil, uint64(s.next)) }
-func (s *gatedSource) Close() error   { return nil }
 
 // paritySum is the sum of the values of one parity (0 even, 1 odd) in 1..n.
 func paritySum(n, parity int64) int64 {

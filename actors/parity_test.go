@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/internal/testsrc"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
 )
@@ -19,12 +20,12 @@ func TestParityCut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gate := newGate(5)
+	gate := testsrc.NewGate(5)
 	fail := newFailures(7)
 	sink := newLatest()
 	g := topology.New("parity", topology.MaxParallelism(2))
 	src := topology.FromSource(g, "source", func(int, int) topology.Source[int64] {
-		return &gatedSource{n: n, g: gate}
+		return &testsrc.Gated{N: n, Gate: gate}
 	})
 	keyed := topology.KeyByHash(src, func(v int64) int64 { return v % 2 }, func(k int64) uint64 { return uint64(k) })
 	topology.Sink(keyedSum(keyed, "sum", 2, fail), "sink", sink.put)
@@ -35,7 +36,7 @@ func TestParityCut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gate.waitReached(t, 5)
+	gate.WaitReached(t, 5)
 	id, err := j.Checkpoint(context.Background())
 	if err != nil {
 		t.Fatalf("checkpoint: %v", err)
@@ -75,7 +76,7 @@ func TestParityCut(t *testing.T) {
 	if got["source"] != 5 || got["sum_even"] != 6 || got["sum_odd"] != 9 {
 		t.Fatalf("checkpoint %d: got %v, want source=5 sum_even=6 sum_odd=9", id, got)
 	}
-	gate.setLimit(n)
+	gate.SetLimit(n)
 	if err := waitJob(t, j); err != nil {
 		t.Fatalf("job: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/snapflow/snapflow/actors"
 	"github.com/snapflow/snapflow/actors/restart"
+	"github.com/snapflow/snapflow/internal/testsrc"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
 )
@@ -200,32 +201,32 @@ func runShape(t *testing.T, sh shape, fail *failures) shapeResult {
 func TestStopAndResume(t *testing.T) {
 	const n = 30_000
 	store := snapshots.NewMem()
-	build := func(gate *gateState) (*topology.Graph, *latest) {
+	build := func(gate *testsrc.Gate) (*topology.Graph, *latest) {
 		g := topology.New("resume")
-		src := topology.FromSource(g, "source", func(int, int) topology.Source[int64] { return &gatedSource{n: n, g: gate} })
+		src := topology.FromSource(g, "source", func(int, int) topology.Source[int64] { return &testsrc.Gated{N: n, Gate: gate} })
 		out := newLatest()
 		topology.Sink(keyedSum(topology.KeyBy(src, func(v int64) int64 { return v % 2 }), "sum", 2, nil), "sink", out.put)
 		return g, out
 	}
-	gate := newGate(n / 3)
+	gate := testsrc.NewGate(n / 3)
 	g, _ := build(gate)
 	j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithCheckpointInterval(0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	gate.waitReached(t, n/3)
+	gate.WaitReached(t, n/3)
 	first, err := j.Checkpoint(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	gate.setLimit(2 * n / 3)
-	gate.waitReached(t, 2*n/3)
+	gate.SetLimit(2 * n / 3)
+	gate.WaitReached(t, 2*n/3)
 	if err := j.Stop(); !errors.Is(err, actors.ErrStopped) {
 		t.Fatalf("Stop: %v, want ErrStopped", err)
 	}
 
 	var ev events
-	g2, out := build(newGate(n))
+	g2, out := build(testsrc.NewGate(n))
 	j2, err := actors.Start(context.Background(), g2, actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithListener(ev.listen))
 	if err != nil {
 		t.Fatal(err)
@@ -252,26 +253,26 @@ func TestCorruptStateFallsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	build := func(gate *gateState) (*topology.Graph, *latest) {
+	build := func(gate *testsrc.Gate) (*topology.Graph, *latest) {
 		g := topology.New("corrupt")
-		src := topology.FromSource(g, "source", func(int, int) topology.Source[int64] { return &gatedSource{n: n, g: gate} })
+		src := topology.FromSource(g, "source", func(int, int) topology.Source[int64] { return &testsrc.Gated{N: n, Gate: gate} })
 		out := newLatest()
 		topology.Sink(keyedSum(topology.KeyBy(src, func(v int64) int64 { return v % 2 }), "sum", 2, nil), "sink", out.put)
 		return g, out
 	}
-	gate := newGate(1000)
+	gate := testsrc.NewGate(1000)
 	g, _ := build(gate)
 	j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithCheckpointInterval(0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	gate.waitReached(t, 1000)
+	gate.WaitReached(t, 1000)
 	older, err := j.Checkpoint(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	gate.setLimit(2000)
-	gate.waitReached(t, 2000)
+	gate.SetLimit(2000)
+	gate.WaitReached(t, 2000)
 	newer, err := j.Checkpoint(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -286,7 +287,7 @@ func TestCorruptStateFallsBack(t *testing.T) {
 
 	var logs strings.Builder
 	var ev events
-	g2, out := build(newGate(n))
+	g2, out := build(testsrc.NewGate(n))
 	j2, err := actors.Start(context.Background(), g2, actors.WithStore(store), actors.WithLogger(textLogger(&logs)), actors.WithListener(ev.listen))
 	if err != nil {
 		t.Fatal(err)
