@@ -1,0 +1,353 @@
+package actors_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/restart"
+	"github.com/snapflow/snapflow/internal/miniotest"
+	"github.com/snapflow/snapflow/internal/testsrc"
+	"github.com/snapflow/snapflow/snapshots"
+	"github.com/snapflow/snapflow/topology"
+)
+
+// paritySumJob is a gated source keyed by parity into a sum of parallelism 2,
+// failing once on each value of fail.
+func paritySumJob(name string, n int64, gate *testsrc.Gate, fail *failures) (*topology.Graph, *latest) {
+	g := topology.New(name)
+	src := topology.FromSource(g, "source", func(int, int) topology.Source[int64] { return &testsrc.Gated{N: n, Gate: gate} })
+	out := newLatest()
+	topology.Sink(keyedSum(topology.KeyBy(src, func(v int64) int64 { return v % 2 }), "sum", 2, fail), "sink", out.put)
+	return g, out
+}
+
+func parityWant(n int64) map[int64]int64 {
+	return map[int64]int64{0: paritySum(n, 0), 1: paritySum(n, 1)}
+}
+
+// hookStore calls before ahead of the first Put whose key contains match.
+type hookStore struct {
+	snapshots.Store
+	match  string
+	once   sync.Once
+	before func()
+}
+
+func (h *hookStore) Put(ctx context.Context, key string, data []byte) error {
+	if strings.Contains(key, h.match) {
+		h.once.Do(h.before)
+	}
+	return h.Store.Put(ctx, key, data)
+}
+
+// TestMinIOStoppedMidCheckpoint stops MinIO while a checkpoint uploads: the
+// checkpoint is aborted, the job keeps processing, and once MinIO is back a
+// later checkpoint completes and the results are exact.
+func TestMinIOStoppedMidCheckpoint(t *testing.T) {
+	srv := miniotest.Start(t)
+	srv.MakeBucket(t, "mid")
+	const n = 40_000
+	gate := testsrc.NewGate(1000)
+	hook := &hookStore{Store: srv.Store(t, "mid", "run"), match: "chk-00000000000000000002/"}
+	hook.before = func() { srv.Stop() } // checkpoint 2 is triggered, its state is about to upload
+	g, out := paritySumJob("mid", n, gate, nil)
+	var ev events
+	j, err := actors.Start(context.Background(), g, actors.WithStore(hook), actors.WithLogger(testLogger(t)),
+		actors.WithCheckpointInterval(0), actors.WithCheckpointTimeout(3*time.Second),
+		actors.WithTolerableCheckpointFailures(-1), actors.WithListener(ev.listen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate.WaitReached(t, 1000)
+	if _, err := j.Checkpoint(context.Background()); err != nil {
+		t.Fatalf("checkpoint 1 with MinIO up: %v", err)
+	}
+	if id, err := j.Checkpoint(context.Background()); err == nil {
+		t.Fatalf("checkpoint %d completed while MinIO was down", id)
+	}
+	gate.SetLimit(5000) // the job keeps processing with MinIO down
+	gate.WaitReached(t, 5000)
+	srv.Restart(t)
+	id, err := j.Checkpoint(context.Background())
+	if err != nil {
+		t.Fatalf("checkpoint after MinIO came back: %v", err)
+	}
+	if id <= 2 {
+		t.Fatalf("checkpoint id %d, want > 2", id)
+	}
+	gate.SetLimit(n)
+	if err := waitJob(t, j); err != nil {
+		t.Fatal(err)
+	}
+	if ev.count(actors.EventCheckpointAborted) < 1 || ev.count(actors.EventRestoring) != 0 {
+		t.Fatalf("aborted %d, restores %d: want an abort and no restore", ev.count(actors.EventCheckpointAborted), ev.count(actors.EventRestoring))
+	}
+	assertEqualMaps(t, "final state", finalTotals(t, hook.Store, "mid", "sum"), parityWant(n))
+	assertEqualMaps(t, "sink", out.snapshot(), parityWant(n))
+}
+
+// TestMinIODownDuringRecovery fails a task while MinIO is down: the restore
+// is retried by the restart strategy and succeeds once MinIO is back.
+func TestMinIODownDuringRecovery(t *testing.T) {
+	srv := miniotest.Start(t)
+	srv.MakeBucket(t, "down")
+	const n = 40_000
+	gate := testsrc.NewGate(1000)
+	g, out := paritySumJob("down", n, gate, newFailures(1500))
+	var ev events
+	failedRestore := ev.subscribe()
+	j, err := actors.Start(context.Background(), g, actors.WithStore(srv.Store(t, "down", "")), actors.WithLogger(testLogger(t)),
+		actors.WithCheckpointInterval(0), actors.WithListener(ev.listen),
+		actors.WithRestartPolicy(restart.Policy{InitialBackoff: 10 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, MaxFailures: 1000, Window: time.Minute}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate.WaitReached(t, 1000)
+	cp, err := j.Checkpoint(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	gate.SetLimit(n) // record 1500 fails a task; its restore cannot reach MinIO
+	waitFor(t, failedRestore, "a failed restore", func(e actors.Event) bool {
+		return e.Kind == actors.EventTaskFailed && e.Err != nil && strings.Contains(e.Err.Error(), "restore")
+	})
+	srv.Restart(t)
+	if err := waitJob(t, j); err != nil {
+		t.Fatal(err)
+	}
+	if r := ev.of(actors.EventRestoring); len(r) != 1 || r[0].Checkpoint != cp {
+		t.Fatalf("restores %+v, want one from checkpoint %d", r, cp)
+	}
+	assertEqualMaps(t, "final state", finalTotals(t, srv.Store(t, "down", ""), "down", "sum"), parityWant(n))
+	assertEqualMaps(t, "sink", out.snapshot(), parityWant(n))
+}
+
+// TestMinIONeverReturns: when MinIO stays down, the job fails once its
+// restart strategy is exhausted, and says why.
+func TestMinIONeverReturns(t *testing.T) {
+	srv := miniotest.Start(t)
+	srv.MakeBucket(t, "gone")
+	gate := testsrc.NewGate(1000)
+	g, _ := paritySumJob("gone", 10_000, gate, newFailures(1500))
+	j, err := actors.Start(context.Background(), g, actors.WithStore(srv.Store(t, "gone", "")), actors.WithLogger(testLogger(t)),
+		actors.WithCheckpointInterval(0),
+		actors.WithRestartPolicy(restart.Policy{InitialBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond, MaxFailures: 2, Window: time.Minute}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate.WaitReached(t, 1000)
+	if _, err := j.Checkpoint(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	gate.SetLimit(10_000)
+	err = waitJob(t, j)
+	var je *actors.JobError
+	if !errors.As(err, &je) || !strings.Contains(err.Error(), "restart strategy exhausted") || !strings.Contains(err.Error(), "restore") {
+		t.Fatalf("Wait: %v, want a JobError about the failed restore", err)
+	}
+	if strings.Contains(err.Error(), srv.SecretKey()) {
+		t.Fatal("the error shows the secret key")
+	}
+}
+
+// TestMinIOCorruptObjectFallsBack damages the newest checkpoint in the
+// bucket (garbage in one object, another deleted): recovery logs it and uses
+// the previous checkpoint, and the results are still exact.
+func TestMinIOCorruptObjectFallsBack(t *testing.T) {
+	for _, damage := range []string{"garbage", "missing"} {
+		t.Run(damage, func(t *testing.T) {
+			srv := miniotest.Start(t)
+			srv.MakeBucket(t, "bad")
+			store := srv.Store(t, "bad", "p")
+			const n = 40_000
+			gate := testsrc.NewGate(1000)
+			g, out := paritySumJob("bad", n, gate, newFailures(3000))
+			var logs syncBuilder
+			var ev events
+			j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(textLogger(&logs)),
+				actors.WithCheckpointInterval(0), actors.WithListener(ev.listen))
+			if err != nil {
+				t.Fatal(err)
+			}
+			gate.WaitReached(t, 1000)
+			older, err := j.Checkpoint(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			gate.SetLimit(2000)
+			gate.WaitReached(t, 2000)
+			newer, err := j.Checkpoint(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := snapshots.StateKey("bad", newer, "sum#1")
+			ctx := context.Background()
+			if damage == "garbage" {
+				err = store.Put(ctx, key, []byte("not a task state"))
+			} else {
+				err = store.Delete(ctx, key)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			gate.SetLimit(n) // record 3000 fails a task
+			if err := waitJob(t, j); err != nil {
+				t.Fatal(err)
+			}
+			if r := ev.of(actors.EventRestoring); len(r) != 1 || r[0].Checkpoint != older {
+				t.Fatalf("restores %+v, want one from checkpoint %d", r, older)
+			}
+			if !strings.Contains(logs.String(), key) {
+				t.Errorf("the log does not name %s:\n%s", key, logs.String())
+			}
+			assertEqualMaps(t, "final state", finalTotals(t, store, "bad", "sum"), parityWant(n))
+			assertEqualMaps(t, "sink", out.snapshot(), parityWant(n))
+		})
+	}
+}
+
+type syncBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuilder) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuilder) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// killChildEnv makes the test binary run killedJob instead of the tests.
+const killChildEnv = "SNAPFLOW_KILL_CHILD_STORE"
+
+// TestKilledProcessResumes SIGKILLs a process running a job on MinIO; a fresh
+// process with the same job name resumes from the newest complete checkpoint
+// and the final state is exact.
+func TestKilledProcessResumes(t *testing.T) {
+	if url := os.Getenv(killChildEnv); url != "" {
+		killedJob(url)
+		return
+	}
+	srv := miniotest.Start(t)
+	srv.MakeBucket(t, "kill")
+	url := srv.URL("kill", "proc")
+
+	first := startChild(t, srv, url)
+	resumedFrom := uint64(0)
+	for line := range first.lines {
+		if strings.HasPrefix(line, "completed ") {
+			resumedFrom, _ = strconv.ParseUint(strings.Fields(line)[1], 10, 64)
+			if resumedFrom >= 2 {
+				break
+			}
+		}
+	}
+	if resumedFrom < 2 {
+		t.Fatalf("the first process ended before two checkpoints: %v", first.wait())
+	}
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("first process: %v, want killed", err)
+	}
+
+	second := startChild(t, srv, url)
+	var running string
+	for line := range second.lines {
+		if strings.HasPrefix(line, "running ") && running == "" {
+			running = line
+		}
+	}
+	if err := second.wait(); err != nil {
+		t.Fatalf("second process: %v", err)
+	}
+	from, _ := strconv.ParseUint(strings.TrimPrefix(running, "running "), 10, 64)
+	if from < resumedFrom {
+		t.Fatalf("second process started from checkpoint %d (%q), want at least %d", from, running, resumedFrom)
+	}
+	assertEqualMaps(t, "final state", finalTotals(t, srv.Store(t, "kill", "proc"), "killed", "sum"), parityWant(killedN))
+}
+
+const killedN = 400_000
+
+type child struct {
+	cmd   *exec.Cmd
+	lines chan string
+	done  chan error
+}
+
+func (c *child) wait() error { return <-c.done }
+
+func startChild(t *testing.T, srv *miniotest.Server, url string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledProcessResumes$", "-test.count=1")
+	cmd.Env = append(append(os.Environ(), srv.Env()...), killChildEnv+"="+url)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &child{cmd: cmd, lines: make(chan string, 1024), done: make(chan error, 1)}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			c.lines <- sc.Text()
+		}
+		close(c.lines)
+		c.done <- cmd.Wait()
+	}()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return c
+}
+
+// killedJob is the child process: the parity job over 1..killedN, paced so
+// that it is still running when the parent kills it, with a checkpoint every
+// 20ms. It prints "running <checkpoint>" and "completed <id>" lines.
+func killedJob(url string) {
+	ctx := context.Background()
+	store, err := snapshots.Open(ctx, url)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		os.Exit(2)
+	}
+	g := topology.New("killed")
+	src := topology.FromSource(g, "source", func(int, int) topology.Source[int64] { return testsrc.NewPaced(killedN, 1000, time.Millisecond) })
+	topology.Sink(keyedSum(topology.KeyBy(src, func(v int64) int64 { return v % 2 }), "sum", 2, nil), "sink", func(kv) error { return nil })
+	err = actors.Run(ctx, g, actors.WithStore(store), actors.WithCheckpointInterval(20*time.Millisecond),
+		actors.WithListener(func(e actors.Event) {
+			switch e.Kind {
+			case actors.EventRunning:
+				fmt.Printf("running %d\n", e.Checkpoint)
+			case actors.EventCheckpointCompleted:
+				fmt.Printf("completed %d\n", e.Checkpoint)
+			}
+		}))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
