@@ -1,0 +1,49 @@
+package main
+
+import (
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBinary builds snapflow and runs it as a real process, so that the
+// exit codes reach the shell through main and os.Exit.
+func TestBinary(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not on PATH:", err)
+	}
+	bin := filepath.Join(t.TempDir(), "snapflow")
+	build := exec.CommandContext(t.Context(), goBin, "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	f := newDirFixture(t, "wc")
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		stdout string // a prefix
+		stderr string // a prefix
+	}{
+		{[]string{"checkpoints", "list", "--store", f.url}, exitOK, "1  2026-03-01T10:00:01Z  3", ""},
+		{[]string{"checkpoints", "list", "--store", f.url, "--job", "nope"}, exitNotFound, "", `snapflow: no job "nope"`},
+		{[]string{"checkpoints", "list", "--store", f.url, "x", "--job", "wc"}, exitUsage, "", "snapflow: flag --job after"},
+		{[]string{"checkpoints", "delete", "--store", f.url, "2"}, exitFailed, "", "snapflow: refusing to delete checkpoint 2"},
+	} {
+		cmd := exec.CommandContext(t.Context(), bin, tc.args...)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		if exit := (*exec.ExitError)(nil); errors.As(err, &exit) {
+			code = exit.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != tc.code || !strings.HasPrefix(stdout.String(), tc.stdout) || !strings.HasPrefix(stderr.String(), tc.stderr) {
+			t.Errorf("snapflow %q: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", tc.args, code, tc.code, stdout.String(), stderr.String())
+		}
+	}
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Exit codes that scripts can rely on; usage and doc.go document them.
+const (
+	exitOK       = 0 // success
+	exitFailed   = 1 // the operation failed: verification problems, refusal, store error
+	exitUsage    = 2 // bad command, flags, arguments or store URL
+	exitNotFound = 3 // no such checkpoint, job or store directory
+)
+
+const usage = `Usage: snapflow <command> [flags] [arguments]
+
+Inspect and manage the checkpoints that snapflow jobs keep in a snapshot
+store. Flags come before positional arguments:
+snapflow checkpoints verify --store URL 7
+
+Commands:
+  checkpoints list --store URL [--job NAME]
+      One checkpoint per line, in ascending id order:
+        ID TIME TASKS BYTES STATUS
+      TIME is RFC 3339 in UTC. STATUS is complete, incomplete (no manifest:
+      aborted or still in flight; TIME and BYTES are "-" and TASKS counts
+      the objects written so far) or corrupt (the manifest does not verify).
+  checkpoints show --store URL [--job NAME] [--json] ID
+      The manifest of checkpoint ID: job, id, epoch, time, topology
+      fingerprint, final flag, and the state object of each task (task id,
+      operator, subtask, key, size, CRC-32C). --json prints it as protojson.
+  checkpoints verify --store URL [--job NAME] ID
+      Re-reads every object of checkpoint ID and checks its size and
+      CRC-32C. Prints one line per object, "ok KEY ..." or "FAIL KEY ...".
+  checkpoints delete --store URL [--job NAME] [--force] ID
+      Deletes checkpoint ID. The newest complete checkpoint is the one
+      recovery would restore, so deleting it needs --force.
+  help
+      Prints this text.
+
+Flags:
+  --store URL   the snapshot store (required): a directory path,
+                file:///PATH, mem://NAME or
+                s3://BUCKET/PREFIX?endpoint=HOST:PORT&secure=false
+  --job NAME    the job; may be left out when the store holds the
+                checkpoints of exactly one job
+  ID            a checkpoint id, 7 or chk-00000000000000000007
+
+Exit codes:
+  0  success
+  1  the operation failed: verification found problems, the checkpoint is
+     incomplete, deletion was refused, or the store failed
+  2  usage error: bad command, flags, arguments or store URL, or a store
+     with several jobs and no --job
+  3  not found: no such checkpoint, job or store directory
+`
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run runs the command line args, writing results to stdout and errors to
+// stderr, and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	return report(stderr, dispatch(context.Background(), args, stdout, stderr))
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return &exitError{code: exitUsage, hint: usage}
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stderr, usage)
+		return nil
+	case "checkpoints":
+		return checkpoints(ctx, args[1:], stdout, stderr)
+	}
+	return &exitError{code: exitUsage, err: fmt.Errorf("unknown command %q", args[0]), hint: usage}
+}
+
+// checkpoints dispatches "snapflow checkpoints SUBCOMMAND".
+func checkpoints(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return &exitError{code: exitUsage, err: fmt.Errorf("checkpoints: missing subcommand (list, show, verify or delete)"), hint: usage}
+	}
+	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
+		"list":   list,
+		"show":   show,
+		"verify": verify,
+		"delete": remove,
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
+		fmt.Fprint(stderr, usage)
+		return nil
+	}
+	cmd, ok := cmds[args[0]]
+	if !ok {
+		return &exitError{code: exitUsage, err: fmt.Errorf("checkpoints: unknown subcommand %q", args[0]), hint: usage}
+	}
+	return cmd(ctx, args[1:], stdout, stderr)
+}
+
+// exitError carries an exit code other than 1, and what to print.
+type exitError struct {
+	code int
+	err  error  // printed with the "snapflow: " prefix; nil for none
+	hint string // printed after err, such as a synopsis
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageError(synopsis, format string, args ...any) error {
+	hint := "usage: " + synopsis + "\nRun 'snapflow help' for details.\n"
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...), hint: hint}
+}
+
+func notFound(format string, args ...any) error {
+	return &exitError{code: exitNotFound, err: fmt.Errorf(format, args...)}
+}
+
+// report prints err to stderr and returns the exit code it stands for.
+// Errors that are not an *exitError mean the operation failed.
+func report(stderr io.Writer, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var e *exitError
+	if !errors.As(err, &e) {
+		e = &exitError{code: exitFailed, err: err}
+	}
+	if e.err != nil {
+		fmt.Fprintf(stderr, "snapflow: %v\n", e.err)
+	}
+	fmt.Fprint(stderr, e.hint)
+	return e.code
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/snapflow/snapflow/messages"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+)
+
+func TestShow(t *testing.T) {
+	f := newDirFixture(t, "wc")
+	for _, id := range []string{"2", "chk-00000000000000000002"} {
+		r := runCLI("checkpoints", "show", "--store", f.url, id)
+		r.want(t, exitOK)
+		got := lines(r.stdout)
+		header := [][]string{
+			{"job", "wc"}, {"checkpoint", "2"}, {"epoch", "2"},
+			{"time", "2026-03-01T10:00:02Z"}, {"fingerprint", "fp-1234"}, {"final", "true"},
+			{"tasks", "3", fmt.Sprintf("(%d", f.bytes(2)), "bytes)"},
+			{},
+			{"TASK", "OPERATOR", "SUBTASK", "OBJECT", "SIZE", "CRC32C"},
+		}
+		if len(got) < len(header) || !slices.EqualFunc(got[:len(header)], header, slices.Equal) {
+			t.Fatalf("show %s printed\n%s\nwant it to start with the fields %q", id, r.stdout, header)
+		}
+		var rows [][]string
+		for _, e := range f.manifests[2].GetTasks() {
+			h := e.GetState()
+			rows = append(rows, []string{e.GetTaskId(), e.GetOperator(), fmt.Sprint(e.GetSubtask()),
+				h.GetKey(), fmt.Sprint(h.GetSize()), fmt.Sprintf("%08x", h.GetCrc32C())})
+		}
+		if !slices.EqualFunc(got[len(header):], rows, slices.Equal) {
+			t.Errorf("show %s printed the tasks\n%q\nwant\n%q", id, got[len(header):], rows)
+		}
+		for _, row := range rows { // each task's object lies in the checkpoint's folder, named after the task
+			if !strings.HasSuffix(row[3], "/chk-00000000000000000002/"+row[0]+".state") {
+				t.Errorf("task %s maps to %s", row[0], row[3])
+			}
+		}
+	}
+}
+
+func TestShowJSON(t *testing.T) {
+	f := newMemFixture(t, "wc")
+	r := runCLI("checkpoints", "show", "--store", f.url, "--json", "1")
+	r.want(t, exitOK)
+	var m messages.Manifest
+	if err := protojson.Unmarshal([]byte(r.stdout), &m); err != nil {
+		t.Fatalf("show --json printed\n%s\nwhich does not parse: %v", r.stdout, err)
+	}
+	if !proto.Equal(&m, f.manifests[1]) {
+		t.Errorf("show --json gave %v, want %v", &m, f.manifests[1])
+	}
+}
+
+func TestShowIncomplete(t *testing.T) {
+	f := newDirFixture(t, "wc")
+	r := runCLI("checkpoints", "show", "--store", f.url, "3")
+	r.want(t, exitFailed, "snapflow: checkpoint 3 of job wc is incomplete: it has no manifest")
+	if r.stdout != "" {
+		t.Errorf("printed %q", r.stdout)
+	}
+}

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/snapflow/snapflow/messages"
+	"github.com/snapflow/snapflow/snapshots"
+)
+
+const verifySynopsis = "snapflow checkpoints verify --store URL [--job NAME] ID"
+
+// verify re-reads every object of a checkpoint, printing a line for each.
+func verify(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	f := newFlags("verify", verifySynopsis)
+	id, err := f.parse(args, stderr, true)
+	if err != nil {
+		return err
+	}
+	c, err := f.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeStore(c, &err)
+	complete, err := lookup(ctx, c, id)
+	if err != nil {
+		return err
+	}
+	if !complete {
+		return incomplete(c, id)
+	}
+	key := snapshots.ManifestKey(c.Job(), id)
+	m, err := c.ReadManifest(ctx, id)
+	if err != nil {
+		if !objectProblem(ctx, err) {
+			return err
+		}
+		fmt.Fprintf(stdout, "FAIL  %s: %v\n", key, err)
+		return fmt.Errorf("checkpoint %d of job %s: the manifest does not verify", id, c.Job())
+	}
+	fmt.Fprintf(stdout, "ok    %s\n", key)
+	failed := 0
+	for _, t := range m.GetTasks() {
+		h := t.GetState()
+		err := verifyEntry(ctx, c, t)
+		switch {
+		case err == nil:
+			fmt.Fprintf(stdout, "ok    %s  task %s, %d bytes, crc32c %08x\n", h.GetKey(), t.GetTaskId(), h.GetSize(), h.GetCrc32C())
+		case objectProblem(ctx, err):
+			failed++
+			fmt.Fprintf(stdout, "FAIL  %s  task %s: %v\n", h.GetKey(), t.GetTaskId(), err)
+		default:
+			return err
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("checkpoint %d of job %s: %d of %d objects failed verification", id, c.Job(), failed, len(m.GetTasks())+1)
+	}
+	return nil
+}
+
+// verifyEntry reads and checks the state of one task of a manifest.
+func verifyEntry(ctx context.Context, c *snapshots.Checkpoints, t *messages.TaskStateEntry) error {
+	st, err := c.ReadTaskState(ctx, t.GetState())
+	if err != nil {
+		return err
+	}
+	if st.GetTaskId() != t.GetTaskId() {
+		return fmt.Errorf("holds the state of task %q: %w", st.GetTaskId(), snapshots.ErrCorrupt)
+	}
+	return nil
+}
+
+// objectProblem reports whether err is about one object, missing or
+// corrupt, rather than about the store or the context.
+func objectProblem(ctx context.Context, err error) bool {
+	return ctx.Err() == nil && (errors.Is(err, snapshots.ErrCorrupt) || errors.Is(err, snapshots.ErrNotFound))
+}
