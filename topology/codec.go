@@ -77,11 +77,25 @@ func (c fixedCodec[T]) Decode(b []byte) (T, error) {
 	return v, nil
 }
 
+// aliaser is implemented by codecs of immutable values, whose encoding can
+// share the value's memory: a snapshot then references the value instead of
+// copying it. The bytes returned must never be written to.
+type aliaser[T any] interface {
+	alias(v T) []byte
+}
+
 // stringCodec stores the bytes of a string type.
 type stringCodec[T any] struct{}
 
 func (stringCodec[T]) Append(dst []byte, v T) ([]byte, error) {
 	return append(dst, *(*string)(unsafe.Pointer(&v))...), nil
+}
+
+// alias returns the string's own bytes: strings are immutable, so the
+// snapshot may reference them without a copy.
+func (stringCodec[T]) alias(v T) []byte {
+	s := *(*string)(unsafe.Pointer(&v))
+	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
 func (stringCodec[T]) Decode(b []byte) (T, error) {
