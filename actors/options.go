@@ -26,18 +26,18 @@ const (
 type Option func(*config)
 
 type config struct {
-	store             snapshots.Store
-	checkpoint        coordinator.Config
-	restart           restart.Policy
-	batchSize         int
-	linger            time.Duration
-	credits           int
-	logger            *slog.Logger
-	retained          int
-	listener          func(Event)
-	allowNewTopology  bool
-	syncSnapshots     bool
-	restoreCheckpoint uint64
+	store            snapshots.Store
+	checkpoint       coordinator.Config
+	restart          restart.Policy
+	batchSize        int
+	linger           time.Duration
+	credits          int
+	logger           *slog.Logger
+	retained         int
+	listener         func(Event)
+	allowNewTopology bool
+	syncSnapshots    bool
+	faults           *Faults
 }
 
 func defaultConfig() config {

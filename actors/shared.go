@@ -24,7 +24,8 @@ type shared struct {
 	pids   []*actor.PID // task actors by plan index; set before any runMsg
 	cps    *snapshots.Checkpoints
 
-	inc atomic.Pointer[incarnation]
+	inc   atomic.Pointer[incarnation]
+	stale atomic.Uint64 // messages of older epochs dropped
 
 	// uploads tracks the goroutines that write state and manifests, so Stop
 	// leaves none behind; uploadCtx is cancelled when the job stops.

@@ -59,7 +59,8 @@ type task struct {
 
 type outChannel struct {
 	pid     *actor.PID
-	input   int32 // receiver's input index
+	to      string // receiver task id
+	input   int32  // receiver's input index
 	credits int
 	seq     uint64
 	queue   []outItem
@@ -165,6 +166,9 @@ func (t *task) onStarted(ctx actor.Context) {
 		if st == nil {
 			t.fail(fmt.Errorf("checkpoint %d holds no state for task %s", inc.restore.Manifest.GetCheckpointId(), t.plan.ID))
 		}
+		if f := t.sh.cfg.faults; f != nil && f.Restore != nil {
+			f.Restore(t.plan.ID, inc.restore.Manifest.GetCheckpointId())
+		}
 		if err := inst.Restore(st); err != nil {
 			t.fail(fmt.Errorf("restore from checkpoint %d: %w", inc.restore.Manifest.GetCheckpointId(), err))
 		}
@@ -184,7 +188,7 @@ func (t *task) onRun(m *runMsg) {
 	t.running = true
 	for i, id := range t.plan.Outputs {
 		ch := t.sh.plan.Channels[id]
-		t.outs[i].pid, t.outs[i].input = t.sh.pids[ch.To], int32(ch.ToInput)
+		t.outs[i].pid, t.outs[i].input, t.outs[i].to = t.sh.pids[ch.To], int32(ch.ToInput), t.sh.plan.Tasks[ch.To].ID
 	}
 	for i, id := range t.plan.Inputs {
 		ch := t.sh.plan.Channels[id]

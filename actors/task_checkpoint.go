@@ -11,6 +11,9 @@ import (
 // state, the barrier on every output, then an asynchronous upload that ends
 // in an ack (or a decline) to the job actor.
 func (t *task) snapshot(id uint64, aligned time.Duration) {
+	if f := t.sh.cfg.faults; f != nil && f.Snapshot != nil {
+		f.Snapshot(t.plan.ID, id)
+	}
 	start := time.Now()
 	st := &messages.TaskState{
 		Job: t.sh.job, TaskId: t.plan.ID, Operator: t.plan.Operator,

@@ -14,9 +14,7 @@ import (
 func (t *task) Send(out int, batch any) {
 	o := &t.outs[out]
 	if len(o.queue) == 0 && o.credits > 0 {
-		o.credits--
-		o.seq++
-		t.root.Send(o.pid, &batchMsg{epoch: t.epoch, input: o.input, seq: o.seq, data: batch})
+		t.sendBatch(o, batch)
 		return
 	}
 	if len(o.queue) == 0 {
@@ -46,14 +44,40 @@ func (t *task) sendItem(o *outChannel, it outItem) {
 	case it.end:
 		t.root.Send(o.pid, &messages.EndOfInput{Epoch: t.epoch, Channel: uint32(o.input), LastSeq: o.seq})
 	default:
-		o.credits--
-		o.seq++
-		t.root.Send(o.pid, &batchMsg{epoch: t.epoch, input: o.input, seq: o.seq, data: it.batch})
+		t.sendBatch(o, it.batch)
 	}
 }
 
+// sendBatch spends a credit of o and sends batch with the next seq.
+func (t *task) sendBatch(o *outChannel, batch any) {
+	o.credits--
+	o.seq++
+	m := &batchMsg{epoch: t.epoch, input: o.input, seq: o.seq, data: batch}
+	if f := t.sh.cfg.faults; f != nil && f.Batch != nil {
+		switch f.Batch(t.plan.ID, o.to, o.seq) {
+		case Drop:
+			return
+		case Duplicate:
+			t.root.Send(o.pid, m)
+		}
+	}
+	t.root.Send(o.pid, m)
+}
+
+// fenced reports whether a message of epoch must be dropped, counting those
+// of older epochs.
+func (t *task) fenced(epoch uint64) bool {
+	if epoch == t.epoch {
+		return false
+	}
+	if epoch < t.epoch {
+		t.sh.stale.Add(1)
+	}
+	return true
+}
+
 func (t *task) onCredit(m *messages.Credit) {
-	if m.Epoch != t.epoch || int(m.Channel) >= len(t.outs) {
+	if t.fenced(m.Epoch) || int(m.Channel) >= len(t.outs) {
 		return
 	}
 	o := &t.outs[m.Channel]
@@ -81,7 +105,7 @@ func (t *task) onCredit(m *messages.Credit) {
 }
 
 func (t *task) onBatch(m *batchMsg) {
-	if m.epoch != t.epoch || int(m.input) >= len(t.ins) {
+	if t.fenced(m.epoch) || int(m.input) >= len(t.ins) {
 		return // fenced: sent before the last restore
 	}
 	in := &t.ins[m.input]
@@ -94,7 +118,7 @@ func (t *task) onBatch(m *batchMsg) {
 }
 
 func (t *task) onBarrier(m *messages.Barrier) {
-	if m.Epoch != t.epoch || int(m.Channel) >= len(t.ins) {
+	if t.fenced(m.Epoch) || int(m.Channel) >= len(t.ins) {
 		return
 	}
 	t.acts = t.aligner.Step(align.Event[*batchMsg]{Kind: align.Barrier, Input: int(m.Channel), Checkpoint: m.CheckpointId}, t.acts[:0])
@@ -106,7 +130,7 @@ func (t *task) onBarrier(m *messages.Barrier) {
 }
 
 func (t *task) onEnd(m *messages.EndOfInput) {
-	if m.Epoch != t.epoch || int(m.Channel) >= len(t.ins) {
+	if t.fenced(m.Epoch) || int(m.Channel) >= len(t.ins) {
 		return
 	}
 	in := &t.ins[m.Channel]
@@ -154,6 +178,9 @@ func (t *task) drain() {
 func (t *task) execute(a align.Action[*batchMsg]) {
 	switch a.Kind {
 	case align.Process:
+		if f := t.sh.cfg.faults; f != nil && f.Process != nil {
+			f.Process(t.plan.ID)
+		}
 		if err := t.inst.ProcessBatch(a.Input, a.Data.data); err != nil {
 			t.fail(err)
 		}
