@@ -40,7 +40,7 @@ func (t *task) sendItem(o *outChannel, it outItem) {
 	switch {
 	case it.barrier != nil:
 		t.root.Send(o.pid, &messages.Barrier{Epoch: it.barrier.Epoch, Channel: uint32(o.input),
-			CheckpointId: it.barrier.CheckpointId, TimestampUnixNano: it.barrier.TimestampUnixNano})
+			CheckpointId: it.barrier.CheckpointId, TimestampUnixNano: it.barrier.TimestampUnixNano, LastSeq: o.seq})
 	case it.end:
 		t.root.Send(o.pid, &messages.EndOfInput{Epoch: t.epoch, Channel: uint32(o.input), LastSeq: o.seq})
 	default:
@@ -120,6 +120,10 @@ func (t *task) onBatch(m *batchMsg) {
 func (t *task) onBarrier(m *messages.Barrier) {
 	if t.fenced(m.Epoch) || int(m.Channel) >= len(t.ins) {
 		return
+	}
+	if in := &t.ins[m.Channel]; m.LastSeq != in.seq {
+		t.fail(fmt.Errorf("sequence gap before barrier %d on input %d from %s: last batch %d, received up to %d",
+			m.CheckpointId, m.Channel, t.inputName(int(m.Channel)), m.LastSeq, in.seq))
 	}
 	t.acts = t.aligner.Step(align.Event[*batchMsg]{Kind: align.Barrier, Input: int(m.Channel), Checkpoint: m.CheckpointId}, t.acts[:0])
 	if id, ok := t.aligner.Aligning(); ok && id != t.alignID {

@@ -111,8 +111,11 @@ type Barrier struct {
 	CheckpointId uint64                 `protobuf:"varint,3,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
 	// timestamp_unix_nano is when the coordinator triggered the checkpoint.
 	TimestampUnixNano int64 `protobuf:"varint,4,opt,name=timestamp_unix_nano,json=timestampUnixNano,proto3" json:"timestamp_unix_nano,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// last_seq is the seq of the last batch sent on the channel before the
+	// barrier, so that a lost batch is detected before the snapshot.
+	LastSeq       uint64 `protobuf:"varint,5,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Barrier) Reset() {
@@ -169,6 +172,13 @@ func (x *Barrier) GetCheckpointId() uint64 {
 func (x *Barrier) GetTimestampUnixNano() int64 {
 	if x != nil {
 		return x.TimestampUnixNano
+	}
+	return 0
+}
+
+func (x *Barrier) GetLastSeq() uint64 {
+	if x != nil {
+		return x.LastSeq
 	}
 	return 0
 }
@@ -1290,12 +1300,13 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\rR\achannel\x12\x10\n" +
 	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12\x18\n" +
-	"\arecords\x18\x04 \x03(\fR\arecords\"\x8e\x01\n" +
+	"\arecords\x18\x04 \x03(\fR\arecords\"\xa9\x01\n" +
 	"\aBarrier\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\rR\achannel\x12#\n" +
 	"\rcheckpoint_id\x18\x03 \x01(\x04R\fcheckpointId\x12.\n" +
-	"\x13timestamp_unix_nano\x18\x04 \x01(\x03R\x11timestampUnixNano\"W\n" +
+	"\x13timestamp_unix_nano\x18\x04 \x01(\x03R\x11timestampUnixNano\x12\x19\n" +
+	"\blast_seq\x18\x05 \x01(\x04R\alastSeq\"W\n" +
 	"\n" +
 	"EndOfInput\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +

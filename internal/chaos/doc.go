@@ -1,0 +1,16 @@
+// Package chaos is snapflow's failure-injection harness and semantics
+// checker, for tests, soaks and the benchmark program.
+//
+// An Injector, seeded, decides where failures strike: operator panics at
+// chosen records, panics while snapshotting or restoring, dropped or
+// duplicated batches, a straggler task, and (through Store) store errors and
+// latency. It counts what it injected by kind.
+//
+// The semantics checker follows Flink's SemanticsCheckMapper: a generator
+// emits (key, seq) for many keys, and a keyed checker operator keeps the last
+// seq of each key in state and fails loudly when the next one is not exactly
+// one more. With exactly-once state this never fires, whatever the failures;
+// a lost or duplicated record makes it fire, and the violation is recorded
+// even though the job then recovers. The sink checks that no seq is ever
+// skipped (replays after a recovery may repeat seqs: sinks are at-least-once).
+package chaos

@@ -1,0 +1,160 @@
+package chaos
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/snapflow/snapflow/actors"
+)
+
+// Kind is a kind of injected failure.
+type Kind string
+
+// The kinds of failure an Injector injects.
+const (
+	OperatorPanic Kind = "operator-panic"
+	SnapshotPanic Kind = "snapshot-panic"
+	RestorePanic  Kind = "restore-panic"
+	DropBatch     Kind = "drop-batch"
+	DupBatch      Kind = "duplicate-batch"
+	StoreError    Kind = "store-error"
+	Straggler     Kind = "straggler"
+)
+
+// Rates are the probabilities of each failure per opportunity.
+type Rates struct {
+	OperatorPanic float64 // per record seen by a checker
+	SnapshotPanic float64 // per task snapshot
+	RestorePanic  float64 // per task restore
+	DropBatch     float64 // per batch sent
+	DupBatch      float64 // per batch sent
+	StoreError    float64 // per store call
+	StoreLatency  time.Duration
+	Straggler     float64       // per batch processed
+	StragglerTime time.Duration // how long a straggler stalls
+}
+
+// Injector decides, from its seed, where failures strike, and counts them.
+// Its budget bounds the failures that end a task (panics, dropped and
+// duplicated batches) so that a job always gets to finish.
+type Injector struct {
+	seed  uint64
+	rates Rates
+
+	mu     sync.Mutex
+	rng    *rand.Rand
+	budget int
+	counts map[Kind]int
+
+	disabled atomic.Bool
+}
+
+// NewInjector returns an injector that injects at most budget task failures.
+func NewInjector(seed uint64, rates Rates, budget int) *Injector {
+	return &Injector{seed: seed, rates: rates, rng: rand.New(rand.NewPCG(seed, 0x5eed)), budget: budget, counts: map[Kind]int{}}
+}
+
+// Disable stops all injection (for example for a final clean phase).
+func (in *Injector) Disable() { in.disabled.Store(true) }
+
+// roll reports whether a failure of kind strikes with probability p, and
+// counts it. Task-ending kinds also spend the budget.
+func (in *Injector) roll(kind Kind, p float64, ends bool) bool {
+	if p <= 0 || in.disabled.Load() {
+		return false
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.rng.Float64() >= p || (ends && in.budget <= 0) {
+		return false
+	}
+	if ends {
+		in.budget--
+	}
+	in.counts[kind]++
+	return true
+}
+
+// Counts returns the failures injected so far, by kind.
+func (in *Injector) Counts() map[Kind]int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	out := make(map[Kind]int, len(in.counts))
+	for k, v := range in.counts {
+		out[k] = v
+	}
+	return out
+}
+
+// Total is the number of failures injected, all kinds together.
+func (in *Injector) Total() int {
+	n := 0
+	for _, v := range in.Counts() {
+		n += v
+	}
+	return n
+}
+
+// TaskFailures is the number of injected failures that fail a task.
+func (in *Injector) TaskFailures() int {
+	c := in.Counts()
+	return c[OperatorPanic] + c[SnapshotPanic] + c[RestorePanic] + c[DropBatch] + c[DupBatch]
+}
+
+// FormatCounts renders counts as "kind=n ..." in a stable order.
+func FormatCounts(c map[Kind]int) string {
+	var parts []string
+	for k, v := range c {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, v))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
+
+// Faults returns the runtime hooks of this injector.
+func (in *Injector) Faults() *actors.Faults {
+	return &actors.Faults{
+		Batch: func(from, to string, seq uint64) actors.BatchFault {
+			switch {
+			case in.roll(DropBatch, in.rates.DropBatch, true):
+				return actors.Drop
+			case in.roll(DupBatch, in.rates.DupBatch, true):
+				return actors.Duplicate
+			}
+			return actors.Deliver
+		},
+		Snapshot: func(task string, checkpoint uint64) {
+			if in.roll(SnapshotPanic, in.rates.SnapshotPanic, true) {
+				panic(fmt.Sprintf("chaos: %s panics while snapshotting checkpoint %d", task, checkpoint))
+			}
+		},
+		Restore: func(task string, checkpoint uint64) {
+			if in.roll(RestorePanic, in.rates.RestorePanic, true) {
+				panic(fmt.Sprintf("chaos: %s panics while restoring checkpoint %d", task, checkpoint))
+			}
+		},
+		Process: func(task string) {
+			if in.roll(Straggler, in.rates.Straggler, false) {
+				// A straggler: the task stalls, which delays its barriers and
+				// so the alignment of the tasks downstream of it.
+				time.Sleep(in.rates.StragglerTime)
+			}
+		},
+	}
+}
+
+// OperatorFault panics with probability OperatorPanic; checkers call it per
+// record.
+func (in *Injector) OperatorFault(task string, key, seq int64) {
+	if in.roll(OperatorPanic, in.rates.OperatorPanic, true) {
+		panic(fmt.Sprintf("chaos: %s panics on key %d seq %d", task, key, seq))
+	}
+}
+
+// Enable turns injection (back) on.
+func (in *Injector) Enable() { in.disabled.Store(false) }

@@ -1,0 +1,63 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/snapflow/snapflow/snapshots"
+)
+
+// ErrInjected is the error of an injected store failure.
+var ErrInjected = errors.New("chaos: injected store error")
+
+// Store wraps a snapshots.Store and makes its calls fail or slow down as the
+// injector's rates say. Store errors fail a checkpoint (or a restore, which
+// the restart strategy retries); they do not spend the task-failure budget.
+type Store struct {
+	snapshots.Store
+	in *Injector
+}
+
+// WrapStore returns s with injected errors and latency.
+func WrapStore(s snapshots.Store, in *Injector) *Store { return &Store{Store: s, in: in} }
+
+func (s *Store) fault(ctx context.Context) error {
+	if d := s.in.rates.StoreLatency; d > 0 && !s.in.disabled.Load() {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if s.in.roll(StoreError, s.in.rates.StoreError, false) {
+		return ErrInjected
+	}
+	return nil
+}
+
+// Put implements snapshots.Store.
+func (s *Store) Put(ctx context.Context, key string, data []byte) error {
+	if err := s.fault(ctx); err != nil {
+		return err
+	}
+	return s.Store.Put(ctx, key, data)
+}
+
+// Get implements snapshots.Store.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	if err := s.fault(ctx); err != nil {
+		return nil, err
+	}
+	return s.Store.Get(ctx, key)
+}
+
+// List implements snapshots.Store.
+func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
+	if err := s.fault(ctx); err != nil {
+		return nil, err
+	}
+	return s.Store.List(ctx, prefix)
+}

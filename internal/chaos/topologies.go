@@ -1,0 +1,99 @@
+package chaos
+
+import (
+	"fmt"
+
+	"github.com/snapflow/snapflow/topology"
+)
+
+// Shape is a topology of the soak. Build adds its operators to g; the final
+// "last" state of every checker operator it names must equal Want.
+type Shape struct {
+	Name     string
+	Checkers []string
+	Build    func(g *topology.Graph, n int64, in *Injector, v *Violations) *Sink
+	Want     func(n int64) map[int64]int64
+}
+
+// keys is the number of keys of the soak's sources (a multiple of every
+// source parallelism, so that each key has one producing task).
+const keys = 64
+
+// Shapes are the soak's topologies: a chain, a keyed fan-out 1 -> 4 -> 2, a
+// union of two sources and a diamond.
+var Shapes = []Shape{
+	{
+		Name:     "chain",
+		Checkers: []string{"check"},
+		Build: func(g *topology.Graph, n int64, in *Injector, v *Violations) *Sink {
+			src := Generate(g, "source", 0, keys, n)
+			relabel := topology.Map(src, "relabel", func(e Event) Event { return Event{Key: e.Key + 1000, Seq: e.Seq} })
+			kept := topology.Filter(relabel, "keep", func(Event) bool { return true }, topology.Parallelism(1))
+			sink := NewSink(v)
+			topology.Sink(Check(kept, "check", 2, in, v), "sink", sink.Write)
+			return sink
+		},
+		Want: func(n int64) map[int64]int64 { return shift(Expected(0, keys, n), 1000) },
+	},
+	{
+		Name:     "fanout",
+		Checkers: []string{"check", "check2"},
+		Build: func(g *topology.Graph, n int64, in *Injector, v *Violations) *Sink {
+			src := Generate(g, "source", 0, keys, n)
+			first := Check(src, "check", 4, in, v)
+			sink := NewSink(v)
+			topology.Sink(Check(first, "check2", 2, in, v), "sink", sink.Write)
+			return sink
+		},
+		Want: func(n int64) map[int64]int64 { return Expected(0, keys, n) },
+	},
+	{
+		Name:     "union",
+		Checkers: []string{"check"},
+		Build: func(g *topology.Graph, n int64, in *Injector, v *Violations) *Sink {
+			a := Generate(g, "source-a", 0, keys, n, topology.Parallelism(2))
+			b := Generate(g, "source-b", keys, keys, n/2)
+			sink := NewSink(v)
+			topology.Sink(Check(topology.Union(a, b), "check", 3, in, v), "sink", sink.Write)
+			return sink
+		},
+		Want: func(n int64) map[int64]int64 {
+			w := Expected(0, keys, n)
+			for k, s := range Expected(keys, keys, n/2) {
+				w[k] = s
+			}
+			return w
+		},
+	},
+	{
+		Name:     "diamond",
+		Checkers: []string{"check"},
+		Build: func(g *topology.Graph, n int64, in *Injector, v *Violations) *Sink {
+			src := Generate(g, "source", 0, keys, n)
+			even := topology.Filter(src, "even-keys", func(e Event) bool { return e.Key%2 == 0 })
+			odd := topology.Filter(topology.Rebalance(src), "odd-keys", func(e Event) bool { return e.Key%2 == 1 }, topology.Parallelism(1))
+			sink := NewSink(v)
+			topology.Sink(Check(topology.Union(even, odd), "check", 2, in, v), "sink", sink.Write)
+			return sink
+		},
+		Want: func(n int64) map[int64]int64 { return Expected(0, keys, n) },
+	},
+}
+
+// ShapeNamed returns the shape called name.
+func ShapeNamed(name string) (Shape, error) {
+	for _, s := range Shapes {
+		if s.Name == name {
+			return s, nil
+		}
+	}
+	return Shape{}, fmt.Errorf("chaos: no shape %q", name)
+}
+
+func shift(m map[int64]int64, by int64) map[int64]int64 {
+	out := make(map[int64]int64, len(m))
+	for k, v := range m {
+		out[k+by] = v
+	}
+	return out
+}
