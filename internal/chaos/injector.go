@@ -40,21 +40,22 @@ type Rates struct {
 }
 
 // Injector decides, from its seed, where failures strike, and counts them.
-// Its budget bounds the failures that end a task (panics, dropped and
-// duplicated batches) so that a job always gets to finish.
+// Its budget bounds, per kind, the failures that end a task (panics, dropped
+// and duplicated batches) so that a job always gets to finish.
 type Injector struct {
 	seed  uint64
 	rates Rates
 
 	mu     sync.Mutex
 	rng    *rand.Rand
-	budget int
+	budget int // per task-ending kind
 	counts map[Kind]int
 
 	disabled atomic.Bool
 }
 
-// NewInjector returns an injector that injects at most budget task failures.
+// NewInjector returns an injector that injects at most budget task failures
+// of each kind.
 func NewInjector(seed uint64, rates Rates, budget int) *Injector {
 	return &Injector{seed: seed, rates: rates, rng: rand.New(rand.NewPCG(seed, 0x5eed)), budget: budget, counts: map[Kind]int{}}
 }
@@ -70,11 +71,8 @@ func (in *Injector) roll(kind Kind, p float64, ends bool) bool {
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if in.rng.Float64() >= p || (ends && in.budget <= 0) {
+	if in.rng.Float64() >= p || (ends && in.counts[kind] >= in.budget) {
 		return false
-	}
-	if ends {
-		in.budget--
 	}
 	in.counts[kind]++
 	return true
@@ -100,9 +98,8 @@ func (in *Injector) Total() int {
 	return n
 }
 
-// TaskFailures is the number of injected failures that fail a task.
-func (in *Injector) TaskFailures() int {
-	c := in.Counts()
+// TaskFailures is the number of failures in counts that fail a task.
+func TaskFailures(c map[Kind]int) int {
 	return c[OperatorPanic] + c[SnapshotPanic] + c[RestorePanic] + c[DropBatch] + c[DupBatch]
 }
 
