@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/internal/testsrc"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
 )
@@ -216,4 +217,16 @@ func waitJob(t testing.TB, j *actors.Job) error {
 
 func textLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// gatedParity is a gated source of 1..n for tests that move its gate.
+type gatedParity struct {
+	n int64
+	g *testsrc.Gate
+}
+
+func testsrcGate(n int64) *gatedParity { return &gatedParity{n: n, g: testsrc.NewGate(1000)} }
+
+func (gp *gatedParity) source(g *topology.Graph) topology.Stream[int64] {
+	return topology.FromSource(g, "source", func(int, int) topology.Source[int64] { return &testsrc.Gated{N: gp.n, Gate: gp.g} })
 }

@@ -130,7 +130,7 @@ func (j *jobActor) Receive(ctx actor.Context) {
 		j.onStarted(ctx)
 	case *actor.Stopped:
 		close(j.stopped)
-	case *actor.Stopping, *actor.Restarting:
+	case *actor.Stopping, *actor.Restarting, *actor.Terminated:
 	default:
 		j.log.Warn("job actor dropping a message of unknown type", "type", fmt.Sprintf("%T", m))
 	}

@@ -1,9 +1,10 @@
 // Package snapshots stores snapflow's checkpoints.
 //
 // A [Store] is a flat key/value object store with atomic puts. [Dir] keeps
-// objects in a local directory (the embedded default), [Mem] in memory, and
-// [Open] picks one from a URL. Every implementation passes the conformance
-// suite in package snapshotstest.
+// objects in a local directory (the embedded default), [Mem] in memory,
+// [MinIO] in a bucket of a MinIO (or other S3) server, and [Open] picks one
+// from a URL such as s3://BUCKET/PREFIX?endpoint=HOST:PORT. Every
+// implementation passes the conformance suite in package snapshotstest.
 //
 // # Layout
 //

@@ -107,6 +107,6 @@ func ExampleOpen() {
 	store, err = snapshots.Open(context.Background(), "mem://")
 	fmt.Println(store, err)
 	// Output:
-	// <nil> snapshots: unsupported store URL "s3://bucket/prefix" (want a path, file://PATH or mem://)
+	// <nil> snapshots: store URL "s3://bucket/prefix": endpoint= is required, e.g. s3://bucket/PREFIX?endpoint=127.0.0.1:9000&secure=false
 	// mem:// <nil>
 }

@@ -19,6 +19,14 @@ const DefaultDir = "snapflow-data"
 //	file:///var/x       a Dir at /var/x (an absolute path; host empty or localhost)
 //	mem://              a new, empty Mem
 //	mem://name          the Mem called name, shared within the process
+//	s3://BUCKET/PREFIX?endpoint=HOST:PORT[&secure=false][&region=R][&create=true][&ca=PATH]
+//	                    a MinIO (or S3) store; secure defaults to true,
+//	                    create=true makes a missing bucket, ca= trusts a
+//	                    PEM CA file
+//
+// An s3 store takes its credentials from the environment only
+// (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or MINIO_ACCESS_KEY/
+// MINIO_SECRET_KEY); a URL that holds credentials is rejected.
 //
 // Any other scheme is rejected with an error that lists these forms.
 func Open(ctx context.Context, url string) (Store, error) {
@@ -40,8 +48,15 @@ func open(raw string) (Store, error) {
 		}
 		return NewDir(raw)
 	}
-	unsupported := fmt.Errorf("snapshots: unsupported store URL %q (want a path, file://PATH or mem://)", raw)
+	unsupported := fmt.Errorf("snapshots: unsupported store URL %q "+
+		"(want a path, file://PATH, mem:// or s3://BUCKET/PREFIX?endpoint=HOST:PORT)", raw)
 	switch {
+	case scheme == "s3" && strings.HasPrefix(rest, "//"):
+		cfg, err := parseS3URL(raw)
+		if err != nil {
+			return nil, err
+		}
+		return newMinIO(cfg)
 	case scheme == "mem" && strings.HasPrefix(rest, "//"):
 		name := rest[2:]
 		if strings.ContainsAny(name, "/?#") {

@@ -1,0 +1,6 @@
+package actors
+
+// SendToTask delivers msg to the actor of task, for tests of bad input.
+func SendToTask(j *Job, task string, msg any) {
+	j.system.Root.Send(j.sh.pids[j.sh.plan.Task(task).Index], msg)
+}

@@ -1,0 +1,144 @@
+package snapshots
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/minio/minio-go/v7"
+)
+
+// Put uploads data as one object of known size, which S3 makes visible
+// only once complete.
+func (m *MinIO) Put(ctx context.Context, key string, data []byte) error {
+	if err := validateKey(key); err != nil {
+		return err
+	}
+	return m.put(ctx, "put "+key, m.object(key), data)
+}
+
+func (m *MinIO) put(ctx context.Context, op, object string, data []byte) error {
+	return m.doWrite(ctx, op, func(ctx context.Context) error {
+		_, err := m.client.PutObject(ctx, m.bucket, object, bytes.NewReader(data), int64(len(data)),
+			minio.PutObjectOptions{ContentType: "application/octet-stream"})
+		return err
+	})
+}
+
+// Get downloads the object under key; a missing one gives ErrNotFound.
+func (m *MinIO) Get(ctx context.Context, key string) ([]byte, error) {
+	if err := validateKey(key); err != nil {
+		return nil, err
+	}
+	var data []byte
+	err := m.do(ctx, "get "+key, func(ctx context.Context) error {
+		body, info, _, err := m.core.GetObject(ctx, m.bucket, m.object(key), minio.GetObjectOptions{})
+		if err != nil {
+			return err
+		}
+		var buf bytes.Buffer
+		if info.Size > 0 {
+			buf.Grow(int(info.Size))
+		}
+		_, rerr := buf.ReadFrom(body)
+		if err := errors.Join(rerr, body.Close()); err != nil {
+			return err
+		}
+		data = buf.Bytes()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return data, nil
+}
+
+// List lists the objects under the store's prefix and prefix, recursively,
+// and returns their keys sorted.
+func (m *MinIO) List(ctx context.Context, prefix string) ([]string, error) {
+	if err := validatePrefix(prefix); err != nil {
+		return nil, err
+	}
+	var keys []string
+	err := m.do(ctx, fmt.Sprintf("list %q", prefix), func(ctx context.Context) error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		keys = keys[:0]
+		opts := minio.ListObjectsOptions{Prefix: m.object(prefix), Recursive: true}
+		for obj := range m.client.ListObjectsIter(ctx, m.bucket, opts) {
+			if obj.Err != nil {
+				return obj.Err
+			}
+			if key, ok := m.key(obj.Key); ok {
+				keys = append(keys, key)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(keys)
+	return keys, nil
+}
+
+// Delete removes the object under key; S3 deletes are idempotent.
+func (m *MinIO) Delete(ctx context.Context, key string) error {
+	if err := validateKey(key); err != nil {
+		return err
+	}
+	return m.remove(ctx, "delete "+key, m.object(key))
+}
+
+func (m *MinIO) remove(ctx context.Context, op, object string) error {
+	return m.doWrite(ctx, op, func(ctx context.Context) error {
+		return m.client.RemoveObject(ctx, m.bucket, object, minio.RemoveObjectOptions{})
+	})
+}
+
+// Check verifies that the server is reachable, the credentials valid and
+// the bucket present, creating it when so configured, then writes and
+// deletes a probe object under the prefix.
+func (m *MinIO) Check(ctx context.Context) error {
+	var exists bool
+	err := m.do(ctx, "check bucket", func(ctx context.Context) error {
+		var err error
+		exists, err = m.client.BucketExists(ctx, m.bucket)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if !exists {
+		if err := m.makeBucket(ctx); err != nil {
+			return err
+		}
+	}
+	probe := m.object(tmpPrefix + "check-" + rand.Text())
+	if err := m.put(ctx, "check write", probe, []byte("snapflow")); err != nil {
+		return err
+	}
+	return m.remove(ctx, "check delete", probe)
+}
+
+// makeBucket creates the bucket when configured to, and otherwise
+// reports it missing.
+func (m *MinIO) makeBucket(ctx context.Context) error {
+	if !m.create {
+		return m.fail(ctx, "check bucket", minio.ErrorResponse{Code: minio.NoSuchBucket, StatusCode: 404,
+			Message: "The specified bucket does not exist", BucketName: m.bucket})
+	}
+	return m.do(ctx, "create bucket", func(ctx context.Context) error {
+		err := m.client.MakeBucket(ctx, m.bucket, minio.MakeBucketOptions{Region: m.region})
+		if resp, ok := errorResponse(err); ok && resp.Code == minio.BucketAlreadyOwnedByYou {
+			return nil
+		}
+		return err
+	})
+}
