@@ -7,7 +7,6 @@ import (
 	"math"
 	"unicode/utf8"
 
-	"github.com/snapflow/snapflow/messages"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
@@ -27,24 +26,33 @@ func Checksum(data []byte) uint32 { return crc32.Checksum(data, castagnoli) }
 var deterministic = proto.MarshalOptions{Deterministic: true}
 
 // EncodeObject marshals m and wraps it in a messages.StoredObject envelope
-// that names its kind and carries the CRC-32C of the payload.
+// that names its kind and carries the CRC-32C of the payload. The payload is
+// marshalled straight into the envelope, so a large state is copied once.
 func EncodeObject(kind string, m proto.Message) ([]byte, error) {
 	if kind == "" {
 		return nil, errors.New("snapshots: encode: empty kind")
 	}
-	payload, err := deterministic.Marshal(m)
+	size := deterministic.Size(m)
+	buf := make([]byte, 0, size+len(kind)+2*protowire.SizeVarint(uint64(size))+16)
+	buf = protowire.AppendTag(buf, fieldKind, protowire.BytesType)
+	buf = protowire.AppendString(buf, kind)
+	if size > 0 { // proto3 leaves an empty field out
+		buf = protowire.AppendTag(buf, fieldPayload, protowire.BytesType)
+		buf = protowire.AppendVarint(buf, uint64(size))
+	}
+	start := len(buf)
+	buf, err := deterministic.MarshalAppend(buf, m)
 	if err != nil {
 		return nil, fmt.Errorf("snapshots: encode %s: %w", kind, err)
 	}
-	data, err := deterministic.Marshal(&messages.StoredObject{
-		Kind:    kind,
-		Payload: payload,
-		Crc32C:  Checksum(payload),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("snapshots: encode %s envelope: %w", kind, err)
+	if len(buf)-start != size {
+		return nil, fmt.Errorf("snapshots: encode %s: the message changed while it was marshalled", kind)
 	}
-	return data, nil
+	if crc := Checksum(buf[start:]); crc != 0 { // proto3 leaves a zero field out
+		buf = protowire.AppendTag(buf, fieldCRC, protowire.VarintType)
+		buf = protowire.AppendVarint(buf, uint64(crc))
+	}
+	return buf, nil
 }
 
 // DecodeObject unwraps an envelope written by EncodeObject and unmarshals its

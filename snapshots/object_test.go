@@ -1,6 +1,7 @@
 package snapshots_test
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 
@@ -107,5 +108,31 @@ func TestEnvelopeFieldNumbers(t *testing.T) {
 	}
 	if fields.Len() != 3 {
 		t.Errorf("StoredObject has %d fields, the parser knows 3", fields.Len())
+	}
+}
+
+// TestEncodeObjectIsTheEnvelope: the single-pass encoder writes exactly the
+// bytes protobuf gives for the StoredObject envelope.
+func TestEncodeObjectIsTheEnvelope(t *testing.T) {
+	for _, st := range []*messages.TaskState{
+		{},
+		{TaskId: "sum#1", Operator: "sum", CheckpointId: 7, SourceOffset: []byte{1, 2, 3}, HasSourceOffset: true},
+		{TaskId: "big", OperatorState: bytes.Repeat([]byte{9}, 1<<20)},
+	} {
+		got, err := snapshots.EncodeObject(snapshots.KindTaskState, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		payload, err := proto.MarshalOptions{Deterministic: true}.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := proto.MarshalOptions{Deterministic: true}.Marshal(&messages.StoredObject{Kind: snapshots.KindTaskState, Payload: payload, Crc32C: snapshots.Checksum(payload)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("snapshots.EncodeObject(%v) differs from the protobuf envelope", st.TaskId)
+		}
 	}
 }
