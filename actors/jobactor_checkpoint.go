@@ -79,12 +79,17 @@ func (j *jobActor) completed(a coordinator.Action) {
 	for _, pid := range j.sh.pids {
 		j.send(pid, m)
 	}
-	sh, keep, id := j.sh, j.sh.cfg.retained, a.Checkpoint
-	sh.goUpload(func(ctx context.Context) {
-		if err := sh.cps.Retain(ctx, keep, id+1); err != nil && ctx.Err() == nil {
-			sh.log.Warn("retention failed", "checkpoint", id, "err", err)
-		}
-	})
+	// One retention at a time: when checkpoints complete faster than old
+	// ones are deleted, the next completion catches up.
+	if sh := j.sh; sh.retaining.CompareAndSwap(false, true) {
+		keep, id := sh.cfg.retained, a.Checkpoint
+		sh.goUpload(func(ctx context.Context) {
+			defer sh.retaining.Store(false)
+			if err := sh.cps.Retain(ctx, keep, id+1); err != nil && ctx.Err() == nil {
+				sh.log.Warn("retention failed", "checkpoint", id, "err", err)
+			}
+		})
+	}
 	if a.Final {
 		j.finalComplete = true
 		end := &endSourceMsg{epoch: j.epoch}

@@ -26,6 +26,8 @@ type shared struct {
 
 	inc   atomic.Pointer[incarnation]
 	stale atomic.Uint64 // messages of older epochs dropped
+	// retaining is set while a retention pass runs.
+	retaining atomic.Bool
 
 	// uploads tracks the goroutines that write state and manifests, so Stop
 	// leaves none behind; uploadCtx is cancelled when the job stops.

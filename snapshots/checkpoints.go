@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/snapflow/snapflow/messages"
 )
@@ -17,6 +18,9 @@ type Checkpoints struct {
 	store Store
 	job   string
 	log   *slog.Logger
+
+	mu   sync.Mutex
+	refs map[uint64][]string // state keys of manifests read by Retain
 }
 
 // NewCheckpoints returns the checkpoints of job in s. Problems that make a

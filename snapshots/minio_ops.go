@@ -146,3 +146,35 @@ func (m *MinIO) makeBucket(ctx context.Context) error {
 		return err
 	})
 }
+
+// DeleteMany deletes keys with multi-object delete requests (up to 1000
+// keys each), retrying transient failures; it implements BatchDeleter.
+func (m *MinIO) DeleteMany(ctx context.Context, keys []string) error {
+	for _, k := range keys {
+		if err := validateKey(k); err != nil {
+			return err
+		}
+	}
+	for len(keys) > 0 {
+		chunk := keys[:min(len(keys), 1000)]
+		keys = keys[len(chunk):]
+		err := m.doWrite(ctx, fmt.Sprintf("delete %d objects", len(chunk)), func(ctx context.Context) error {
+			objects := make(chan minio.ObjectInfo, len(chunk))
+			for _, k := range chunk {
+				objects <- minio.ObjectInfo{Key: m.object(k)}
+			}
+			close(objects)
+			var first error
+			for e := range m.client.RemoveObjects(ctx, m.bucket, objects, minio.RemoveObjectsOptions{}) {
+				if first == nil && e.Err != nil && minio.ToErrorResponse(e.Err).Code != "NoSuchKey" {
+					first = e.Err
+				}
+			}
+			return first
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -27,19 +27,14 @@ func (c *Checkpoints) deleteKeys(ctx context.Context, id uint64, keys []string, 
 	if err := c.store.Delete(ctx, manifest); err != nil {
 		return err
 	}
-	var errs []error
+	c.forget(id)
+	var rest []string
 	for _, k := range keys {
-		if k == manifest || keep[k] {
-			continue
-		}
-		if err := c.store.Delete(ctx, k); err != nil {
-			if ctx.Err() != nil {
-				return errors.Join(append(errs, err)...)
-			}
-			errs = append(errs, err)
+		if k != manifest && !keep[k] {
+			rest = append(rest, k)
 		}
 	}
-	return errors.Join(errs...)
+	return deleteMany(ctx, c.store, rest)
 }
 
 // Retain applies retention. It keeps the newest keep complete checkpoints
@@ -68,7 +63,7 @@ func (c *Checkpoints) Retain(ctx context.Context, keep int, inFlight uint64) err
 			continue
 		}
 		retained[chk.id] = true
-		m, err := c.ReadManifest(ctx, chk.id)
+		m, err := c.cachedManifest(ctx, chk.id)
 		switch {
 		case errors.Is(err, ErrCorrupt) && ctx.Err() == nil:
 			c.log.WarnContext(ctx, "snapshots: retention keeps a checkpoint with a corrupt manifest",
@@ -78,8 +73,8 @@ func (c *Checkpoints) Retain(ctx context.Context, keep int, inFlight uint64) err
 			return fmt.Errorf("snapshots: retain: %w", err)
 		}
 		kept++
-		for _, t := range m.GetTasks() {
-			referenced[t.GetState().GetKey()] = true
+		for _, k := range m {
+			referenced[k] = true
 		}
 	}
 	var errs []error
@@ -96,4 +91,36 @@ func (c *Checkpoints) Retain(ctx context.Context, keep int, inFlight uint64) err
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// cachedManifest returns the state keys that manifest id references, reading
+// it only the first time: manifests never change once written.
+func (c *Checkpoints) cachedManifest(ctx context.Context, id uint64) ([]string, error) {
+	c.mu.Lock()
+	keys, ok := c.refs[id]
+	c.mu.Unlock()
+	if ok {
+		return keys, nil
+	}
+	m, err := c.ReadManifest(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range m.GetTasks() {
+		keys = append(keys, t.GetState().GetKey())
+	}
+	c.mu.Lock()
+	if c.refs == nil {
+		c.refs = map[uint64][]string{}
+	}
+	c.refs[id] = keys
+	c.mu.Unlock()
+	return keys, nil
+}
+
+// forget drops manifest id from the cache once it is deleted.
+func (c *Checkpoints) forget(id uint64) {
+	c.mu.Lock()
+	delete(c.refs, id)
+	c.mu.Unlock()
 }
