@@ -106,8 +106,11 @@ func (j *Job) release(ctx context.Context, ja *jobActor) {
 		j.system.Root.Send(j.pid, &stopRequest{cause: fmt.Errorf("%w: %w", ErrStopped, context.Cause(ctx))})
 		<-j.stopped
 	}
+	if ja.result != nil {
+		j.sh.cancelUpload() // stopped or failed: abandon uploads in flight
+	}
+	j.sh.uploads.Wait() // finished: let the last retention pass end
 	j.sh.cancelUpload()
-	j.sh.uploads.Wait()
 	j.system.Shutdown()
 	j.err = ja.result
 	close(j.done)

@@ -80,8 +80,9 @@ func (j *jobActor) completed(a coordinator.Action) {
 		j.send(pid, m)
 	}
 	// One retention at a time: when checkpoints complete faster than old
-	// ones are deleted, the next completion catches up.
-	if sh := j.sh; sh.retaining.CompareAndSwap(false, true) {
+	// ones are deleted, the next completion catches up. The final checkpoint
+	// always gets its pass, which the job waits for before it ends.
+	if sh := j.sh; sh.retaining.CompareAndSwap(false, true) || a.Final {
 		keep, id := sh.cfg.retained, a.Checkpoint
 		sh.goUpload(func(ctx context.Context) {
 			defer sh.retaining.Store(false)
