@@ -374,3 +374,33 @@ func TestOperatorErrorRecovers(t *testing.T) {
 	}
 	assertEqualMaps(t, "final state", finalTotals(t, store, "errors", "sum"), map[int64]int64{0: paritySum(n, 0), 1: paritySum(n, 1)})
 }
+
+// TestFlappingTaskBacksOff: a task that fails at once after every restore is
+// restarted only after the strategy's growing backoff, never in a busy loop.
+func TestFlappingTaskBacksOff(t *testing.T) {
+	p := restart.Policy{InitialBackoff: 4 * time.Millisecond, MaxBackoff: 32 * time.Millisecond, Multiplier: 2, Jitter: 0.2, MaxFailures: 7, Window: time.Minute}
+	g := topology.New("flapping")
+	src := topology.Sequence(g, "source", 1, 1000)
+	topology.Sink(topology.Map(src, "flap", func(int64) int64 { panic("flap") }), "sink", func(int64) error { return nil })
+	var ev events
+	j, err := actors.Start(context.Background(), g, actors.WithStore(snapshots.NewMem()), actors.WithLogger(testLogger(t)),
+		actors.WithListener(ev.listen), actors.WithRestartPolicy(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := waitJob(t, j); err == nil {
+		t.Fatal("the flapping job did not fail")
+	}
+	fails := ev.of(actors.EventTaskFailed)
+	if len(fails) != p.MaxFailures+1 {
+		t.Fatalf("%d failures, want %d", len(fails), p.MaxFailures+1)
+	}
+	backoff := p.InitialBackoff
+	for i := 1; i < len(fails); i++ {
+		gap := fails[i].Time.Sub(fails[i-1].Time)
+		if floor := time.Duration(float64(backoff) * (1 - p.Jitter)); gap < floor {
+			t.Errorf("restart %d came %v after failure %d, before the backoff floor %v", i, gap, i, floor)
+		}
+		backoff = min(2*backoff, p.MaxBackoff)
+	}
+}
