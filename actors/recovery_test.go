@@ -201,13 +201,7 @@ func runShape(t *testing.T, sh shape, fail *failures) shapeResult {
 func TestStopAndResume(t *testing.T) {
 	const n = 30_000
 	store := snapshots.NewMem()
-	build := func(gate *testsrc.Gate) (*topology.Graph, *latest) {
-		g := topology.New("resume")
-		src := topology.FromSource(g, "source", func(int, int) topology.Source[int64] { return &testsrc.Gated{N: n, Gate: gate} })
-		out := newLatest()
-		topology.Sink(keyedSum(topology.KeyBy(src, func(v int64) int64 { return v % 2 }), "sum", 2, nil), "sink", out.put)
-		return g, out
-	}
+	build := func(gate *testsrc.Gate) (*topology.Graph, *latest) { return paritySumJob("resume", n, gate, nil) }
 	gate := testsrc.NewGate(n / 3)
 	g, _ := build(gate)
 	j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithCheckpointInterval(0))
@@ -238,7 +232,7 @@ func TestStopAndResume(t *testing.T) {
 	if len(running) == 0 || running[0].Checkpoint != first {
 		t.Fatalf("second run started from %+v, want checkpoint %d", running, first)
 	}
-	want := map[int64]int64{0: paritySum(n, 0), 1: paritySum(n, 1)}
+	want := parityWant(n)
 	assertEqualMaps(t, "final state", finalTotals(t, store, "resume", "sum"), want)
 	// The sink saw the second run only: its newest sums are the final ones.
 	assertEqualMaps(t, "sink", out.snapshot(), want)
@@ -253,13 +247,7 @@ func TestCorruptStateFallsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	build := func(gate *testsrc.Gate) (*topology.Graph, *latest) {
-		g := topology.New("corrupt")
-		src := topology.FromSource(g, "source", func(int, int) topology.Source[int64] { return &testsrc.Gated{N: n, Gate: gate} })
-		out := newLatest()
-		topology.Sink(keyedSum(topology.KeyBy(src, func(v int64) int64 { return v % 2 }), "sum", 2, nil), "sink", out.put)
-		return g, out
-	}
+	build := func(gate *testsrc.Gate) (*topology.Graph, *latest) { return paritySumJob("corrupt", n, gate, nil) }
 	gate := testsrc.NewGate(1000)
 	g, _ := build(gate)
 	j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithCheckpointInterval(0))
