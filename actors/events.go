@@ -55,9 +55,11 @@ type Event struct {
 	Time       time.Time
 	Epoch      uint64
 	Checkpoint uint64
-	Final      bool   // the final checkpoint
-	Task       string // EventTaskFailed
-	Bytes      uint64 // EventCheckpointCompleted: state bytes
-	Duration   time.Duration
+	Final      bool          // the final checkpoint
+	Task       string        // EventTaskFailed
+	Bytes      uint64        // EventCheckpointCompleted: state bytes
+	Duration   time.Duration // EventCheckpointCompleted: from trigger to completion
+	Alignment  time.Duration // EventCheckpointCompleted: the longest alignment of any task
+	Upload     time.Duration // EventCheckpointCompleted: the longest state upload of any task
 	Err        error
 }

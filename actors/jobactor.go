@@ -56,6 +56,8 @@ type jobActor struct {
 	nextRequest  uint64
 	triggeredAt  map[uint64]time.Time
 	pendingBytes uint64
+	pendingAlign time.Duration // longest alignment among the acks so far
+	pendingAsync time.Duration // longest upload among the acks so far
 
 	result error
 }
@@ -90,6 +92,8 @@ func (j *jobActor) Receive(ctx actor.Context) {
 	case *messages.AckCheckpoint:
 		if m.Epoch == j.epoch && j.phase == phaseRunning {
 			j.pendingBytes += m.StateBytes
+			j.pendingAlign = max(j.pendingAlign, time.Duration(m.AlignmentNanos))
+			j.pendingAsync = max(j.pendingAsync, time.Duration(m.AsyncNanos))
 			j.apply(j.coord.Ack(time.Now(), m))
 		}
 	case *messages.DeclineCheckpoint:

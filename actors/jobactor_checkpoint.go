@@ -39,7 +39,7 @@ func (j *jobActor) apply(acts []coordinator.Action) {
 
 func (j *jobActor) trigger(a coordinator.Action) {
 	j.nextID = max(j.nextID, a.Checkpoint+1)
-	j.pendingBytes = 0
+	j.pendingBytes, j.pendingAlign, j.pendingAsync = 0, 0, 0
 	j.triggeredAt[a.Checkpoint] = a.Timestamp
 	j.log.Debug("triggering checkpoint", "checkpoint", a.Checkpoint, "final", a.Final)
 	m := &messages.TriggerCheckpoint{Epoch: j.epoch, CheckpointId: a.Checkpoint, TimestampUnixNano: a.Timestamp.UnixNano()}
@@ -74,7 +74,8 @@ func (j *jobActor) completed(a coordinator.Action) {
 	took := time.Since(j.triggeredAt[a.Checkpoint])
 	delete(j.triggeredAt, a.Checkpoint)
 	j.log.Debug("checkpoint complete", "checkpoint", a.Checkpoint, "final", a.Final, "bytes", j.pendingBytes, "took", took)
-	j.emit(Event{Kind: EventCheckpointCompleted, Epoch: j.epoch, Checkpoint: a.Checkpoint, Final: a.Final, Bytes: j.pendingBytes, Duration: took})
+	j.emit(Event{Kind: EventCheckpointCompleted, Epoch: j.epoch, Checkpoint: a.Checkpoint, Final: a.Final, Bytes: j.pendingBytes,
+		Duration: took, Alignment: j.pendingAlign, Upload: j.pendingAsync})
 	m := &messages.CompleteCheckpoint{Epoch: j.epoch, CheckpointId: a.Checkpoint}
 	for _, pid := range j.sh.pids {
 		j.send(pid, m)

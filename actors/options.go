@@ -103,6 +103,12 @@ func WithRetainedCheckpoints(n int) Option { return func(c *config) { c.retained
 // Event. It must return quickly.
 func WithListener(f func(Event)) Option { return func(c *config) { c.listener = f } }
 
+// WithSynchronousSnapshots replaces asynchronous barrier snapshots by a
+// stop-the-world checkpoint, the baseline of the ABS paper: the sources pause
+// from the trigger until the checkpoint ends, and every task uploads its state
+// before it processes anything else. For benchmarks.
+func WithSynchronousSnapshots() Option { return func(c *config) { c.syncSnapshots = true } }
+
 // WithAllowTopologyChange lets a job resume from a checkpoint taken by a
 // topology with a different fingerprint (same operator names and
 // parallelisms are still required to find each task's state).

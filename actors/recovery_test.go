@@ -392,3 +392,26 @@ func TestFlappingTaskBacksOff(t *testing.T) {
 		backoff = min(2*backoff, p.MaxBackoff)
 	}
 }
+
+// TestSynchronousSnapshots: the stop-the-world mode takes consistent
+// checkpoints too, and recovers exactly.
+func TestSynchronousSnapshots(t *testing.T) {
+	const n = 50_000
+	gate := testsrc.NewGate(n)
+	g, out := paritySumJob("sync", n, gate, newFailures(30_001))
+	store := snapshots.NewMem()
+	var ev events
+	j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithListener(ev.listen),
+		actors.WithSynchronousSnapshots(), actors.WithCheckpointInterval(2*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := waitJob(t, j); err != nil {
+		t.Fatal(err)
+	}
+	if ev.count(actors.EventCheckpointCompleted) < 2 || ev.count(actors.EventRestoring) != 1 {
+		t.Fatalf("%d checkpoints, %d restores", ev.count(actors.EventCheckpointCompleted), ev.count(actors.EventRestoring))
+	}
+	assertEqualMaps(t, "final state", finalTotals(t, store, "sync", "sum"), parityWant(n))
+	assertEqualMaps(t, "sink", out.snapshot(), parityWant(n))
+}

@@ -42,6 +42,7 @@ type task struct {
 	head    int
 
 	running   bool
+	paused    bool // a source during a synchronous checkpoint
 	polling   bool
 	idle      bool
 	exhausted bool
@@ -111,12 +112,15 @@ func (t *task) Receive(ctx actor.Context) {
 	case *messages.TriggerCheckpoint:
 		if m.Epoch == t.epoch && t.src != nil {
 			t.barrierTS = m.TimestampUnixNano
+			t.paused = t.sh.cfg.syncSnapshots
 			t.snapshot(m.CheckpointId, 0)
 		}
 	case *messages.AbortCheckpoint:
 		t.onAbort(m)
+		t.resume(m.Epoch)
 	case *messages.CompleteCheckpoint:
-		// Nothing to commit yet: two-phase-commit sinks will act here.
+		// Two-phase-commit sinks will commit here.
+		t.resume(m.Epoch)
 	case *runMsg:
 		t.onRun(m)
 	case *endSourceMsg:
@@ -200,6 +204,14 @@ func (t *task) onRun(m *runMsg) {
 		if err := t.src.Open(context.Background(), func() { root.Send(self, &wakeMsg{epoch: epoch}) }); err != nil {
 			t.fail(fmt.Errorf("open source: %w", err))
 		}
+		t.schedulePoll()
+	}
+}
+
+// resume lets a source paused by a synchronous checkpoint produce again.
+func (t *task) resume(epoch uint64) {
+	if epoch == t.epoch && t.paused {
+		t.paused = false
 		t.schedulePoll()
 	}
 }

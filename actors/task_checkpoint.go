@@ -30,7 +30,7 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 	syncTime := time.Since(start)
 	sh, epoch, taskID, root := t.sh, t.epoch, t.plan.ID, t.root
 	timeout := sh.cfg.checkpoint.Timeout
-	sh.goUpload(func(ctx context.Context) {
+	upload := func(ctx context.Context) {
 		if timeout > 0 { // retries of the store end with the checkpoint
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -46,7 +46,12 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 			Epoch: epoch, CheckpointId: id, TaskId: taskID, State: h, StateBytes: h.GetSize(),
 			AlignmentNanos: aligned.Nanoseconds(), SyncNanos: syncTime.Nanoseconds(), AsyncNanos: time.Since(t0).Nanoseconds(),
 		})
-	})
+	}
+	if sh.cfg.syncSnapshots {
+		upload(sh.uploadCtx) // stop the world: nothing else until the state is stored
+		return
+	}
+	sh.goUpload(upload)
 }
 
 func (t *task) decline(id uint64, reason string) {

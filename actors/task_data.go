@@ -211,7 +211,7 @@ func (t *task) execute(a align.Action[*batchMsg]) {
 // onPoll lets a source produce while its outputs have credit.
 func (t *task) onPoll() {
 	t.polling = false
-	for i := 0; i < pollBatches && t.backlogged == 0 && !t.idle && !t.exhausted && t.running; i++ {
+	for i := 0; i < pollBatches && t.backlogged == 0 && !t.idle && !t.exhausted && !t.paused && t.running; i++ {
 		n, status, err := t.src.Produce(t.sh.cfg.batchSize)
 		if err != nil {
 			t.fail(fmt.Errorf("source read: %w", err))
@@ -235,7 +235,7 @@ func (t *task) onPoll() {
 }
 
 func (t *task) schedulePoll() {
-	if t.src == nil || t.polling || t.idle || t.exhausted || !t.running || t.backlogged > 0 {
+	if t.src == nil || t.polling || t.idle || t.exhausted || t.paused || !t.running || t.backlogged > 0 {
 		return
 	}
 	t.polling = true
