@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/snapflow/snapflow/internal/benchwork"
+	"github.com/snapflow/snapflow/topology"
+)
+
+// probe is what a benchmark job reports while it runs: records seen by the
+// sink and their latencies.
+type probe struct {
+	records atomic.Int64
+	latency benchwork.Histogram
+	failAt  atomic.Int64 // >0: the keyed operator panics once on its next record after this many sink records
+	failed  atomic.Bool
+}
+
+// buildJob adds the topology of rc to a new graph. Every shape ends in a
+// keyed sum ("sum") feeding the sink.
+func buildJob(rc rowConfig, p *probe) (*topology.Graph, error) {
+	g := topology.New("bench-"+rc.Topology, topology.MaxParallelism(max(128, rc.Parallelism)))
+	gen := benchwork.NewGenerator(rc.Keys, rc.RecordSize)
+	source := func(name string, parallelism int) topology.Stream[benchwork.Record] {
+		return topology.FromSource(g, name, func(subtask, _ int) topology.Source[benchwork.Record] {
+			return &genSource{gen: gen, rate: rc.Rate / float64(parallelism), limit: uint64(rc.Records)}
+		}, topology.Parallelism(parallelism))
+	}
+	var in topology.Stream[benchwork.Record]
+	switch name, arg, _ := strings.Cut(rc.Topology, "-"); name {
+	case "paritysum":
+		in = source("source", 1)
+	case "chain":
+		n, err := strconv.Atoi(arg)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("topology %q: want chain-N with N >= 1", rc.Topology)
+		}
+		in = source("source", 1)
+		for i := range n {
+			in = topology.Map(in, fmt.Sprintf("map%d", i), func(r benchwork.Record) benchwork.Record { r.Key++; return r })
+		}
+	case "fanout":
+		// 1 -> 4 -> parallelism: a keyed pre-aggregation stage of 4 first.
+		first := sumStage(topology.KeyBy(source("source", 1), recordKey), "pre", 4, rc, p)
+		in = topology.Map(first, "unwrap", func(o benchwork.Output) benchwork.Record { return benchwork.Record{Key: o.Key, TS: o.TS} })
+	case "union":
+		in = topology.Union(source("source-a", 1), source("source-b", 1))
+	case "diamond":
+		src := source("source", 1)
+		in = topology.Union(
+			topology.Filter(src, "even", func(r benchwork.Record) bool { return r.Key%2 == 0 }),
+			topology.Filter(topology.Rebalance(src), "odd", func(r benchwork.Record) bool { return r.Key%2 == 1 }))
+	case "fanin":
+		// A keyed task with F inputs: F source tasks into one sum.
+		f, err := strconv.Atoi(arg)
+		if err != nil || f < 1 {
+			return nil, fmt.Errorf("topology %q: want fanin-F with F >= 1", rc.Topology)
+		}
+		in = source("source", f)
+	default:
+		return nil, fmt.Errorf("unknown topology %q (paritysum, chain-N, fanout, union, diamond, fanin-F)", rc.Topology)
+	}
+	par := rc.Parallelism
+	if strings.HasPrefix(rc.Topology, "fanin") {
+		par = 1
+	}
+	sums := sumStage(topology.KeyBy(in, recordKey), "sum", par, rc, p)
+	// One sink task, run by one actor at a time: the buffer needs no lock.
+	tss := make([]int64, 0, 256)
+	topology.Sink(sums, "sink", func(o benchwork.Output) error {
+		p.records.Add(1)
+		if tss = append(tss, o.TS); len(tss) == cap(tss) {
+			p.latency.RecordBatch(time.Now().UnixNano(), tss)
+			tss = tss[:0]
+		}
+		return nil
+	})
+	return g, nil
+}
+
+func recordKey(r benchwork.Record) uint64 { return r.Key }
+
+// sumStage is the keyed per-record work: a running sum per key, and, with a
+// state size, a value of that many bytes per key.
+func sumStage(s topology.KeyedStream[benchwork.Record, uint64], name string, par int, rc rowConfig, p *probe) topology.Stream[benchwork.Output] {
+	blob := ""
+	if rc.StateSize > 0 {
+		blob = strings.Repeat("s", rc.StateSize)
+	}
+	return topology.Process(s, name, func(ks *topology.KeyedSetup[uint64]) topology.ProcessFunc[uint64, benchwork.Record, benchwork.Output] {
+		sum := topology.Value[uint64](ks, "sum")
+		var state *topology.ValueState[uint64, string]
+		if blob != "" {
+			state = topology.Value[string](ks, "blob")
+		}
+		return func(ctx *topology.Context[uint64], r benchwork.Record, out *topology.Collector[benchwork.Output]) error {
+			if at := p.failAt.Load(); at > 0 && p.records.Load() >= at && p.failed.CompareAndSwap(false, true) {
+				panic("bench: injected failure to measure recovery")
+			}
+			v, _ := sum.Get()
+			v = benchwork.Add(v, r)
+			sum.Set(v)
+			if state != nil && v == 1 {
+				state.Set(blob)
+			}
+			out.Emit(benchwork.Output{Key: ctx.Key(), Sum: v, TS: r.TS})
+			return nil
+		}
+	}, topology.Parallelism(par))
+}
