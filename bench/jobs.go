@@ -72,9 +72,9 @@ func buildJob(rc rowConfig, p *probe) (*topology.Graph, error) {
 	// One sink task, run by one actor at a time: the buffer needs no lock.
 	tss := make([]int64, 0, 256)
 	topology.Sink(sums, "sink", func(o benchwork.Output) error {
-		p.records.Add(1)
 		if tss = append(tss, o.TS); len(tss) == cap(tss) {
 			p.latency.RecordBatch(time.Now().UnixNano(), tss)
+			p.records.Add(int64(len(tss)))
 			tss = tss[:0]
 		}
 		return nil

@@ -22,9 +22,9 @@ func TestMain(m *testing.M) {
 }
 
 // BenchmarkParity runs the parity job over 2M records per iteration with
-// checkpoints off and every 100ms, side by side.
+// checkpoints off, every 100ms and every 20ms, side by side.
 func BenchmarkParity(b *testing.B) {
-	for _, iv := range []string{"off", "100ms"} {
+	for _, iv := range []string{"off", "100ms", "20ms"} {
 		b.Run(iv, func(b *testing.B) {
 			b.ReportAllocs()
 			var records int64

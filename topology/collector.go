@@ -1,5 +1,7 @@
 package topology
 
+import "sync"
+
 // Collector emits records of type T to every consumer of an operator's output
 // stream, batching them per downstream channel. Operators receive one; it is
 // not safe for concurrent use.
@@ -7,6 +9,7 @@ type Collector[T any] struct {
 	routes    []route[T]
 	sender    Sender
 	batchSize int
+	pool      *sync.Pool
 }
 
 // route is one outgoing edge: its partitioning and a buffer per target task.
@@ -20,7 +23,7 @@ type route[T any] struct {
 }
 
 func newCollector[T any](ic *InstanceContext) (*Collector[T], error) {
-	c := &Collector[T]{sender: ic.Sender, batchSize: max(1, ic.BatchSize)}
+	c := &Collector[T]{sender: ic.Sender, batchSize: max(1, ic.BatchSize), pool: poolOf[T]()}
 	for _, o := range ic.Task.Routes {
 		r := route[T]{partition: o.Partition, first: o.First, maxP: o.MaxParallelism, bufs: make([][]T, o.Targets)}
 		if o.Partition == PartitionHash {
@@ -64,7 +67,7 @@ func (c *Collector[T]) Emit(v T) {
 func (c *Collector[T]) add(r *route[T], t int, v T) bool {
 	b := r.bufs[t]
 	if b == nil {
-		b = make([]T, 0, c.batchSize)
+		b = takeBatch[T](c.pool, c.batchSize)
 	}
 	b = append(b, v)
 	if len(b) >= c.batchSize {

@@ -2,9 +2,19 @@ package topology
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/snapflow/snapflow/messages"
 )
+
+// inputs recycles the batches an instance has processed.
+type inputs[I any] struct{ pool *sync.Pool }
+
+func newInputs[I any]() inputs[I] { return inputs[I]{pool: poolOf[I]()} }
+
+// release returns a processed batch (the interface value it arrived in) to
+// the pool. Records were copied out by value, so nothing refers to it.
+func (in inputs[I]) release(batch any) { in.pool.Put(batch) }
 
 // stateless supplies the state and lifecycle methods of operators without state.
 type stateless struct{}
@@ -38,7 +48,7 @@ func checkFn(g *Graph, name string, fn any, isNil bool) {
 func Map[I, O any](s Stream[I], name string, fn func(I) O, opts ...Option) Stream[O] {
 	checkFn(s.g, name, fn, fn == nil)
 	_, out := addOperator(s, name, KindOperator, opts, func(_ *InstanceContext, out *Collector[O]) (Instance, error) {
-		return &mapInstance[I, O]{fn: fn, out: out}, nil
+		return &mapInstance[I, O]{fn: fn, out: out, in: newInputs[I]()}, nil
 	})
 	return out
 }
@@ -47,12 +57,14 @@ type mapInstance[I, O any] struct {
 	stateless
 	fn  func(I) O
 	out *Collector[O]
+	in  inputs[I]
 }
 
 func (m *mapInstance[I, O]) ProcessBatch(_ int, batch any) error {
 	for _, v := range batch.([]I) {
 		m.out.Emit(m.fn(v))
 	}
+	m.in.release(batch)
 	return nil
 }
 
@@ -62,7 +74,7 @@ func (m *mapInstance[I, O]) Flush() { m.out.flush() }
 func Filter[T any](s Stream[T], name string, keep func(T) bool, opts ...Option) Stream[T] {
 	checkFn(s.g, name, keep, keep == nil)
 	_, out := addOperator(s, name, KindOperator, opts, func(_ *InstanceContext, out *Collector[T]) (Instance, error) {
-		return &filterInstance[T]{keep: keep, out: out}, nil
+		return &filterInstance[T]{keep: keep, out: out, in: newInputs[T]()}, nil
 	})
 	return out
 }
@@ -71,6 +83,7 @@ type filterInstance[T any] struct {
 	stateless
 	keep func(T) bool
 	out  *Collector[T]
+	in   inputs[T]
 }
 
 func (f *filterInstance[T]) ProcessBatch(_ int, batch any) error {
@@ -79,6 +92,7 @@ func (f *filterInstance[T]) ProcessBatch(_ int, batch any) error {
 			f.out.Emit(v)
 		}
 	}
+	f.in.release(batch)
 	return nil
 }
 
@@ -89,7 +103,7 @@ func (f *filterInstance[T]) Flush() { f.out.flush() }
 func FlatMap[I, O any](s Stream[I], name string, fn func(in I, out *Collector[O]) error, opts ...Option) Stream[O] {
 	checkFn(s.g, name, fn, fn == nil)
 	_, out := addOperator(s, name, KindOperator, opts, func(_ *InstanceContext, out *Collector[O]) (Instance, error) {
-		return &flatMapInstance[I, O]{fn: fn, out: out}, nil
+		return &flatMapInstance[I, O]{fn: fn, out: out, in: newInputs[I]()}, nil
 	})
 	return out
 }
@@ -98,6 +112,7 @@ type flatMapInstance[I, O any] struct {
 	stateless
 	fn  func(I, *Collector[O]) error
 	out *Collector[O]
+	in  inputs[I]
 }
 
 func (f *flatMapInstance[I, O]) ProcessBatch(_ int, batch any) error {
@@ -106,6 +121,7 @@ func (f *flatMapInstance[I, O]) ProcessBatch(_ int, batch any) error {
 			return err
 		}
 	}
+	f.in.release(batch)
 	return nil
 }
 
@@ -143,7 +159,7 @@ func Process[K Key, I, O any](s KeyedStream[I, K], name string, setup func(*Keye
 		if fn == nil {
 			return nil, fmt.Errorf("setup returned a nil process function")
 		}
-		return &processInstance[K, I, O]{setup: ks, ctx: &Context[K]{setup: ks}, key: key, fn: fn, out: out}, nil
+		return &processInstance[K, I, O]{setup: ks, ctx: &Context[K]{setup: ks}, key: key, fn: fn, out: out, in: newInputs[I]()}, nil
 	})
 	n.keyedState = true
 	return out
@@ -155,6 +171,7 @@ type processInstance[K Key, I, O any] struct {
 	key   func(I) K
 	fn    ProcessFunc[K, I, O]
 	out   *Collector[O]
+	in    inputs[I]
 }
 
 func (p *processInstance[K, I, O]) ProcessBatch(_ int, batch any) error {
@@ -165,6 +182,7 @@ func (p *processInstance[K, I, O]) ProcessBatch(_ int, batch any) error {
 			return err
 		}
 	}
+	p.in.release(batch)
 	return nil
 }
 
@@ -184,7 +202,7 @@ func (p *processInstance[K, I, O]) Close() error      { return nil }
 func Sink[T any](s Stream[T], name string, write func(T) error, opts ...Option) {
 	checkFn(s.g, name, write, write == nil)
 	n := s.g.addNode(name, KindSink, opts, func(*InstanceContext) (Instance, error) {
-		return &sinkInstance[T]{write: write}, nil
+		return &sinkInstance[T]{write: write, in: newInputs[T]()}, nil
 	})
 	connect(n, s)
 }
@@ -192,6 +210,7 @@ func Sink[T any](s Stream[T], name string, write func(T) error, opts ...Option) 
 type sinkInstance[T any] struct {
 	stateless
 	write func(T) error
+	in    inputs[T]
 }
 
 func (k *sinkInstance[T]) ProcessBatch(_ int, batch any) error {
@@ -200,6 +219,7 @@ func (k *sinkInstance[T]) ProcessBatch(_ int, batch any) error {
 			return err
 		}
 	}
+	k.in.release(batch)
 	return nil
 }
 
