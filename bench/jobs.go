@@ -71,11 +71,20 @@ func buildJob(rc rowConfig, p *probe) (*topology.Graph, error) {
 	sums := sumStage(topology.KeyBy(in, recordKey), "sum", par, rc, p)
 	// One sink task, run by one actor at a time: the buffer needs no lock.
 	tss := make([]int64, 0, 256)
+	var sinkStart time.Time
+	var sunk int64
 	topology.Sink(sums, "sink", func(o benchwork.Output) error {
 		if tss = append(tss, o.TS); len(tss) == cap(tss) {
 			p.latency.RecordBatch(time.Now().UnixNano(), tss)
 			p.records.Add(int64(len(tss)))
 			tss = tss[:0]
+			if rc.SinkRate > 0 { // a slow consumer: block until its rate allows more
+				if sinkStart.IsZero() {
+					sinkStart = time.Now()
+				}
+				sunk += 256
+				time.Sleep(time.Until(sinkStart.Add(time.Duration(float64(sunk) / rc.SinkRate * float64(time.Second)))))
+			}
 		}
 		return nil
 	})

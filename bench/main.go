@@ -50,7 +50,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.Float64Var(&f.rate, "rate", 0, "records/s offered by the source (0: as fast as possible)")
 	fs.DurationVar(&f.duration, "duration", 5*time.Second, "measuring time per row (after a warm-up)")
 	fs.StringVar(&f.store, "store", "mem://", "snapshot store URL: mem://, a directory, or s3://BUCKET/PREFIX?endpoint=HOST:PORT&secure=false")
-	fs.StringVar(&f.sweep, "sweep", "", "a scaling sweep instead: state-size, fan-in, recovery or parallelism")
+	fs.StringVar(&f.sweep, "sweep", "", "a sweep instead: state-size, fan-in, recovery, parallelism, backpressure or latency")
 	fs.StringVar(&f.jsonOut, "json", "", "write the rows as a JSON array to this file")
 	fs.StringVar(&f.plotOut, "plot", "", "draw throughput and p99 latency against the interval into this PNG")
 	fs.StringVar(&f.child, "child", "", "internal: run one row given as JSON and print it")
@@ -80,7 +80,8 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	var rows []Row
-	for i, rc := range configs {
+	for i := 0; i < len(configs); i++ {
+		rc := configs[i]
 		fmt.Fprintf(os.Stderr, "[%d/%d] %s %s interval=%s p=%d state=%dB rate=%.0f ...", i+1, len(configs), rc.Topology, rc.Mode, rc.Interval, rc.Parallelism, rc.StateSize, rc.Rate)
 		row, err := runInChild(ctx, rc)
 		if err != nil {
@@ -89,6 +90,7 @@ func run(ctx context.Context, args []string) error {
 		}
 		fmt.Fprintf(os.Stderr, " %.0f records/s\n", row.RecordsPerSec)
 		rows = append(rows, row)
+		configs = append(configs, followUps(f.sweep, row)...)
 	}
 	ratios(rows)
 	printTable(os.Stdout, rows)
@@ -139,6 +141,12 @@ func plan(f flags) ([]rowConfig, error) {
 			add(func(rc *rowConfig) { rc.Mode, rc.Interval, rc.StateSize, rc.Recovery = "abs", "100ms", kib<<10, true })
 		}
 		return out, nil
+	case "backpressure": // unthrottled, then a sink 10 times slower (added once measured)
+		add(func(rc *rowConfig) { rc.Mode = "abs" })
+		return out, nil
+	case "latency": // the maximum, then 50% of it (added once measured)
+		add(func(rc *rowConfig) { rc.Mode, rc.Interval = "abs", "100ms" })
+		return out, nil
 	case "parallelism": // throughput against parallelism, checkpoints off
 		for _, p := range []int{1, 2, 4} {
 			for _, m := range []string{"abs", "protoactor"} {
@@ -147,7 +155,7 @@ func plan(f flags) ([]rowConfig, error) {
 		}
 		return out, nil
 	default:
-		return nil, fmt.Errorf("unknown sweep %q (state-size, fan-in, recovery, parallelism)", f.sweep)
+		return nil, fmt.Errorf("unknown sweep %q (state-size, fan-in, recovery, parallelism, backpressure, latency)", f.sweep)
 	}
 	for _, m := range strings.Split(f.modes, ",") {
 		switch m = strings.TrimSpace(m); m {
@@ -171,6 +179,23 @@ func plan(f flags) ([]rowConfig, error) {
 		}
 	}
 	return out, nil
+}
+
+// followUps are the rows a sweep adds once the first is measured.
+func followUps(sweep string, first Row) []rowConfig {
+	if first.SinkRate > 0 || first.Rate > 0 {
+		return nil
+	}
+	rc := first.rowConfig
+	switch sweep {
+	case "backpressure":
+		rc.SinkRate = first.RecordsPerSec / 10
+	case "latency":
+		rc.Rate = first.RecordsPerSec / 2
+	default:
+		return nil
+	}
+	return []rowConfig{rc}
 }
 
 // childConfig is a rowConfig with the fields JSON leaves out of rows.
@@ -220,7 +245,7 @@ func ratios(rows []Row) {
 	for i := range rows {
 		for _, o := range rows {
 			if o.Mode == "abs" && o.Interval == "off" && o.Topology == rows[i].Topology && o.Parallelism == rows[i].Parallelism &&
-				o.StateSize == rows[i].StateSize && o.RecordsPerSec > 0 {
+				o.StateSize == rows[i].StateSize && o.SinkRate == 0 && o.Rate == 0 && o.RecordsPerSec > 0 {
 				rows[i].RatioToOff = rows[i].RecordsPerSec / o.RecordsPerSec
 			}
 		}

@@ -28,7 +28,8 @@ type rowConfig struct {
 	Records     int64         `json:"-"`          // stop after this many (0: run for Duration)
 	Duration    time.Duration `json:"-"`
 	Store       string        `json:"store"`
-	Recovery    bool          `json:"-"` // inject one failure and measure the recovery
+	SinkRate    float64       `json:"sink_rate,omitempty"` // records/s the sink is limited to (0: unlimited)
+	Recovery    bool          `json:"-"`                   // inject one failure and measure the recovery
 }
 
 // Row is a measured configuration.
