@@ -39,8 +39,12 @@ type RecordBatch struct {
 	// channel is the receiver's input channel index.
 	Channel uint32 `protobuf:"varint,2,opt,name=channel,proto3" json:"channel,omitempty"`
 	// seq increases by one per batch on a channel, starting at 1 in each epoch.
-	Seq           uint64   `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
-	Records       [][]byte `protobuf:"bytes,4,rep,name=records,proto3" json:"records,omitempty"`
+	Seq uint64 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
+	// data holds the encoded records back to back; record i is
+	// data[ends[i-1]:ends[i]] (ends[-1] = 0). One buffer rather than a bytes
+	// field per record, so decoding allocates per batch, not per record.
+	Data          []byte   `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`
+	Ends          []uint32 `protobuf:"varint,5,rep,packed,name=ends,proto3" json:"ends,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -96,9 +100,16 @@ func (x *RecordBatch) GetSeq() uint64 {
 	return 0
 }
 
-func (x *RecordBatch) GetRecords() [][]byte {
+func (x *RecordBatch) GetData() []byte {
 	if x != nil {
-		return x.Records
+		return x.Data
+	}
+	return nil
+}
+
+func (x *RecordBatch) GetEnds() []uint32 {
+	if x != nil {
+		return x.Ends
 	}
 	return nil
 }
@@ -1295,12 +1306,13 @@ var File_messages_snapflow_proto protoreflect.FileDescriptor
 
 const file_messages_snapflow_proto_rawDesc = "" +
 	"\n" +
-	"\x17messages/snapflow.proto\x12\vsnapflow.v1\"i\n" +
+	"\x17messages/snapflow.proto\x12\vsnapflow.v1\"w\n" +
 	"\vRecordBatch\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\rR\achannel\x12\x10\n" +
-	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12\x18\n" +
-	"\arecords\x18\x04 \x03(\fR\arecords\"\xa9\x01\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12\x12\n" +
+	"\x04data\x18\x04 \x01(\fR\x04data\x12\x12\n" +
+	"\x04ends\x18\x05 \x03(\rR\x04ends\"\xa9\x01\n" +
 	"\aBarrier\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\rR\achannel\x12#\n" +
