@@ -162,7 +162,7 @@ func TestUnknownMessagesAreDropped(t *testing.T) {
 	}
 	waitFor(t, running, "the job to run", func(e actors.Event) bool { return e.Kind == actors.EventRunning })
 	actors.SendToTask(j, "check#0", "a string")
-	actors.SendToTask(j, "check#0", &messages.RecordBatch{Epoch: 1, Records: [][]byte{[]byte("undecodable")}})
+	actors.SendToTask(j, "check#0", &messages.RecordBatch{Epoch: 1, Data: []byte("undecodable"), Ends: []uint32{99}})
 	actors.SendToTask(j, "check#0", struct{ X int }{7})
 	close(gate)
 	if err := waitJob(t, j); err != nil {

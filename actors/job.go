@@ -83,10 +83,13 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 	)
 	uctx, cancel := context.WithCancel(context.Background())
 	sh := &shared{job: plan.Job, plan: plan, cfg: &cfg, log: log, system: system, cps: cps, uploadCtx: uctx, cancelUpload: cancel}
-	sh.inc.Store(&incarnation{epoch: epoch, restore: rp})
+	sh.inc.Store(sh.newIncarnation(epoch, rp))
 	j := &Job{sh: sh, system: system, stopped: make(chan struct{}), done: make(chan struct{})}
 	ja := newJobActor(sh, j.stopped, maxID+1, rp)
-	pid, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return ja }), "job-"+plan.Job)
+	// The job actor recovers its own panics; should one escape anyway, stop
+	// it rather than let the root guardian restart it with stale state.
+	stopIt := actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.StopDirective })
+	pid, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return ja }, actor.WithGuardian(stopIt)), "job-"+plan.Job)
 	if err != nil {
 		cancel()
 		system.Shutdown()

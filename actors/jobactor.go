@@ -31,10 +31,12 @@ type jobActor struct {
 	self    *actor.PID
 	sup     actor.Supervisor
 
-	phase    phase
-	epoch    uint64
-	restored int
-	restore  *snapshots.Restorable // checkpoint of the current epoch
+	phase      phase
+	epoch      uint64
+	restored   map[int]bool
+	manifests  int                   // manifest writes in flight
+	restartDue bool                  // the backoff is over; the restore waits for manifests
+	restore    *snapshots.Restorable // checkpoint of the current epoch
 
 	coord    *coordinator.Coordinator
 	nextID   uint64
@@ -102,9 +104,7 @@ func (j *jobActor) Receive(ctx actor.Context) {
 			j.apply(j.coord.Decline(time.Now(), m))
 		}
 	case *manifestWrittenMsg:
-		if m.epoch == j.epoch && j.phase == phaseRunning {
-			j.apply(j.coord.ManifestWritten(time.Now(), m.id, m.err))
-		}
+		j.onManifestWritten(m)
 	case *tickMsg:
 		if m.gen == j.timerGen && j.phase == phaseRunning {
 			j.timer = nil
@@ -121,7 +121,8 @@ func (j *jobActor) Receive(ctx actor.Context) {
 		j.onRequest(m)
 	case *restartMsg:
 		if m.epoch == j.epoch && j.phase == phaseBackoff {
-			j.loadRestorePoint()
+			j.restartDue = true
+			j.maybeLoadRestorePoint()
 		}
 	case *restorePointMsg:
 		j.onRestorePoint(m)
@@ -161,7 +162,7 @@ func (j *jobActor) onStarted(ctx actor.Context) {
 
 func (j *jobActor) beginRestore() {
 	j.phase = phaseRestoring
-	j.restored = 0
+	j.restored = map[int]bool{}
 	j.exhausted = map[int]bool{}
 	j.finished = map[int]bool{}
 	j.finalComplete = false
@@ -171,8 +172,8 @@ func (j *jobActor) onRestored(m *restoredMsg) {
 	if m.epoch != j.epoch || j.phase != phaseRestoring {
 		return
 	}
-	j.restored++
-	if j.restored < len(j.sh.pids) || len(j.sh.pids) < len(j.sh.plan.Tasks) {
+	j.restored[m.task] = true
+	if len(j.restored) < len(j.sh.plan.Tasks) || len(j.sh.pids) < len(j.sh.plan.Tasks) {
 		return
 	}
 	j.phase = phaseRunning
@@ -236,6 +237,9 @@ func (j *jobActor) finish(err error) {
 	}
 	j.phase = phaseDone
 	j.result = err
+	if err != nil { // abandon the uploads of the incarnation
+		j.sh.inc.Load().cancel()
+	}
 	j.stopTimer()
 	if j.restartTimer != nil {
 		j.restartTimer.Stop()

@@ -9,9 +9,13 @@ import (
 	"github.com/snapflow/snapflow/messages"
 )
 
-// apply carries out the coordinator's actions.
+// apply carries out the coordinator's actions. Once the job is not running
+// (a failover), only the answers and notices are carried out.
 func (j *jobActor) apply(acts []coordinator.Action) {
 	for _, a := range acts {
+		if j.phase != phaseRunning && (a.Kind == coordinator.Trigger || a.Kind == coordinator.WriteManifest || a.Kind == coordinator.FailJob) {
+			continue
+		}
 		switch a.Kind {
 		case coordinator.Trigger:
 			j.trigger(a)
@@ -28,10 +32,6 @@ func (j *jobActor) apply(acts []coordinator.Action) {
 			}
 		case coordinator.FailJob:
 			j.onFailure(fmt.Errorf("checkpoints keep failing: %w", a.Err))
-			return
-		}
-		if j.phase != phaseRunning {
-			return
 		}
 	}
 	j.armTimer()
@@ -58,13 +58,8 @@ func (j *jobActor) writeManifest(a coordinator.Action) {
 		m.Tasks = append(m.Tasks, &messages.TaskStateEntry{TaskId: ack.TaskId, Operator: t.Operator, Subtask: uint32(t.Subtask), State: ack.State})
 	}
 	sh, root, self, epoch := j.sh, j.sh.system.Root, j.self, j.epoch
-	timeout := sh.cfg.checkpoint.Timeout
-	sh.goUpload(func(ctx context.Context) {
-		if timeout > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, timeout)
-			defer cancel()
-		}
+	j.manifests++ // a failover waits for it: the manifest may still land
+	sh.goUploadCtx(sh.uploadCtx, func(ctx context.Context) {
 		err := sh.cps.PutManifest(ctx, m)
 		root.Send(self, &manifestWrittenMsg{epoch: epoch, id: m.CheckpointId, err: err})
 	})
@@ -85,7 +80,7 @@ func (j *jobActor) completed(a coordinator.Action) {
 	// always gets its pass, which the job waits for before it ends.
 	if sh := j.sh; sh.retaining.CompareAndSwap(false, true) || a.Final {
 		keep, id := sh.cfg.retained, a.Checkpoint
-		sh.goUpload(func(ctx context.Context) {
+		sh.goUploadCtx(sh.uploadCtx, func(ctx context.Context) {
 			defer sh.retaining.Store(false)
 			if err := sh.cps.Retain(ctx, keep, id+1); err != nil && ctx.Err() == nil {
 				sh.log.Warn("retention failed", "checkpoint", id, "err", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"runtime/debug"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -13,6 +14,11 @@ import (
 // actor fails. Restarting only the failed task would lose or double-count the
 // records it processed since its snapshot, so the whole job rolls back.
 func (j *jobActor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason any, _ any) {
+	defer func() {
+		if r := recover(); r != nil && j.phase != phaseDone {
+			j.fail(fmt.Errorf("actors: internal error handling a failure: %v\n%s", r, debug.Stack()), "internal error")
+		}
+	}()
 	j.sup = sup
 	te, ok := reason.(*TaskError)
 	if !ok {
@@ -41,6 +47,8 @@ func (j *jobActor) onFailure(cause error) {
 	j.log.Error("task failed", attrs...)
 	wasRunning := j.phase == phaseRunning
 	j.phase = phaseBackoff // the tasks are not told about aborts: they are about to restart
+	j.restartDue = false
+	j.sh.inc.Load().cancel() // the incarnation's uploads are of no use now
 	if j.coord != nil && wasRunning {
 		j.apply(j.coord.Reset(now))
 	}
@@ -57,10 +65,34 @@ func (j *jobActor) onFailure(cause error) {
 	j.restartTimer = time.AfterFunc(delay, func() { root.Send(self, &restartMsg{epoch: epoch}) })
 }
 
+// onManifestWritten completes a checkpoint, or lets a failover that waited
+// for the manifest go on.
+func (j *jobActor) onManifestWritten(m *manifestWrittenMsg) {
+	j.manifests--
+	switch {
+	case m.epoch == j.epoch && j.phase == phaseRunning:
+		j.apply(j.coord.ManifestWritten(time.Now(), m.id, m.err))
+	case m.err == nil:
+		j.log.Info("a checkpoint aborted by the failover completed after all: its manifest was being written", "checkpoint", m.id)
+	}
+	j.maybeLoadRestorePoint()
+}
+
+// maybeLoadRestorePoint starts the restore once the backoff is over and no
+// manifest is being written: a manifest that lands later would make a
+// checkpoint complete behind the restore's back.
+func (j *jobActor) maybeLoadRestorePoint() {
+	if j.phase != phaseBackoff || !j.restartDue || j.manifests > 0 {
+		return
+	}
+	j.restartDue = false
+	j.loadRestorePoint()
+}
+
 // loadRestorePoint reads the newest complete checkpoint whose objects verify.
 func (j *jobActor) loadRestorePoint() {
 	sh, root, self, epoch := j.sh, j.sh.system.Root, j.self, j.epoch
-	sh.goUpload(func(ctx context.Context) {
+	sh.goUploadCtx(sh.uploadCtx, func(ctx context.Context) {
 		rp, err := sh.cps.LoadLatest(ctx)
 		root.Send(self, &restorePointMsg{epoch: epoch, restore: rp, err: err})
 	})
@@ -81,7 +113,7 @@ func (j *jobActor) onRestorePoint(m *restorePointMsg) {
 	}
 	j.log.Info("restoring the job", "epoch", j.epoch, "checkpoint", id)
 	j.emit(Event{Kind: EventRestoring, Epoch: j.epoch, Checkpoint: id})
-	j.sh.inc.Store(&incarnation{epoch: j.epoch, restore: m.restore})
+	j.sh.inc.Store(j.sh.newIncarnation(j.epoch, m.restore))
 	j.beginRestore()
 	j.sup.RestartChildren(j.sh.pids...)
 }

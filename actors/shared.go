@@ -5,8 +5,10 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/snapflow/snapflow/actors/coordinator"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
 )
@@ -37,16 +39,38 @@ type shared struct {
 }
 
 // incarnation is what tasks start with: the epoch and the checkpoint to load.
+// ctx is cancelled when the incarnation ends (a failover or the end of the
+// job), which abandons its uploads.
 type incarnation struct {
 	epoch   uint64
 	restore *snapshots.Restorable // nil: start empty
+	ctx     context.Context
+	cancel  context.CancelFunc
 }
 
-// goUpload runs f in a tracked goroutine.
-func (sh *shared) goUpload(f func(ctx context.Context)) {
+// newIncarnation returns the incarnation of epoch, restoring rp.
+func (sh *shared) newIncarnation(epoch uint64, rp *snapshots.Restorable) *incarnation {
+	ctx, cancel := context.WithCancel(sh.uploadCtx)
+	return &incarnation{epoch: epoch, restore: rp, ctx: ctx, cancel: cancel}
+}
+
+// timeout is the checkpoint timeout in force (the coordinator's default when
+// none is configured): it bounds uploads, manifests and restore loading.
+func (sh *shared) timeout() time.Duration {
+	if t := sh.cfg.checkpoint.Timeout; t > 0 {
+		return t
+	}
+	return coordinator.DefaultTimeout
+}
+
+// goUploadCtx runs f in a tracked goroutine with ctx bounded by the
+// checkpoint timeout.
+func (sh *shared) goUploadCtx(parent context.Context, f func(ctx context.Context)) {
 	sh.uploads.Add(1)
 	go func() {
 		defer sh.uploads.Done()
-		f(sh.uploadCtx)
+		ctx, cancel := context.WithTimeout(parent, sh.timeout())
+		defer cancel()
+		f(ctx)
 	}()
 }

@@ -131,6 +131,7 @@ func (t *task) Receive(ctx actor.Context) {
 		t.onStarted(ctx)
 	case *actor.Restarting, *actor.Stopping:
 		t.shutdown()
+		return
 	case *actor.Stopped:
 	default:
 		t.log.Warn("dropping a message of unknown type", "type", fmt.Sprintf("%T", m))
@@ -220,10 +221,19 @@ func (t *task) shutdown() {
 	if t.lingerTimer != nil {
 		t.lingerTimer.Stop()
 	}
-	if t.inst != nil {
-		if err := t.inst.Close(); err != nil {
-			t.log.Warn("closing the task failed", "err", err)
+	inst := t.inst
+	t.inst = nil // closed at most once, even if Close panics
+	if inst == nil {
+		return
+	}
+	// A panic must not leave the Restarting or Stopping handler: protoactor
+	// would leave the actor suspended half-way through its restart.
+	defer func() {
+		if r := recover(); r != nil {
+			t.log.Error("closing the task panicked", "panic", r, "stack", string(debug.Stack()))
 		}
-		t.inst = nil
+	}()
+	if err := inst.Close(); err != nil {
+		t.log.Warn("closing the task failed", "err", err)
 	}
 }

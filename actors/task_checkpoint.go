@@ -29,13 +29,7 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 	}
 	syncTime := time.Since(start)
 	sh, epoch, taskID, root := t.sh, t.epoch, t.plan.ID, t.root
-	timeout := sh.cfg.checkpoint.Timeout
-	upload := func(ctx context.Context) {
-		if timeout > 0 { // retries of the store end with the checkpoint
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, timeout)
-			defer cancel()
-		}
+	upload := func(ctx context.Context) { // retries of the store end with the checkpoint
 		t0 := time.Now()
 		h, err := sh.cps.PutTaskState(ctx, id, st)
 		if err != nil {
@@ -47,11 +41,14 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 			AlignmentNanos: aligned.Nanoseconds(), SyncNanos: syncTime.Nanoseconds(), AsyncNanos: time.Since(t0).Nanoseconds(),
 		})
 	}
-	if sh.cfg.syncSnapshots {
-		upload(sh.uploadCtx) // stop the world: nothing else until the state is stored
+	inc := sh.inc.Load()
+	if sh.cfg.syncSnapshots { // stop the world: nothing else until the state is stored
+		ctx, cancel := context.WithTimeout(inc.ctx, sh.timeout())
+		defer cancel()
+		upload(ctx)
 		return
 	}
-	sh.goUpload(upload)
+	sh.goUploadCtx(inc.ctx, upload)
 }
 
 func (t *task) decline(id uint64, reason string) {
