@@ -79,7 +79,7 @@ func TestManualCheckpointFailsOnFailover(t *testing.T) {
 	gate.WaitReached(t, 1000)
 	res := make(chan error, 1)
 	go func() { _, err := j.Checkpoint(context.Background()); res <- err }()
-	<-store.entered // checkpoint 1 is uploading
+	<-store.entered  // checkpoint 1 is uploading
 	gate.SetLimit(n) // record 1500 fails a task
 	select {
 	case err := <-res:

@@ -9,6 +9,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -16,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strings"
 	"time"
 )
@@ -35,6 +37,7 @@ type flags struct {
 	jsonOut     string
 	plotOut     string
 	child       string
+	repeat      int
 }
 
 func parseFlags(args []string) (flags, error) {
@@ -54,6 +57,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.StringVar(&f.jsonOut, "json", "", "write the rows as a JSON array to this file")
 	fs.StringVar(&f.plotOut, "plot", "", "draw throughput and p99 latency against the interval into this PNG")
 	fs.StringVar(&f.child, "child", "", "internal: run one row given as JSON and print it")
+	fs.IntVar(&f.repeat, "repeat", 1, "run the list of rows this many times, interleaved, and report each row's median run by records/s")
 	err := fs.Parse(args)
 	return f, err
 }
@@ -79,18 +83,20 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var rows []Row
-	for i := 0; i < len(configs); i++ {
-		rc := configs[i]
-		fmt.Fprintf(os.Stderr, "[%d/%d] %s %s interval=%s p=%d state=%dB rate=%.0f ...", i+1, len(configs), rc.Topology, rc.Mode, rc.Interval, rc.Parallelism, rc.StateSize, rc.Rate)
-		row, err := runInChild(ctx, rc)
+	rows, err := measure(ctx, configs, max(1, f.repeat))
+	if err != nil {
+		return err
+	}
+	var more []rowConfig
+	for _, r := range rows {
+		more = append(more, followUps(f.sweep, r)...)
+	}
+	if len(more) > 0 {
+		extra, err := measure(ctx, more, max(1, f.repeat))
 		if err != nil {
-			fmt.Fprintln(os.Stderr, " failed")
-			return fmt.Errorf("%s %s %s: %w", rc.Topology, rc.Mode, rc.Interval, err)
+			return err
 		}
-		fmt.Fprintf(os.Stderr, " %.0f records/s\n", row.RecordsPerSec)
-		rows = append(rows, row)
-		configs = append(configs, followUps(f.sweep, row)...)
+		rows = append(rows, extra...)
 	}
 	ratios(rows)
 	printTable(os.Stdout, rows)
@@ -109,6 +115,31 @@ func run(ctx context.Context, args []string) error {
 		}
 	}
 	return nil
+}
+
+// measure runs every configuration repeat times, round robin so that the
+// machine's drifts spread evenly, and keeps each one's median run.
+func measure(ctx context.Context, configs []rowConfig, repeat int) ([]Row, error) {
+	runs := make([][]Row, len(configs))
+	for k := range repeat {
+		for i, rc := range configs {
+			fmt.Fprintf(os.Stderr, "[%d/%d] %s %s interval=%s p=%d state=%dB rate=%.0f sink-rate=%.0f ...", k*len(configs)+i+1, repeat*len(configs),
+				rc.Topology, rc.Mode, rc.Interval, rc.Parallelism, rc.StateSize, rc.Rate, rc.SinkRate)
+			row, err := runInChild(ctx, rc)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, " failed")
+				return nil, fmt.Errorf("%s %s %s: %w", rc.Topology, rc.Mode, rc.Interval, err)
+			}
+			fmt.Fprintf(os.Stderr, " %.0f records/s\n", row.RecordsPerSec)
+			runs[i] = append(runs[i], row)
+		}
+	}
+	rows := make([]Row, len(configs))
+	for i, rs := range runs {
+		slices.SortFunc(rs, func(a, b Row) int { return cmp.Compare(a.RecordsPerSec, b.RecordsPerSec) })
+		rows[i] = rs[len(rs)/2]
+	}
+	return rows, nil
 }
 
 // plan lists the rows of a run.
