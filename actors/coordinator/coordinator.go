@@ -127,10 +127,18 @@ func (c *Coordinator) observe(now time.Time) {
 
 // due returns when the next checkpoint should be triggered, with none
 // pending and no manual request queued.
+// FinalRetryPause is the least time between a failed final checkpoint and
+// its retry.
+const FinalRetryPause = 50 * time.Millisecond
+
 func (c *Coordinator) due() (time.Time, bool) {
 	switch {
 	case c.finishing && c.finalDone:
 		return time.Time{}, false
+	case c.finishing && c.stats.ConsecutiveFailures > 0:
+		// A failed final checkpoint is retried after a pause, so that a
+		// store that keeps failing is not hammered in a tight loop.
+		return c.lastEnd.Add(max(c.cfg.MinPause, FinalRetryPause)), true
 	case c.finishing:
 		return c.lastEnd, true
 	case c.cfg.Interval <= 0:

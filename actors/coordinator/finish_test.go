@@ -38,9 +38,13 @@ func TestFinalRetried(t *testing.T) {
 	c := New(Config{Timeout: time.Minute, TolerableFailures: -1}, []string{"a", "b"}, 1)
 	expect(t, c.Finish(at(0)), "Trigger chk=1 final")
 	expect(t, c.Decline(at(time.Second), decline(1, "b", "busy")),
-		`Aborted chk=1 final reason="declined by task b: busy"`, "Trigger chk=2 final")
-	expect(t, c.Tick(at(time.Minute+time.Second)),
-		`Aborted chk=2 final reason="timed out after 1m0s"`, "Trigger chk=3 final")
+		`Aborted chk=1 final reason="declined by task b: busy"`)
+	// The retry waits FinalRetryPause, not a tight loop.
+	expect(t, c.Tick(at(time.Second+FinalRetryPause-time.Millisecond)))
+	expect(t, c.Tick(at(time.Second+FinalRetryPause)), "Trigger chk=2 final")
+	expect(t, c.Tick(at(time.Minute+time.Second+FinalRetryPause)),
+		`Aborted chk=2 final reason="timed out after 1m0s"`)
+	expect(t, c.Tick(at(time.Minute+time.Second+2*FinalRetryPause)), "Trigger chk=3 final")
 	c.Ack(at(time.Hour), ack(3, "a"))
 	expect(t, c.Ack(at(time.Hour), ack(3, "b")), "WriteManifest chk=3 final acks=[a,b]")
 	expect(t, c.ManifestWritten(at(time.Hour), 3, nil), "Completed chk=3 final")
@@ -50,8 +54,9 @@ func TestFinalRetryStopsAtFailJob(t *testing.T) {
 	c := New(Config{TolerableFailures: 1}, []string{"a"}, 1)
 	expect(t, c.Finish(at(0)), "Trigger chk=1 final")
 	expect(t, c.Decline(at(0), decline(1, "a", "x")),
-		`Aborted chk=1 final reason="declined by task a: x"`, "Trigger chk=2 final")
-	expect(t, c.Decline(at(0), decline(2, "a", "x")),
+		`Aborted chk=1 final reason="declined by task a: x"`)
+	expect(t, c.Tick(at(FinalRetryPause)), "Trigger chk=2 final")
+	expect(t, c.Decline(at(FinalRetryPause), decline(2, "a", "x")),
 		`Aborted chk=2 final reason="declined by task a: x"`,
 		`FailJob reason="declined by task a: x" err="coordinator: too many failed checkpoints: 2 in a row, 1 tolerated; last: declined by task a: x"`)
 }
