@@ -47,7 +47,7 @@ func parseFlags(args []string) (options, error) {
 	var o options
 	flag := flag.NewFlagSet("paritysum", flag.ContinueOnError)
 	flag.Int64Var(&o.n, "n", 1_000_000, "the source emits 1..N")
-	flag.StringVar(&o.store, "store", "", "snapshot store: a directory, file://DIR or mem:// (default: a fresh temporary directory)")
+	flag.StringVar(&o.store, "store", "", "snapshot store URL: a directory, file://DIR, mem:// or s3://BUCKET/PREFIX?endpoint=HOST:PORT&secure=false (default: a fresh temporary directory)")
 	flag.DurationVar(&o.interval, "interval", 50*time.Millisecond, "periodic checkpoint interval (0: off)")
 	flag.Int64Var(&o.failAt, "fail-at", 7, "the odd-sum task panics once on this record (0: no failure)")
 	flag.Int64Var(&o.cutAt, "cut-at", 5, "take the lecture's checkpoint right after the source emits this record")
