@@ -21,7 +21,7 @@ import (
 // (seq*16+key).
 func semanticsJob(name string, n int64, v *chaos.Violations) (*topology.Graph, *chaos.Sink) {
 	g := topology.New(name)
-	src := chaos.Generate(g, "source", 0, 16, n)
+	src := chaos.Generate(g, "source", 0, 16, n, 0)
 	sink := chaos.NewSink(v)
 	topology.Sink(chaos.Check(src, "check", 1, nil, v), "sink", sink.Write)
 	return g, sink

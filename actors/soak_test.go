@@ -28,15 +28,18 @@ var soakRates = chaos.Rates{
 // -seed.
 func TestSoak(t *testing.T) {
 	seed := testSeed(t)
-	target, n, budget := 24, int64(60_000), 2
+	// Sources are paced (rate records/s per task), so that each run lasts
+	// long enough for 20ms checkpoints to complete between failures and
+	// recoveries restore real mid-stream state.
+	target, n, budget, rate := 24, int64(40_000), 2, 100_000.0
 	if os.Getenv("SNAPFLOW_SOAK") == "full" {
-		target, n, budget = 240, 200_000, 4
+		target, n, budget = 240, 100_000, 4
 	}
 	srv := miniotest.Start(t)
 	srv.MakeBucket(t, "soak")
 	rng := rand.New(rand.NewPCG(seed, 1))
 	total := map[chaos.Kind]int{}
-	taskFailures, runs, completed := 0, 0, 0
+	taskFailures, runs, completed, fromCkpt := 0, 0, 0, 0
 	start := time.Now()
 	for taskFailures < target {
 		sh := chaos.Shapes[runs%len(chaos.Shapes)]
@@ -46,7 +49,7 @@ func TestSoak(t *testing.T) {
 		}
 		runSeed := rng.Uint64()
 		res, err := chaos.Run(context.Background(), chaos.RunConfig{
-			Shape: sh, N: n, Store: store, Seed: runSeed, Rates: soakRates, Budget: budget, Logger: testLogger(t),
+			Shape: sh, N: n, Store: store, Seed: runSeed, Rates: soakRates, Budget: budget, Rate: rate, Logger: testLogger(t),
 		})
 		if err != nil {
 			t.Fatalf("run %d (%s on %s, seed %d): %v\ninjected: %s", runs, sh.Name, storeName, runSeed, err, chaos.FormatCounts(res.Counts))
@@ -54,15 +57,26 @@ func TestSoak(t *testing.T) {
 		for k, c := range res.Counts {
 			total[k] += c
 		}
-		taskFailures += chaos.TaskFailures(res.Counts)
+		taskFailures += res.Failures // observed by the job, not merely injected
 		completed += res.Completed
+		fromCkpt += res.FromCkpt
 		runs++
-		t.Logf("run %d: %-7s on %-5s seed %d: %d restores, %d checkpoints, %d stale messages dropped, %v; injected %s",
-			runs, sh.Name, storeName, runSeed, res.Restores, res.Completed, res.Stale, res.Elapsed.Round(time.Millisecond), chaos.FormatCounts(res.Counts))
+		t.Logf("run %d: %-7s on %-5s seed %d: %d failures, %d restores (%d from a checkpoint), %d checkpoints, %d stale messages dropped, %v; injected %s",
+			runs, sh.Name, storeName, runSeed, res.Failures, res.Restores, res.FromCkpt, res.Completed, res.Stale, res.Elapsed.Round(time.Millisecond), chaos.FormatCounts(res.Counts))
 		if runs > 50*target {
 			t.Fatalf("only %d task failures after %d runs", taskFailures, runs)
 		}
 	}
-	t.Logf("soak: %d runs, %d task failures, %d checkpoints completed, %v; injected %s",
-		runs, taskFailures, completed, time.Since(start).Round(time.Millisecond), chaos.FormatCounts(total))
+	t.Logf("soak: %d runs, %d task failures observed, %d restores from a checkpoint, %d checkpoints completed, %v; injected %s",
+		runs, taskFailures, fromCkpt, completed, time.Since(start).Round(time.Millisecond), chaos.FormatCounts(total))
+	// The short soak is too short to promise every kind; the full one must.
+	full := os.Getenv("SNAPFLOW_SOAK") == "full"
+	if fromCkpt == 0 || (full && fromCkpt < taskFailures/4) {
+		t.Errorf("only %d of %d recoveries restored a mid-stream checkpoint: the soak must exercise restores", fromCkpt, taskFailures)
+	}
+	for _, k := range []chaos.Kind{chaos.OperatorPanic, chaos.SnapshotPanic, chaos.RestorePanic, chaos.DropBatch, chaos.DupBatch, chaos.StoreError} {
+		if total[k] == 0 && full {
+			t.Errorf("no %s was injected", k)
+		}
+	}
 }

@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"sort"
 	"strings"
 	"sync"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/topology"
 )
 
 // Kind is a kind of injected failure.
@@ -47,9 +47,9 @@ type Injector struct {
 	rates Rates
 
 	mu     sync.Mutex
-	rng    *rand.Rand
 	budget int // per task-ending kind
 	counts map[Kind]int
+	seen   map[site]uint64 // how often each site was rolled
 
 	disabled atomic.Bool
 }
@@ -57,24 +57,38 @@ type Injector struct {
 // NewInjector returns an injector that injects at most budget task failures
 // of each kind.
 func NewInjector(seed uint64, rates Rates, budget int) *Injector {
-	return &Injector{seed: seed, rates: rates, rng: rand.New(rand.NewPCG(seed, 0x5eed)), budget: budget, counts: map[Kind]int{}}
+	return &Injector{seed: seed, rates: rates, budget: budget, counts: map[Kind]int{}, seen: map[site]uint64{}}
 }
 
 // Disable stops all injection (for example for a final clean phase).
 func (in *Injector) Disable() { in.disabled.Store(true) }
 
-// roll reports whether a failure of kind strikes with probability p, and
-// counts it. Task-ending kinds also spend the budget.
-func (in *Injector) roll(kind Kind, p float64, ends bool) bool {
+// site identifies a place where a failure may strike: the kind, the task or
+// channel, and a record, batch or checkpoint number.
+type site struct {
+	kind Kind
+	a, b string
+	x, y int64
+}
+
+// roll reports whether a failure strikes at the n-th visit of site, with
+// probability p, and counts it. The decision is a hash of the seed, the site
+// and n, not a draw from a shared generator, so a seed strikes the same
+// places whatever the goroutines' interleaving (only the per-kind budget, when
+// it runs out, depends on the order). Task-ending kinds spend the budget.
+func (in *Injector) roll(p float64, ends bool, st site) bool {
 	if p <= 0 || in.disabled.Load() {
 		return false
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if in.rng.Float64() >= p || (ends && in.counts[kind] >= in.budget) {
+	n := in.seen[st]
+	in.seen[st] = n + 1
+	h := topology.HashString(fmt.Sprintf("%d|%s|%s|%s|%d|%d|%d", in.seed, st.kind, st.a, st.b, st.x, st.y, n))
+	if float64(h>>11)/(1<<53) >= p || (ends && in.counts[st.kind] >= in.budget) {
 		return false
 	}
-	in.counts[kind]++
+	in.counts[st.kind]++
 	return true
 }
 
@@ -118,25 +132,25 @@ func (in *Injector) Faults() *actors.Faults {
 	return &actors.Faults{
 		Batch: func(from, to string, seq uint64) actors.BatchFault {
 			switch {
-			case in.roll(DropBatch, in.rates.DropBatch, true):
+			case in.roll(in.rates.DropBatch, true, site{kind: DropBatch, a: from, b: to, x: int64(seq)}):
 				return actors.Drop
-			case in.roll(DupBatch, in.rates.DupBatch, true):
+			case in.roll(in.rates.DupBatch, true, site{kind: DupBatch, a: from, b: to, x: int64(seq)}):
 				return actors.Duplicate
 			}
 			return actors.Deliver
 		},
 		Snapshot: func(task string, checkpoint uint64) {
-			if in.roll(SnapshotPanic, in.rates.SnapshotPanic, true) {
+			if in.roll(in.rates.SnapshotPanic, true, site{kind: SnapshotPanic, a: task, x: int64(checkpoint)}) {
 				panic(fmt.Sprintf("chaos: %s panics while snapshotting checkpoint %d", task, checkpoint))
 			}
 		},
 		Restore: func(task string, checkpoint uint64) {
-			if in.roll(RestorePanic, in.rates.RestorePanic, true) {
+			if in.roll(in.rates.RestorePanic, true, site{kind: RestorePanic, a: task, x: int64(checkpoint)}) {
 				panic(fmt.Sprintf("chaos: %s panics while restoring checkpoint %d", task, checkpoint))
 			}
 		},
 		Process: func(task string) {
-			if in.roll(Straggler, in.rates.Straggler, false) {
+			if in.roll(in.rates.Straggler, false, site{kind: Straggler, a: task}) {
 				// A straggler: the task stalls, which delays its barriers and
 				// so the alignment of the tasks downstream of it.
 				time.Sleep(in.rates.StragglerTime)
@@ -148,7 +162,7 @@ func (in *Injector) Faults() *actors.Faults {
 // OperatorFault panics with probability OperatorPanic; checkers call it per
 // record.
 func (in *Injector) OperatorFault(task string, key, seq int64) {
-	if in.roll(OperatorPanic, in.rates.OperatorPanic, true) {
+	if in.roll(in.rates.OperatorPanic, true, site{kind: OperatorPanic, a: task, x: key, y: seq}) {
 		panic(fmt.Sprintf("chaos: %s panics on key %d seq %d", task, key, seq))
 	}
 }

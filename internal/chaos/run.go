@@ -23,13 +23,16 @@ type RunConfig struct {
 	Rates    Rates
 	Budget   int
 	Interval time.Duration // checkpoint interval (default 20ms)
+	Rate     float64       // records/s per source task (0: as fast as possible)
 	Logger   *slog.Logger
 }
 
 // RunResult is what a run did.
 type RunResult struct {
 	Counts      map[Kind]int
+	Failures    int // task failures the job observed (EventTaskFailed)
 	Restores    int
+	FromCkpt    int // restores from a checkpoint (not from the beginning)
 	Completed   int
 	Aborted     int
 	Stale       uint64
@@ -47,7 +50,7 @@ func Run(ctx context.Context, rc RunConfig) (RunResult, error) {
 	v := &Violations{}
 	job := fmt.Sprintf("soak-%s-%d", rc.Shape.Name, rc.Seed)
 	g := topology.New(job)
-	sink := rc.Shape.Build(g, rc.N, in, v)
+	sink := rc.Shape.Build(g, rc.N, rc.Rate, in, v)
 	interval := rc.Interval
 	if interval == 0 {
 		interval = 20 * time.Millisecond
@@ -67,8 +70,13 @@ func Run(ctx context.Context, rc RunConfig) (RunResult, error) {
 			switch e.Kind {
 			case actors.EventRunning:
 				in.Enable()
+			case actors.EventTaskFailed:
+				res.Failures++
 			case actors.EventRestoring:
 				res.Restores++
+				if e.Checkpoint > 0 {
+					res.FromCkpt++
+				}
 			case actors.EventCheckpointCompleted:
 				res.Completed++
 			case actors.EventCheckpointAborted:

@@ -43,10 +43,17 @@ func (v *Violations) Err() error {
 
 // Generate adds a source of Events: record i (from 0) of task s is key
 // keyBase + (i*p+s) % keys, with the seq that key has reached. Each key is
-// produced by exactly one task, in seq order; count records in all.
-func Generate(g *topology.Graph, name string, keyBase, keys, count int64, opts ...topology.Option) topology.Stream[Event] {
-	return topology.Generate(g, name, count, func(i int64) Event {
-		return Event{Key: keyBase + i%keys, Seq: i/keys + 1}
+// produced by exactly one task, in seq order; count records in all. With
+// rate > 0 the source emits at most rate records/s (per task), going idle in
+// between, so that a run lasts long enough for checkpoints to complete
+// between failures.
+func Generate(g *topology.Graph, name string, keyBase, keys, count int64, rate float64, opts ...topology.Option) topology.Stream[Event] {
+	gen := func(i int64) Event { return Event{Key: keyBase + i%keys, Seq: i/keys + 1} }
+	if rate <= 0 {
+		return topology.Generate(g, name, count, gen, opts...)
+	}
+	return topology.FromSource(g, name, func(subtask, parallelism int) topology.Source[Event] {
+		return &paced{gen: gen, count: count, start: int64(subtask), step: int64(parallelism), rate: rate}
 	}, opts...)
 }
 

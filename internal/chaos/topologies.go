@@ -11,7 +11,7 @@ import (
 type Shape struct {
 	Name     string
 	Checkers []string
-	Build    func(g *topology.Graph, n int64, in *Injector, v *Violations) *Sink
+	Build    func(g *topology.Graph, n int64, rate float64, in *Injector, v *Violations) *Sink
 	Want     func(n int64) map[int64]int64
 }
 
@@ -25,8 +25,8 @@ var Shapes = []Shape{
 	{
 		Name:     "chain",
 		Checkers: []string{"check"},
-		Build: func(g *topology.Graph, n int64, in *Injector, v *Violations) *Sink {
-			src := Generate(g, "source", 0, keys, n)
+		Build: func(g *topology.Graph, n int64, rate float64, in *Injector, v *Violations) *Sink {
+			src := Generate(g, "source", 0, keys, n, rate)
 			relabel := topology.Map(src, "relabel", func(e Event) Event { return Event{Key: e.Key + 1000, Seq: e.Seq} })
 			kept := topology.Filter(relabel, "keep", func(Event) bool { return true }, topology.Parallelism(1))
 			sink := NewSink(v)
@@ -38,8 +38,8 @@ var Shapes = []Shape{
 	{
 		Name:     "fanout",
 		Checkers: []string{"check", "check2"},
-		Build: func(g *topology.Graph, n int64, in *Injector, v *Violations) *Sink {
-			src := Generate(g, "source", 0, keys, n)
+		Build: func(g *topology.Graph, n int64, rate float64, in *Injector, v *Violations) *Sink {
+			src := Generate(g, "source", 0, keys, n, rate)
 			first := Check(src, "check", 4, in, v)
 			sink := NewSink(v)
 			topology.Sink(Check(first, "check2", 2, in, v), "sink", sink.Write)
@@ -50,9 +50,9 @@ var Shapes = []Shape{
 	{
 		Name:     "union",
 		Checkers: []string{"check"},
-		Build: func(g *topology.Graph, n int64, in *Injector, v *Violations) *Sink {
-			a := Generate(g, "source-a", 0, keys, n, topology.Parallelism(2))
-			b := Generate(g, "source-b", keys, keys, n/2)
+		Build: func(g *topology.Graph, n int64, rate float64, in *Injector, v *Violations) *Sink {
+			a := Generate(g, "source-a", 0, keys, n, rate, topology.Parallelism(2))
+			b := Generate(g, "source-b", keys, keys, n/2, rate)
 			sink := NewSink(v)
 			topology.Sink(Check(topology.Union(a, b), "check", 3, in, v), "sink", sink.Write)
 			return sink
@@ -68,8 +68,8 @@ var Shapes = []Shape{
 	{
 		Name:     "diamond",
 		Checkers: []string{"check"},
-		Build: func(g *topology.Graph, n int64, in *Injector, v *Violations) *Sink {
-			src := Generate(g, "source", 0, keys, n)
+		Build: func(g *topology.Graph, n int64, rate float64, in *Injector, v *Violations) *Sink {
+			src := Generate(g, "source", 0, keys, n, rate)
 			even := topology.Filter(src, "even-keys", func(e Event) bool { return e.Key%2 == 0 })
 			odd := topology.Filter(topology.Rebalance(src), "odd-keys", func(e Event) bool { return e.Key%2 == 1 }, topology.Parallelism(1))
 			sink := NewSink(v)
