@@ -130,7 +130,7 @@ func runSnapflow(ctx context.Context, rc rowConfig) (Row, error) {
 		actors.WithListener(func(e actors.Event) {
 			switch e.Kind {
 			case actors.EventCheckpointCompleted:
-				if !e.Final {
+				if !e.Final && p.window.Load() {
 					ckpt, align = append(ckpt, e.Duration), append(align, e.Alignment)
 					bytes += e.Bytes
 				}
@@ -155,6 +155,7 @@ func runSnapflow(ctx context.Context, rc rowConfig) (Row, error) {
 	var measured int64
 	var elapsed time.Duration
 	if rc.Records > 0 {
+		p.window.Store(true)
 		err = job.Wait()
 		elapsed, measured = time.Since(start), p.records.Load()
 	} else {
@@ -163,12 +164,14 @@ func runSnapflow(ctx context.Context, rc rowConfig) (Row, error) {
 		if !sleepCtx(ctx, warm) {
 			return Row{}, ctx.Err()
 		}
+		p.window.Store(true)
 		r0, t0 := p.records.Load(), time.Now()
 		if rc.Recovery {
 			p.failAt.Store(r0 + 1)
 		}
 		sleepCtx(ctx, rc.Duration)
 		elapsed, measured = time.Since(t0), p.records.Load()-r0
+		p.window.Store(false)
 		if rc.Recovery {
 			select {
 			case <-done:
