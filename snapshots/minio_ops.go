@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 )
@@ -106,14 +107,21 @@ func (m *MinIO) remove(ctx context.Context, op, object string) error {
 	})
 }
 
+// checkAttemptTimeout bounds each attempt of Check's first request.
+const checkAttemptTimeout = 5 * time.Second
+
 // Check verifies that the server is reachable, the credentials valid and
 // the bucket present, creating it when so configured, then writes and
 // deletes a probe object under the prefix.
 func (m *MinIO) Check(ctx context.Context) error {
 	var exists bool
 	err := m.do(ctx, "check bucket", func(ctx context.Context) error {
+		// An endpoint that drops packets would otherwise hold each attempt
+		// for the transport's 30s dial timeout.
+		actx, cancel := context.WithTimeout(ctx, checkAttemptTimeout)
+		defer cancel()
 		var err error
-		exists, err = m.client.BucketExists(ctx, m.bucket)
+		exists, err = m.client.BucketExists(actx, m.bucket)
 		return err
 	})
 	if err != nil {

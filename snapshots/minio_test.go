@@ -1,12 +1,15 @@
 package snapshots_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/snapflow/snapflow/internal/miniotest"
@@ -267,5 +270,45 @@ func TestMinIOGetErrors(t *testing.T) {
 	}
 	if data, err := s.Get(t.Context(), "x"); err != nil || string(data) != "x" {
 		t.Errorf("Get of an object written by another client = %q, %v", data, err)
+	}
+}
+
+// TestMinIOSilentEndpoint: an endpoint that accepts connections but never
+// answers fails Check within its per-attempt bound, as unreachable.
+func TestMinIOSilentEndpoint(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never answered
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	start := time.Now()
+	_, err = snapshots.NewMinIO(context.Background(), snapshots.MinIOConfig{
+		Endpoint: ln.Addr().String(), Bucket: "silent", AccessKey: "k", SecretKey: "secret-never-shown", MaxRetries: -1,
+	})
+	if !errors.Is(err, snapshots.ErrUnreachable) || strings.Contains(err.Error(), "secret-never-shown") {
+		t.Fatalf("NewMinIO against a silent endpoint: %v", err)
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Fatalf("took %v to give up", took)
 	}
 }
