@@ -63,7 +63,14 @@ func (s *genSource) Read(buf []benchwork.Record) (int, error) {
 		}
 		n = min(n, allowed-produced)
 	}
-	s.gen.Fill(buf[:n], s.next, time.Now().UnixNano())
+	ts := time.Now().UnixNano()
+	if s.rate > 0 {
+		// Open loop: a record's time is when the rate meant it to be sent,
+		// so a stalled source (a stop-the-world checkpoint) shows up as
+		// latency instead of hiding it (coordinated omission).
+		ts = s.start.UnixNano() + int64(float64(s.next-s.baseOff)/s.rate*float64(time.Second))
+	}
+	s.gen.Fill(buf[:n], s.next, ts)
 	s.next += n
 	return int(n), nil
 }
