@@ -230,3 +230,23 @@ func testsrcGate(n int64) *gatedParity { return &gatedParity{n: n, g: testsrc.Ne
 func (gp *gatedParity) source(g *topology.Graph) topology.Stream[int64] {
 	return topology.FromSource(g, "source", func(int, int) topology.Source[int64] { return &testsrc.Gated{N: gp.n, Gate: gp.g} })
 }
+
+// twoCheckpoints takes a checkpoint once the gated source has emitted 1..1000,
+// and another once it has emitted 1..2000, and returns their ids.
+func twoCheckpoints(t testing.TB, j *actors.Job, gate *testsrc.Gate) (older, newer uint64) {
+	t.Helper()
+	for i, limit := range []int64{1000, 2000} {
+		gate.SetLimit(limit)
+		gate.WaitReached(t, limit)
+		id, err := j.Checkpoint(context.Background())
+		if err != nil {
+			t.Fatalf("checkpoint after %d: %v", limit, err)
+		}
+		if i == 0 {
+			older = id
+		} else {
+			newer = id
+		}
+	}
+	return older, newer
+}

@@ -182,17 +182,7 @@ func TestMinIOCorruptObjectFallsBack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			gate.WaitReached(t, 1000)
-			older, err := j.Checkpoint(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			gate.SetLimit(2000)
-			gate.WaitReached(t, 2000)
-			newer, err := j.Checkpoint(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
+			older, newer := twoCheckpoints(t, j, gate)
 			key := snapshots.StateKey("bad", newer, "sum#1")
 			ctx := context.Background()
 			if damage == "garbage" {

@@ -254,17 +254,7 @@ func TestCorruptStateFallsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gate.WaitReached(t, 1000)
-	older, err := j.Checkpoint(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	gate.SetLimit(2000)
-	gate.WaitReached(t, 2000)
-	newer, err := j.Checkpoint(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	older, newer := twoCheckpoints(t, j, gate)
 	if err := j.Stop(); !errors.Is(err, actors.ErrStopped) {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/snapflow/snapflow/internal/testsrc"
 	"github.com/snapflow/snapflow/topology"
 )
 
@@ -53,7 +54,7 @@ func Generate(g *topology.Graph, name string, keyBase, keys, count int64, rate f
 		return topology.Generate(g, name, count, gen, opts...)
 	}
 	return topology.FromSource(g, name, func(subtask, parallelism int) topology.Source[Event] {
-		return &paced{gen: gen, count: count, start: int64(subtask), step: int64(parallelism), rate: rate}
+		return testsrc.NewRated(gen, count, int64(subtask), int64(parallelism), rate)
 	}, opts...)
 }
 

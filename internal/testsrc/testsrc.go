@@ -1,6 +1,6 @@
 // Package testsrc holds replayable sources for snapflow's tests and
-// benchmarks: a sequence that stops at a limit the test moves, and a paced
-// sequence that emits at a bounded rate. Both go idle rather than spin, and
+// soaks: a sequence that stops at a limit the test moves, and a rated source
+// that emits at a bounded rate. Both go idle rather than spin, and
 // wake their task when they have records again.
 package testsrc
 
@@ -107,77 +107,89 @@ func (s *Gated) Offset() []byte { return binary.BigEndian.AppendUint64(nil, uint
 // Close implements topology.Source.
 func (s *Gated) Close() error { return nil }
 
-// Paced emits 1..N at most Per records per Tick: a slow, replayable source.
-// When its budget is spent it is idle, and a timer refills it and wakes the
-// task.
-type Paced struct {
-	n, per int64
-	tick   time.Duration
-	next   int64
+// Rated emits gen(start), gen(start+step), ... below count at most rate
+// records/s since it was opened (a restored source does not burst to catch
+// up). Its offset is the number of records it produced. When it is ahead of
+// its rate it is idle, and a timer wakes its task a millisecond later.
+type Rated[T any] struct {
+	gen         func(i int64) T
+	count       int64
+	start, step int64
+	rate        float64
 
-	mu     sync.Mutex
-	budget int64
-	armed  bool
-	wake   func()
-	timer  *time.Timer
+	emitted int64
+	base    int64
+	opened  time.Time
+
+	mu    sync.Mutex
+	wake  func()
+	timer *time.Timer
+	done  bool
 }
 
-// NewPaced returns a paced source of 1..n.
-func NewPaced(n, per int64, tick time.Duration) *Paced {
-	return &Paced{n: n, per: per, tick: tick, budget: per}
+// NewRated returns a rated source of gen(i) for i = start, start+step, ...
+// below count.
+func NewRated[T any](gen func(i int64) T, count, start, step int64, rate float64) *Rated[T] {
+	return &Rated[T]{gen: gen, count: count, start: start, step: max(step, 1), rate: rate}
+}
+
+// NewPaced returns a rated source of 1..n at perTick records per tick.
+func NewPaced(n, perTick int64, tick time.Duration) *Rated[int64] {
+	return NewRated(func(i int64) int64 { return i + 1 }, n, 0, 1, float64(perTick)/tick.Seconds())
 }
 
 // SetWake implements topology.Waker.
-func (p *Paced) SetWake(w func()) { p.mu.Lock(); p.wake = w; p.mu.Unlock() }
+func (p *Rated[T]) SetWake(w func()) { p.mu.Lock(); p.wake = w; p.mu.Unlock() }
 
 // Open implements topology.Source.
-func (p *Paced) Open(_ context.Context, off []byte) error {
+func (p *Rated[T]) Open(_ context.Context, off []byte) error {
 	n, err := decode(off)
-	p.next = n
+	p.emitted, p.base, p.opened = n, n, time.Now()
 	return err
 }
 
 // Read implements topology.Source.
-func (p *Paced) Read(buf []int64) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	k := 0
-	for k < len(buf) && p.budget > 0 && p.next < p.n {
-		p.next++
-		p.budget--
-		buf[k] = p.next
-		k++
+func (p *Rated[T]) Read(buf []T) (int, error) {
+	allowed := p.base + int64(time.Since(p.opened).Seconds()*p.rate) + 1
+	n := 0
+	for n < len(buf) && p.emitted < allowed && p.start+p.emitted*p.step < p.count {
+		buf[n] = p.gen(p.start + p.emitted*p.step)
+		n++
+		p.emitted++
 	}
-	if p.next >= p.n {
-		return k, io.EOF
+	if p.start+p.emitted*p.step >= p.count {
+		return n, io.EOF
 	}
-	if p.budget == 0 {
-		if !p.armed {
-			p.armed = true
-			p.timer = time.AfterFunc(p.tick, p.refill)
-		}
-		return k, topology.ErrSourceIdle
+	if p.emitted >= allowed {
+		p.armWake()
+		return n, topology.ErrSourceIdle
 	}
-	return k, nil
+	return n, nil
 }
 
-func (p *Paced) refill() {
+func (p *Rated[T]) armWake() {
 	p.mu.Lock()
-	p.budget, p.armed = p.per, false
-	w := p.wake
-	p.mu.Unlock()
-	if w != nil {
-		w()
+	defer p.mu.Unlock()
+	if p.timer != nil || p.done || p.wake == nil {
+		return
 	}
+	w := p.wake
+	p.timer = time.AfterFunc(time.Millisecond, func() {
+		p.mu.Lock()
+		p.timer = nil
+		p.mu.Unlock()
+		w()
+	})
 }
 
 // Offset implements topology.Source.
-func (p *Paced) Offset() []byte { return binary.BigEndian.AppendUint64(nil, uint64(p.next)) }
+func (p *Rated[T]) Offset() []byte { return binary.BigEndian.AppendUint64(nil, uint64(p.emitted)) }
 
 // Close implements topology.Source.
-func (p *Paced) Close() error {
+func (p *Rated[T]) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.done = true
 	if p.timer != nil {
 		p.timer.Stop()
 	}
