@@ -867,9 +867,13 @@ type Manifest struct {
 	TopologyFingerprint string            `protobuf:"bytes,5,opt,name=topology_fingerprint,json=topologyFingerprint,proto3" json:"topology_fingerprint,omitempty"`
 	Tasks               []*TaskStateEntry `protobuf:"bytes,6,rep,name=tasks,proto3" json:"tasks,omitempty"`
 	// final is true for the checkpoint taken after every source ended.
-	Final         bool `protobuf:"varint,7,opt,name=final,proto3" json:"final,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Final bool `protobuf:"varint,7,opt,name=final,proto3" json:"final,omitempty"`
+	// max_parallelism is the job's number of key groups when the checkpoint
+	// was taken (0 in checkpoints that predate it). Keyed state cannot be
+	// restored under another number: every key would move.
+	MaxParallelism uint32 `protobuf:"varint,8,opt,name=max_parallelism,json=maxParallelism,proto3" json:"max_parallelism,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Manifest) Reset() {
@@ -949,6 +953,13 @@ func (x *Manifest) GetFinal() bool {
 		return x.Final
 	}
 	return false
+}
+
+func (x *Manifest) GetMaxParallelism() uint32 {
+	if x != nil {
+		return x.MaxParallelism
+	}
+	return 0
 }
 
 // StateEntry is one entry of keyed state: value state has an empty map_key.
@@ -1134,9 +1145,12 @@ type TaskState struct {
 	// operator_state is non-keyed state of the task, opaque to the runtime.
 	OperatorState []byte `protobuf:"bytes,9,opt,name=operator_state,json=operatorState,proto3" json:"operator_state,omitempty"`
 	// ended is true when the task's inputs had all ended before the snapshot.
-	Ended         bool `protobuf:"varint,10,opt,name=ended,proto3" json:"ended,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Ended bool `protobuf:"varint,10,opt,name=ended,proto3" json:"ended,omitempty"`
+	// state_descriptors describe every state the task's operator declared,
+	// in declaration order, whether or not it holds entries.
+	StateDescriptors []*StateDescriptor `protobuf:"bytes,11,rep,name=state_descriptors,json=stateDescriptors,proto3" json:"state_descriptors,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *TaskState) Reset() {
@@ -1239,6 +1253,112 @@ func (x *TaskState) GetEnded() bool {
 	return false
 }
 
+func (x *TaskState) GetStateDescriptors() []*StateDescriptor {
+	if x != nil {
+		return x.StateDescriptors
+	}
+	return nil
+}
+
+// StateDescriptor describes one declared keyed state: a restore into a
+// declaration with another kind, type or codec is refused rather than
+// misread.
+type StateDescriptor struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// kind is "value" or "map".
+	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	// key_type is the Go type of the stream's key.
+	KeyType string `protobuf:"bytes,3,opt,name=key_type,json=keyType,proto3" json:"key_type,omitempty"`
+	// map_key_type and map_key_codec describe a map state's user key.
+	MapKeyType  string `protobuf:"bytes,4,opt,name=map_key_type,json=mapKeyType,proto3" json:"map_key_type,omitempty"`
+	MapKeyCodec string `protobuf:"bytes,5,opt,name=map_key_codec,json=mapKeyCodec,proto3" json:"map_key_codec,omitempty"`
+	// value_type and value_codec describe the stored values.
+	ValueType     string `protobuf:"bytes,6,opt,name=value_type,json=valueType,proto3" json:"value_type,omitempty"`
+	ValueCodec    string `protobuf:"bytes,7,opt,name=value_codec,json=valueCodec,proto3" json:"value_codec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StateDescriptor) Reset() {
+	*x = StateDescriptor{}
+	mi := &file_messages_snapflow_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StateDescriptor) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StateDescriptor) ProtoMessage() {}
+
+func (x *StateDescriptor) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_snapflow_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StateDescriptor.ProtoReflect.Descriptor instead.
+func (*StateDescriptor) Descriptor() ([]byte, []int) {
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *StateDescriptor) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *StateDescriptor) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *StateDescriptor) GetKeyType() string {
+	if x != nil {
+		return x.KeyType
+	}
+	return ""
+}
+
+func (x *StateDescriptor) GetMapKeyType() string {
+	if x != nil {
+		return x.MapKeyType
+	}
+	return ""
+}
+
+func (x *StateDescriptor) GetMapKeyCodec() string {
+	if x != nil {
+		return x.MapKeyCodec
+	}
+	return ""
+}
+
+func (x *StateDescriptor) GetValueType() string {
+	if x != nil {
+		return x.ValueType
+	}
+	return ""
+}
+
+func (x *StateDescriptor) GetValueCodec() string {
+	if x != nil {
+		return x.ValueCodec
+	}
+	return ""
+}
+
 // StoredObject is the envelope of every object in a snapshot store.
 type StoredObject struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1253,7 +1373,7 @@ type StoredObject struct {
 
 func (x *StoredObject) Reset() {
 	*x = StoredObject{}
-	mi := &file_messages_snapflow_proto_msgTypes[17]
+	mi := &file_messages_snapflow_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1265,7 +1385,7 @@ func (x *StoredObject) String() string {
 func (*StoredObject) ProtoMessage() {}
 
 func (x *StoredObject) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[17]
+	mi := &file_messages_snapflow_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1278,7 +1398,7 @@ func (x *StoredObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoredObject.ProtoReflect.Descriptor instead.
 func (*StoredObject) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{17}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *StoredObject) GetKind() string {
@@ -1368,7 +1488,7 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1a\n" +
 	"\boperator\x18\x02 \x01(\tR\boperator\x12\x18\n" +
 	"\asubtask\x18\x03 \x01(\rR\asubtask\x12.\n" +
-	"\x05state\x18\x04 \x01(\v2\x18.snapflow.v1.StateHandleR\x05state\"\x83\x02\n" +
+	"\x05state\x18\x04 \x01(\v2\x18.snapflow.v1.StateHandleR\x05state\"\xac\x02\n" +
 	"\bManifest\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12\x14\n" +
@@ -1376,7 +1496,8 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\x13timestamp_unix_nano\x18\x04 \x01(\x03R\x11timestampUnixNano\x121\n" +
 	"\x14topology_fingerprint\x18\x05 \x01(\tR\x13topologyFingerprint\x121\n" +
 	"\x05tasks\x18\x06 \x03(\v2\x1b.snapflow.v1.TaskStateEntryR\x05tasks\x12\x14\n" +
-	"\x05final\x18\a \x01(\bR\x05final\"M\n" +
+	"\x05final\x18\a \x01(\bR\x05final\x12'\n" +
+	"\x0fmax_parallelism\x18\b \x01(\rR\x0emaxParallelism\"M\n" +
 	"\n" +
 	"StateEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x17\n" +
@@ -1388,7 +1509,7 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\aentries\x18\x02 \x03(\v2\x17.snapflow.v1.StateEntryR\aentries\"]\n" +
 	"\rKeyGroupState\x12\x1b\n" +
 	"\tkey_group\x18\x01 \x01(\rR\bkeyGroup\x12/\n" +
-	"\x06states\x18\x02 \x03(\v2\x17.snapflow.v1.NamedStateR\x06states\"\xda\x02\n" +
+	"\x06states\x18\x02 \x03(\v2\x17.snapflow.v1.NamedStateR\x06states\"\xa5\x03\n" +
 	"\tTaskState\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x1a\n" +
@@ -1401,7 +1522,19 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"key_groups\x18\b \x03(\v2\x1a.snapflow.v1.KeyGroupStateR\tkeyGroups\x12%\n" +
 	"\x0eoperator_state\x18\t \x01(\fR\roperatorState\x12\x14\n" +
 	"\x05ended\x18\n" +
-	" \x01(\bR\x05ended\"T\n" +
+	" \x01(\bR\x05ended\x12I\n" +
+	"\x11state_descriptors\x18\v \x03(\v2\x1c.snapflow.v1.StateDescriptorR\x10stateDescriptors\"\xda\x01\n" +
+	"\x0fStateDescriptor\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x19\n" +
+	"\bkey_type\x18\x03 \x01(\tR\akeyType\x12 \n" +
+	"\fmap_key_type\x18\x04 \x01(\tR\n" +
+	"mapKeyType\x12\"\n" +
+	"\rmap_key_codec\x18\x05 \x01(\tR\vmapKeyCodec\x12\x1d\n" +
+	"\n" +
+	"value_type\x18\x06 \x01(\tR\tvalueType\x12\x1f\n" +
+	"\vvalue_codec\x18\a \x01(\tR\n" +
+	"valueCodec\"T\n" +
 	"\fStoredObject\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
 	"\apayload\x18\x02 \x01(\fR\apayload\x12\x16\n" +
@@ -1419,7 +1552,7 @@ func file_messages_snapflow_proto_rawDescGZIP() []byte {
 	return file_messages_snapflow_proto_rawDescData
 }
 
-var file_messages_snapflow_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_messages_snapflow_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_messages_snapflow_proto_goTypes = []any{
 	(*RecordBatch)(nil),        // 0: snapflow.v1.RecordBatch
 	(*Barrier)(nil),            // 1: snapflow.v1.Barrier
@@ -1438,7 +1571,8 @@ var file_messages_snapflow_proto_goTypes = []any{
 	(*NamedState)(nil),         // 14: snapflow.v1.NamedState
 	(*KeyGroupState)(nil),      // 15: snapflow.v1.KeyGroupState
 	(*TaskState)(nil),          // 16: snapflow.v1.TaskState
-	(*StoredObject)(nil),       // 17: snapflow.v1.StoredObject
+	(*StateDescriptor)(nil),    // 17: snapflow.v1.StateDescriptor
+	(*StoredObject)(nil),       // 18: snapflow.v1.StoredObject
 }
 var file_messages_snapflow_proto_depIdxs = []int32{
 	5,  // 0: snapflow.v1.AckCheckpoint.state:type_name -> snapflow.v1.StateHandle
@@ -1448,11 +1582,12 @@ var file_messages_snapflow_proto_depIdxs = []int32{
 	13, // 4: snapflow.v1.NamedState.entries:type_name -> snapflow.v1.StateEntry
 	14, // 5: snapflow.v1.KeyGroupState.states:type_name -> snapflow.v1.NamedState
 	15, // 6: snapflow.v1.TaskState.key_groups:type_name -> snapflow.v1.KeyGroupState
-	7,  // [7:7] is the sub-list for method output_type
-	7,  // [7:7] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	17, // 7: snapflow.v1.TaskState.state_descriptors:type_name -> snapflow.v1.StateDescriptor
+	8,  // [8:8] is the sub-list for method output_type
+	8,  // [8:8] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_messages_snapflow_proto_init() }
@@ -1466,7 +1601,7 @@ func file_messages_snapflow_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_snapflow_proto_rawDesc), len(file_messages_snapflow_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
