@@ -15,7 +15,13 @@ import (
 
 // Defaults of the runtime options.
 const (
-	DefaultBatchSize          = 256
+	DefaultBatchSize = 256
+	// DefaultBatchBytes bounds the estimated size of a batch: with large
+	// records a batch is sent before it holds DefaultBatchSize of them.
+	DefaultBatchBytes = 1 << 20
+	// MaxCredits and MaxBatchSize bound WithCredits and WithBatchSize.
+	MaxCredits                = 1 << 16
+	MaxBatchSize              = 1 << 20
 	DefaultLinger             = time.Millisecond
 	DefaultCredits            = 8
 	DefaultCheckpointInterval = time.Second
@@ -30,6 +36,7 @@ type config struct {
 	checkpoint       coordinator.Config
 	restart          restart.Policy
 	batchSize        int
+	batchBytes       int
 	linger           time.Duration
 	credits          int
 	logger           *slog.Logger
@@ -45,6 +52,7 @@ func defaultConfig() config {
 		checkpoint: coordinator.Config{Interval: DefaultCheckpointInterval, Timeout: time.Minute, TolerableFailures: 3},
 		restart:    restart.Policy{}.WithDefaults(),
 		batchSize:  DefaultBatchSize,
+		batchBytes: DefaultBatchBytes,
 		linger:     DefaultLinger,
 		credits:    DefaultCredits,
 		retained:   DefaultRetained,
@@ -84,6 +92,13 @@ func WithRestartPolicy(p restart.Policy) Option {
 // WithBatchSize sets the number of records per batch (default 256).
 func WithBatchSize(n int) Option { return func(c *config) { c.batchSize = n } }
 
+// WithBatchBytes bounds the estimated size of a batch in bytes (default
+// DefaultBatchBytes, 1 MiB): a batch is sent once it holds the batch size
+// in records or n bytes, whichever comes first, and a source reads fewer
+// records at a time when they are large. Memory in flight is bounded by
+// channels x credits x (n + one record).
+func WithBatchBytes(n int) Option { return func(c *config) { c.batchBytes = n } }
+
 // WithLinger sets how long a partly filled batch may wait before it is sent
 // (default 1ms).
 func WithLinger(d time.Duration) Option { return func(c *config) { c.linger = d } }
@@ -115,11 +130,14 @@ func WithSynchronousSnapshots() Option { return func(c *config) { c.syncSnapshot
 func WithAllowTopologyChange() Option { return func(c *config) { c.allowNewTopology = true } }
 
 func (c *config) finish() error {
-	if c.batchSize < 1 {
-		return fmt.Errorf("actors: batch size %d must be at least 1", c.batchSize)
+	if c.batchSize < 1 || c.batchSize > MaxBatchSize {
+		return fmt.Errorf("actors: WithBatchSize(%d): the batch size must be between 1 and %d records", c.batchSize, MaxBatchSize)
 	}
-	if c.credits < 1 {
-		return fmt.Errorf("actors: credits %d must be at least 1", c.credits)
+	if c.batchBytes < 1 {
+		return fmt.Errorf("actors: WithBatchBytes(%d): the batch bytes must be at least 1", c.batchBytes)
+	}
+	if c.credits < 1 || c.credits > MaxCredits {
+		return fmt.Errorf("actors: WithCredits(%d): the credits must be between 1 and %d batches per channel", c.credits, MaxCredits)
 	}
 	if c.linger <= 0 {
 		return fmt.Errorf("actors: linger %v must be positive", c.linger)

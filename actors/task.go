@@ -159,7 +159,7 @@ func (t *task) onStarted(ctx actor.Context) {
 	inc := t.sh.inc.Load()
 	t.epoch = inc.epoch
 	inst, err := t.sh.plan.NewInstance(t.idx, topology.InstanceContext{
-		Job: t.sh.job, BatchSize: t.sh.cfg.batchSize, Sender: t, Logger: t.log,
+		Job: t.sh.job, BatchSize: t.sh.cfg.batchSize, BatchBytes: t.sh.cfg.batchBytes, Sender: t, Logger: t.log,
 	})
 	if err != nil {
 		t.fail(err)

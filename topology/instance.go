@@ -19,8 +19,11 @@ type InstanceContext struct {
 	Job       string
 	Task      *TaskPlan
 	BatchSize int // records per batch (>= 1)
-	Sender    Sender
-	Logger    *slog.Logger
+	// BatchBytes bounds the estimated bytes of a batch (0: no bound): a
+	// batch is sent once it holds BatchSize records or BatchBytes bytes.
+	BatchBytes int
+	Sender     Sender
+	Logger     *slog.Logger
 }
 
 // Instance is the runtime's type-erased view of one task. Methods are called
