@@ -26,6 +26,13 @@ const (
 	RequestDone
 	// FailJob: too many consecutive checkpoints failed; Err says why.
 	FailJob
+	// InDoubt: a failover (Reset) abandoned Checkpoint while its manifest was
+	// being written, so whether it completed depends on whether the manifest
+	// landed. The shell finds out (the outcome of the write, or the
+	// checkpoint that recovery restores), reports the checkpoint completed or
+	// aborted accordingly, and answers the manual Requests it carries. It is
+	// counted neither as completed nor as aborted.
+	InDoubt
 )
 
 var kindNames = [...]string{
@@ -35,6 +42,7 @@ var kindNames = [...]string{
 	Aborted:       "Aborted",
 	RequestDone:   "RequestDone",
 	FailJob:       "FailJob",
+	InDoubt:       "InDoubt",
 }
 
 func (k ActionKind) String() string {
@@ -58,6 +66,8 @@ type Action struct {
 	Reason string
 	// Request is the manual request id of RequestDone.
 	Request uint64
+	// Requests are the manual requests that InDoubt hands to the shell.
+	Requests []uint64
 	// Err is nil for a successful RequestDone; the failure of a RequestDone
 	// (wrapping ErrAborted or ErrFailover) or of FailJob (wrapping
 	// ErrTooManyFailures).
@@ -78,6 +88,9 @@ func (a Action) String() string {
 	}
 	if a.Final {
 		b.WriteString(" final")
+	}
+	if len(a.Requests) > 0 {
+		fmt.Fprintf(&b, " reqs=%v", a.Requests)
 	}
 	if a.Kind == WriteManifest {
 		tasks := make([]string, len(a.Acks))

@@ -57,14 +57,21 @@ func (c *Coordinator) end(now time.Time) *pending {
 }
 
 // Reset handles a job failover. The pending checkpoint is aborted (not
-// counted as a failure); manual requests, pending or queued, fail with an
+// counted as a failure), unless its manifest is being written: then it is
+// InDoubt, and its manual requests go with it to the shell. Other manual
+// requests, pending or queued, fail with an
 // error wrapping ErrFailover; Finish is forgotten, since the sources replay
 // from a checkpoint; and the clock restarts at now. Ids keep increasing. If
 // FailJob was emitted, triggering resumes and the failure count restarts.
 func (c *Coordinator) Reset(now time.Time) []Action {
 	c.observe(now)
 	var acts []Action
-	if p := c.pending; p != nil {
+	switch p := c.pending; {
+	case p != nil && p.writing:
+		// The manifest may land: the shell settles the outcome.
+		c.pending = nil
+		acts = append(acts, Action{Kind: InDoubt, Checkpoint: p.id, Final: p.final, Requests: p.requests})
+	case p != nil:
 		c.pending = nil
 		c.stats.Aborted++
 		acts = append(acts, Action{Kind: Aborted, Checkpoint: p.id, Final: p.final, Reason: "job failover"})

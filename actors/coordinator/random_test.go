@@ -94,6 +94,17 @@ func (k *checker) action(a Action) {
 		if a.Err != nil && !errors.Is(a.Err, ErrAborted) && !errors.Is(a.Err, ErrFailover) {
 			k.fatalf("RequestDone error %v", a.Err)
 		}
+	case InDoubt:
+		if a.Checkpoint != k.pending || !k.writing || a.Final != k.final {
+			k.fatalf("InDoubt %d: pending %d, writing %v", a.Checkpoint, k.pending, k.writing)
+		}
+		for _, r := range a.Requests {
+			if !k.open[r] {
+				k.fatalf("InDoubt hands over request %d, not open", r)
+			}
+			delete(k.open, r)
+		}
+		k.pending = 0
 	case FailJob:
 		if k.failed || k.cfg.TolerableFailures < 0 || !errors.Is(a.Err, ErrTooManyFailures) {
 			k.fatalf("unexpected %v", a)

@@ -54,3 +54,22 @@ func TestResetForgetsFinish(t *testing.T) {
 	c.ManifestWritten(at(2*time.Second), 2, nil)
 	expect(t, c.Finish(at(3*time.Second)), "Trigger chk=3 final")
 }
+
+// TestResetWhileWritingIsInDoubt: a failover during the manifest write does
+// not abort the checkpoint, whose manifest may still land: it is handed to
+// the shell with its manual requests, counted neither way.
+func TestResetWhileWritingIsInDoubt(t *testing.T) {
+	c := New(Config{}, []string{"a"}, 1)
+	c.RequestCheckpoint(at(0), 4)
+	expect(t, c.Ack(at(0), ack(1, "a")), "WriteManifest chk=1 acks=[a]")
+	c.RequestCheckpoint(at(0), 5) // queued behind checkpoint 1
+	expect(t, c.Reset(at(time.Second)),
+		"InDoubt chk=1 reqs=[4]",
+		`RequestDone req=5 err="coordinator: job failover: request 5 not triggered"`)
+	if s := c.Stats(); s.Aborted != 0 || s.Completed != 0 {
+		t.Fatalf("Stats() = %+v: an in-doubt checkpoint is neither aborted nor completed", s)
+	}
+	// The write's late outcome is the shell's business now.
+	expect(t, c.ManifestWritten(at(2*time.Second), 1, nil))
+	expect(t, c.RequestCheckpoint(at(3*time.Second), 6), "Trigger chk=2")
+}

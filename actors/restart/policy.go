@@ -16,6 +16,10 @@ const (
 	DefaultWindow         = time.Minute
 )
 
+// NoRestarts, as Policy.MaxFailures, restarts nothing: the first failure
+// fails the job. (A zero MaxFailures means DefaultMaxFailures.)
+const NoRestarts = -1
+
 // Policy configures a Strategy. A zero field takes its default.
 type Policy struct {
 	// InitialBackoff is the delay after the first failure in a quiet window.
@@ -29,7 +33,8 @@ type Policy struct {
 	// that wants none passes rnd = 0.5 to OnFailure.
 	Jitter float64
 	// MaxFailures is how many failures within Window are restarted; one more
-	// exhausts the strategy.
+	// exhausts the strategy. Zero means DefaultMaxFailures; NoRestarts means
+	// none: the first failure exhausts the strategy.
 	MaxFailures int
 	// Window is how long a failure counts.
 	Window time.Duration
@@ -72,8 +77,8 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("restart: multiplier %v, want a finite number >= 1", p.Multiplier)
 	case !(p.Jitter >= 0 && p.Jitter < 1):
 		return fmt.Errorf("restart: jitter %v, want a fraction in [0, 1)", p.Jitter)
-	case p.MaxFailures < 0:
-		return fmt.Errorf("restart: negative max failures %d", p.MaxFailures)
+	case p.MaxFailures < NoRestarts:
+		return fmt.Errorf("restart: max failures %d: want a count >= 0, or restart.NoRestarts (-1) for none", p.MaxFailures)
 	case p.Window < 0:
 		return fmt.Errorf("restart: negative window %v", p.Window)
 	}

@@ -44,7 +44,7 @@ func TestValidate(t *testing.T) {
 		{Policy{Jitter: 1}, "restart: jitter 1"},
 		{Policy{Jitter: -0.1}, "restart: jitter -0.1"},
 		{Policy{Jitter: math.NaN()}, "restart: jitter NaN"},
-		{Policy{MaxFailures: -1}, "restart: negative max failures"},
+		{Policy{MaxFailures: -2}, "restart: max failures -2"},
 		{Policy{Window: -time.Minute}, "restart: negative window"},
 	}
 	for _, tt := range tests {

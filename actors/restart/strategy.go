@@ -38,7 +38,7 @@ func (s *Strategy) OnFailure(now time.Time, rnd float64) (delay time.Duration, o
 	s.prune(now)
 	earlier := len(s.failures)
 	s.failures = append(s.failures, now)
-	if len(s.failures) > s.p.MaxFailures {
+	if len(s.failures) > max(s.p.MaxFailures, 0) {
 		s.exhausted = true
 		return 0, false
 	}

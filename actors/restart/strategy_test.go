@@ -157,3 +157,22 @@ func TestHugeExponentCapped(t *testing.T) {
 		}
 	}
 }
+
+// TestNoRestarts: restart.NoRestarts exhausts the strategy at the first
+// failure, while a zero MaxFailures still means the default.
+func TestNoRestarts(t *testing.T) {
+	p := Policy{MaxFailures: NoRestarts}
+	if err := p.Validate(); err != nil {
+		t.Fatalf("NoRestarts is invalid: %v", err)
+	}
+	if got := p.WithDefaults().MaxFailures; got != NoRestarts {
+		t.Fatalf("WithDefaults turned NoRestarts into %d", got)
+	}
+	s := New(p)
+	if d, ok := s.OnFailure(at(0), noJitter); ok || d != 0 {
+		t.Fatalf("first failure with NoRestarts = %v, %v; want exhausted", d, ok)
+	}
+	if got := (Policy{}).WithDefaults().MaxFailures; got != DefaultMaxFailures {
+		t.Fatalf("zero MaxFailures became %d, want the default %d", got, DefaultMaxFailures)
+	}
+}
