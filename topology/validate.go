@@ -27,17 +27,20 @@ func errorf(format string, args ...any) error {
 }
 
 // Validate reports every structural problem of the graph at once as a
-// *ValidationError, or nil when the graph can be planned.
+// *ValidationError, or nil when the graph can be planned. Besides the
+// structure it checks what a snapshot store must hold: job and operator
+// names that fit a store key (see MaxNameLength) and a max parallelism of at
+// most MaxParallelismLimit.
 func (g *Graph) Validate() error {
 	var ps []string
 	add := func(format string, args ...any) { ps = append(ps, fmt.Sprintf(format, args...)) }
 	if g.name == "" {
 		add("the job has an empty name")
-	} else if strings.ContainsAny(g.name, "/\\") {
-		add("job name %q must not contain '/' or '\\'", g.name)
+	} else if why := nameProblem(g.name, false); why != "" {
+		add("job name %q %s", g.name, why)
 	}
-	if g.maxParallelism < 1 {
-		add("max parallelism %d must be at least 1", g.maxParallelism)
+	if g.maxParallelism < 1 || g.maxParallelism > MaxParallelismLimit {
+		add("topology.MaxParallelism(%d): the max parallelism must be between 1 and %d", g.maxParallelism, MaxParallelismLimit)
 	}
 	if len(g.nodes) == 0 {
 		add("the graph is empty: add a source, operators and a sink")
@@ -66,8 +69,10 @@ func (g *Graph) nodeProblems(n *node, seen map[string]bool) []string {
 		ps = append(ps, fmt.Sprintf("operator #%d (kind %s, numbered from 0 in the order added) has an empty name", n.id, n.kind))
 	case seen[n.name]:
 		add("the name is used by more than one operator")
-	case strings.ContainsAny(n.name, "#/\\"):
-		add("the name must not contain '#', '/' or '\\'")
+	default:
+		if why := nameProblem(n.name, true); why != "" {
+			add("the name %s", why)
+		}
 	}
 	seen[n.name] = true
 	if n.parallelism < 1 {

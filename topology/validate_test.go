@@ -105,7 +105,7 @@ func TestValidateEachProblem(t *testing.T) {
 				Sink(Sequence(g, "src", 1, 2), "sink", discard[int64])
 				return g
 			},
-			want: []string{"max parallelism 0 must be at least 1"},
+			want: []string{"topology.MaxParallelism(0): the max parallelism must be between 1 and 32768"},
 		},
 		{
 			name: "empty operator name",
