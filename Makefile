@@ -17,10 +17,33 @@ MINIO_ROOT_USER ?= snapflow
 MINIO_ROOT_PASSWORD ?= snapflow-secret
 MINIO_DEMO_URL := s3://snapflow/demo?endpoint=127.0.0.1:9000&secure=false&create=true
 
-.PHONY: test soak proto vet minio-bin minio
+.PHONY: test test-loaded soak proto vet minio-bin minio
 
 test: $(MINIO_BIN)
 	MINIO_BIN="$(MINIO_BIN)" $(GO) test -race -count=1 ./...
+
+# test-loaded runs the suite (`make test`) while CPU burners hold every core,
+# two per core (BURNERS to change their number), to prove that no test
+# depends on the machine's speed. The burners are killed when it ends, pass
+# or fail, and each one also stops by itself once the recipe's shell is gone.
+# PKGS runs `go test -race -count=1 $(PKGS)` instead of the whole suite, e.g.
+# `make test-loaded PKGS=./bench/...`.
+BURNERS ?= $(shell echo $$(( $$(nproc) * 2 )))
+PKGS ?=
+
+test-loaded: $(MINIO_BIN)
+	@burners=(); \
+	stop() { kill "$${burners[@]}" 2>/dev/null; wait "$${burners[@]}" 2>/dev/null; }; \
+	trap 'stop' EXIT; trap 'exit 130' INT TERM HUP; \
+	for i in $$(seq $(BURNERS)); do \
+		( while kill -0 $$$$ 2>/dev/null; do for j in {1..20000}; do :; done; done ) & burners+=($$!); \
+	done; \
+	echo "test-loaded: $(BURNERS) CPU burners on $$(nproc) cores"; \
+	if [ -n "$(PKGS)" ]; then \
+		MINIO_BIN="$(MINIO_BIN)" $(GO) test -race -count=1 $(PKGS); \
+	else \
+		$(MAKE) --no-print-directory test; \
+	fi
 
 # soak is the long fault-injection soak: every topology on the memory store
 # and MinIO, 20ms checkpoints, at least 240 injected task failures. Replay a
