@@ -2,6 +2,8 @@ package topology
 
 import (
 	"fmt"
+
+	"github.com/snapflow/snapflow/messages"
 )
 
 // DefaultMaxParallelism is the number of key groups when none is set.
@@ -102,6 +104,9 @@ type node struct {
 	outputs     []*edge
 	keyedState  bool // declares keyed state: every input must be a Hash edge
 	factory     factory
+	// declare runs a keyed operator's setup for a task, without creating an
+	// instance, and returns the states it declares (see Plan.DeclaredStates).
+	declare func(*TaskPlan) ([]*messages.StateDescriptor, error)
 }
 
 // edge joins two operators.

@@ -147,21 +147,50 @@ type ProcessFunc[K Key, I, O any] func(ctx *Context[K], in I, out *Collector[O])
 // (and again after every restore, before the state is loaded): it declares
 // the keyed state with Value and MapOf and returns the function applied to
 // every record.
+//
+// setup also runs once when the job starts, before any record flows, for the
+// TaskPlan of subtask 0 with a throwaway KeyedSetup, to learn the declared
+// states (see Plan.DeclaredStates): it must declare the same states on every
+// call and should have no other effect. A declaration the default codec
+// cannot store exactly (see Value), a state declared twice, a nil process
+// function or a panic fails the job at that point, naming the operator.
+//
+// Every snapshot records a descriptor of each declared state, and Restore
+// refuses, with ErrIncompatibleState, a checkpoint whose states differ in
+// kind, types or codecs from the declared ones, or that holds a state no
+// longer declared. A newly declared state starts empty.
 func Process[K Key, I, O any](s KeyedStream[I, K], name string, setup func(*KeyedSetup[K]) ProcessFunc[K, I, O], opts ...Option) Stream[O] {
 	checkFn(s.g, name, setup, setup == nil)
 	key, codec := s.key, s.codec
 	n, out := addOperator(s.Stream, name, KindOperator, opts, func(ic *InstanceContext, out *Collector[O]) (Instance, error) {
-		ks := &KeyedSetup[K]{task: ic.Task, cur: new(K), codec: codec, maxP: uint64(max(1, ic.Task.maxParallelism()))}
+		ks := newKeyedSetup(ic.Task, codec)
 		fn := setup(ks)
 		if ks.err != nil {
 			return nil, ks.err
 		}
 		if fn == nil {
-			return nil, fmt.Errorf("setup returned a nil process function")
+			return nil, &stateError{msg: "setup returned a nil process function", sentinel: ErrInvalidState}
 		}
 		return &processInstance[K, I, O]{setup: ks, ctx: &Context[K]{setup: ks}, key: key, fn: fn, out: out, in: newInputs[I]()}, nil
 	})
 	n.keyedState = true
+	n.declare = func(task *TaskPlan) (descs []*messages.StateDescriptor, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				cause, _ := r.(error)
+				err = &stateError{msg: fmt.Sprintf("setup panicked: %v", r), sentinel: ErrInvalidState, cause: cause}
+			}
+		}()
+		ks := newKeyedSetup(task, codec)
+		fn := setup(ks)
+		if fn == nil {
+			ks.fail("setup returned a nil process function")
+		}
+		if ks.err != nil {
+			return nil, ks.err
+		}
+		return ks.descriptors(), nil
+	}
 	return out
 }
 
@@ -187,12 +216,19 @@ func (p *processInstance[K, I, O]) ProcessBatch(_ int, batch any) error {
 }
 
 func (p *processInstance[K, I, O]) Flush() { p.out.flush() }
+
+// Snapshot writes the entries of every declared state by key group, and the
+// descriptor of every declared state.
 func (p *processInstance[K, I, O]) Snapshot(st *messages.TaskState) error {
 	return p.setup.snapshotKeyed(st)
 }
+
+// Restore refuses a checkpoint whose state descriptors do not match the
+// declared states (ErrIncompatibleState), then loads the task's key groups.
 func (p *processInstance[K, I, O]) Restore(st *messages.TaskState) error {
 	return p.setup.restoreKeyed(st)
 }
+
 func (p *processInstance[K, I, O]) EndOfInput() error { return nil }
 func (p *processInstance[K, I, O]) Close() error      { return nil }
 

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 
 	"github.com/snapflow/snapflow/messages"
@@ -10,12 +11,20 @@ import (
 // KeyedSetup is given to a Process operator's setup function once per task
 // (and again after every restore) to declare keyed state.
 type KeyedSetup[K Key] struct {
-	task   *TaskPlan
-	cur    *K
-	codec  keyCodec[K]
-	maxP   uint64
-	states []keyedState
-	err    error
+	task    *TaskPlan
+	cur     *K
+	codec   keyCodec[K]
+	keyType string // typeName of K, recorded in state descriptors
+	maxP    uint64
+	states  []keyedState
+	err     error
+}
+
+func newKeyedSetup[K Key](task *TaskPlan, codec keyCodec[K]) *KeyedSetup[K] {
+	return &KeyedSetup[K]{
+		task: task, cur: new(K), codec: codec, keyType: typeName(reflect.TypeFor[K]()),
+		maxP: uint64(max(1, task.maxParallelism())),
+	}
 }
 
 // TaskID is the id of the task being set up, e.g. "sum#1".
@@ -24,23 +33,51 @@ func (s *KeyedSetup[K]) TaskID() string { return s.task.ID }
 // Subtask is the index of the task among its operator's tasks.
 func (s *KeyedSetup[K]) Subtask() int { return s.task.Subtask }
 
+// fail records a declaration problem; the setup fails with all of them,
+// in one error.
+func (s *KeyedSetup[K]) fail(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if s.err != nil {
+		msg = s.err.Error() + "; " + msg
+	}
+	s.err = &stateError{msg: msg, sentinel: ErrInvalidState}
+}
+
+// checkDefault refuses, for state name, a type that the default codec
+// cannot round-trip; subject names the type's role ("type", "value type").
+func (s *KeyedSetup[K]) checkDefault(name, subject string, t reflect.Type, orCodec string) {
+	if p := checkDefaultCodec(t); p != nil {
+		s.fail("state %q: %s %s: %s", name, subject, typeName(t), p.message(orCodec))
+	}
+}
+
 func (s *KeyedSetup[K]) register(st keyedState) {
+	name := st.descriptor().GetName()
 	for _, o := range s.states {
-		if o.stateName() == st.stateName() {
-			s.err = fmt.Errorf("state %q declared twice", st.stateName())
+		if o.descriptor().GetName() == name {
+			s.fail("state %q declared twice", name)
 		}
 	}
-	if st.stateName() == "" {
-		s.err = fmt.Errorf("state with an empty name")
+	if name == "" {
+		s.fail("state with an empty name")
 	}
 	s.states = append(s.states, st)
+}
+
+// descriptors returns the descriptors of the declared states, in order.
+func (s *KeyedSetup[K]) descriptors() []*messages.StateDescriptor {
+	out := make([]*messages.StateDescriptor, len(s.states))
+	for i, ks := range s.states {
+		out[i] = copyDescriptor(ks.descriptor())
+	}
+	return out
 }
 
 func (s *KeyedSetup[K]) keyGroup(k K) int { return int(s.codec.hash(k) % s.maxP) }
 
 // keyedState is the type-erased view of one declared state.
 type keyedState interface {
-	stateName() string
+	descriptor() *messages.StateDescriptor
 	// appendEntries adds the state's entries to the per-key-group map.
 	appendEntries(groups map[int]*messages.KeyGroupState) error
 	restoreEntry(e *messages.StateEntry) error
@@ -67,12 +104,13 @@ func groupOf(groups map[int]*messages.KeyGroupState, kg int) *messages.KeyGroupS
 	return g
 }
 
-// snapshotKeyed serialises every declared state into st, by key group.
+// snapshotKeyed serialises every declared state into st, by key group, and
+// the descriptor of every declared state, in declaration order.
 func (s *KeyedSetup[K]) snapshotKeyed(st *messages.TaskState) error {
 	groups := map[int]*messages.KeyGroupState{}
 	for _, ks := range s.states {
 		if err := ks.appendEntries(groups); err != nil {
-			return err
+			return fmt.Errorf("topology: operator %q: %w", s.task.Operator, err)
 		}
 	}
 	kgs := make([]int, 0, len(groups))
@@ -83,27 +121,38 @@ func (s *KeyedSetup[K]) snapshotKeyed(st *messages.TaskState) error {
 	for _, kg := range kgs {
 		st.KeyGroups = append(st.KeyGroups, groups[kg])
 	}
+	st.StateDescriptors = append(st.StateDescriptors, s.descriptors()...)
 	return nil
 }
 
-// restoreKeyed loads the entries of the task's key groups from st.
+// restoreKeyed checks st's state descriptors against the declared states,
+// then loads the entries of the task's key groups from st.
 func (s *KeyedSetup[K]) restoreKeyed(st *messages.TaskState) error {
 	byName := make(map[string]keyedState, len(s.states))
-	for _, ks := range s.states {
-		byName[ks.stateName()] = ks
+	declared := make([]*messages.StateDescriptor, len(s.states))
+	for i, ks := range s.states {
+		byName[ks.descriptor().GetName()] = ks
+		declared[i] = ks.descriptor()
 	}
-	for _, g := range st.KeyGroups {
+	if err := CompareStateDescriptors(s.task.Operator, st.GetStateDescriptors(), declared); err != nil {
+		return err
+	}
+	for _, g := range st.GetKeyGroups() {
 		if int(g.KeyGroup) < s.task.KeyGroupStart || int(g.KeyGroup) >= s.task.KeyGroupEnd {
 			continue
 		}
 		for _, ns := range g.States {
 			ks := byName[ns.Name]
 			if ks == nil {
-				return fmt.Errorf("snapshot holds state %q, which the operator does not declare", ns.Name)
+				return &stateError{
+					msg: fmt.Sprintf("topology: operator %q: the checkpoint holds state %q, which the operator does not declare (its entries would be lost)",
+						s.task.Operator, ns.Name),
+					sentinel: ErrIncompatibleState,
+				}
 			}
 			for _, e := range ns.Entries {
 				if err := ks.restoreEntry(e); err != nil {
-					return fmt.Errorf("state %q: %w", ns.Name, err)
+					return fmt.Errorf("topology: operator %q: state %q: %w", s.task.Operator, ns.Name, err)
 				}
 			}
 		}
@@ -118,14 +167,42 @@ type ValueState[K Key, V any] struct {
 	setup *KeyedSetup[K]
 	m     map[K]V
 	codec Codec[V]
+	desc  *messages.StateDescriptor
 }
 
 // Value declares a value state called name. The codec defaults to
 // DefaultCodec[V].
+//
+// The default codec stores booleans, numbers and strings in binary, and
+// other types as JSON. Value refuses (the setup fails with an error wrapping
+// ErrInvalidState, naming the state and the field) a type that JSON cannot
+// store exactly: unexported fields and fields tagged `json:"-"`, interface
+// types (JSON would restore numbers as float64), channels, functions,
+// complex numbers, pointers to pointers, map keys that are not strings,
+// integers or TextMarshaler and TextUnmarshaler, maps tagged omitempty,
+// fields hidden by other fields of the same JSON name, and types with only
+// one side of MarshalJSON/UnmarshalJSON or MarshalText/UnmarshalText. Types
+// with both methods of a pair, such as time.Time, are trusted. Pass a codec
+// (JSONCodec[V]{} to keep JSON anyway) to store such a type.
+//
+// The state's descriptor (name, types and codec id; see IdentifiedCodec) is
+// recorded in every snapshot, and a restore into a different declaration is
+// refused with ErrIncompatibleState.
 func Value[V any, K Key](s *KeyedSetup[K], name string, codec ...Codec[V]) *ValueState[K, V] {
-	v := &ValueState[K, V]{name: name, setup: s, m: map[K]V{}, codec: DefaultCodec[V]()}
-	if len(codec) > 0 && codec[0] != nil {
+	v := &ValueState[K, V]{name: name, setup: s, m: map[K]V{}}
+	switch {
+	case len(codec) > 1:
+		s.fail("state %q: %d codecs given to Value, want at most one", name, len(codec))
 		v.codec = codec[0]
+	case len(codec) == 1 && codec[0] != nil:
+		v.codec = codec[0]
+	default:
+		v.codec = DefaultCodec[V]()
+		s.checkDefault(name, "type", reflect.TypeFor[V](), "pass a codec to Value")
+	}
+	v.desc = &messages.StateDescriptor{
+		Name: name, Kind: kindValue, KeyType: s.keyType,
+		ValueType: typeName(reflect.TypeFor[V]()), ValueCodec: codecID(v.codec),
 	}
 	s.register(v)
 	return v
@@ -146,7 +223,7 @@ func (v *ValueState[K, V]) Clear() { delete(v.m, *v.setup.cur) }
 // Len is the number of keys with a value in this task.
 func (v *ValueState[K, V]) Len() int { return len(v.m) }
 
-func (v *ValueState[K, V]) stateName() string { return v.name }
+func (v *ValueState[K, V]) descriptor() *messages.StateDescriptor { return v.desc }
 
 func (v *ValueState[K, V]) appendEntries(groups map[int]*messages.KeyGroupState) error {
 	// One allocation for all entries and one arena for all encoded keys and
@@ -199,13 +276,63 @@ type MapState[K Key, UK comparable, V any] struct {
 	m        map[K]map[UK]V
 	keyCodec Codec[UK]
 	codec    Codec[V]
+	desc     *messages.StateDescriptor
 }
 
-// MapOf declares a map state called name; codecs default to DefaultCodec.
-func MapOf[UK comparable, V any, K Key](s *KeyedSetup[K], name string) *MapState[K, UK, V] {
-	ms := &MapState[K, UK, V]{name: name, setup: s, m: map[K]map[UK]V{}, keyCodec: DefaultCodec[UK](), codec: DefaultCodec[V]()}
+// MapCodecs chooses the codecs of a map state's user keys and values (see
+// MapOf and DecodeMapState). A nil codec means DefaultCodec.
+type MapCodecs[UK comparable, V any] struct {
+	Key   Codec[UK]
+	Value Codec[V]
+}
+
+// resolve returns the codecs to use, each the default unless given, and
+// whether each was given.
+func resolveMapCodecs[UK comparable, V any](codecs []MapCodecs[UK, V]) (kc Codec[UK], vc Codec[V], kGiven, vGiven bool) {
+	kc, vc = DefaultCodec[UK](), DefaultCodec[V]()
+	for _, c := range codecs {
+		if c.Key != nil {
+			kc, kGiven = c.Key, true
+		}
+		if c.Value != nil {
+			vc, vGiven = c.Value, true
+		}
+	}
+	return kc, vc, kGiven, vGiven
+}
+
+// MapOf declares a map state called name. Its codecs default to DefaultCodec
+// and are checked as Value checks them; pass MapCodecs to choose others,
+// for example
+//
+//	MapOf(s, "profiles", topology.MapCodecs[string, profile]{Value: myCodec})
+//
+// The state's descriptor (name, types and codec ids) is recorded in every
+// snapshot, and a restore into a different declaration is refused with
+// ErrIncompatibleState.
+func MapOf[UK comparable, V any, K Key](s *KeyedSetup[K], name string, codecs ...MapCodecs[UK, V]) *MapState[K, UK, V] {
+	kc, vc, kGiven, vGiven := resolveMapCodecs(codecs)
+	if len(codecs) > 1 {
+		s.fail("state %q: %d MapCodecs given to MapOf, want at most one", name, len(codecs))
+	}
+	if !kGiven {
+		s.checkDefault(name, "map key type", reflect.TypeFor[UK](), "pass a key codec to MapOf (MapCodecs.Key)")
+	}
+	if !vGiven {
+		s.checkDefault(name, "value type", reflect.TypeFor[V](), "pass a value codec to MapOf (MapCodecs.Value)")
+	}
+	ms := &MapState[K, UK, V]{name: name, setup: s, m: map[K]map[UK]V{}, keyCodec: kc, codec: vc}
+	ms.desc = mapDescriptor(name, s.keyType, kc, vc)
 	s.register(ms)
 	return ms
+}
+
+func mapDescriptor[UK comparable, V any](name, keyType string, kc Codec[UK], vc Codec[V]) *messages.StateDescriptor {
+	return &messages.StateDescriptor{
+		Name: name, Kind: kindMap, KeyType: keyType,
+		MapKeyType: typeName(reflect.TypeFor[UK]()), MapKeyCodec: codecID(kc),
+		ValueType: typeName(reflect.TypeFor[V]()), ValueCodec: codecID(vc),
+	}
 }
 
 // Get returns the current key's value for uk.
@@ -246,7 +373,7 @@ func (ms *MapState[K, UK, V]) All(yield func(UK, V) bool) {
 	}
 }
 
-func (ms *MapState[K, UK, V]) stateName() string { return ms.name }
+func (ms *MapState[K, UK, V]) descriptor() *messages.StateDescriptor { return ms.desc }
 
 func (ms *MapState[K, UK, V]) appendEntries(groups map[int]*messages.KeyGroupState) error {
 	for k, inner := range ms.m {
@@ -286,34 +413,4 @@ func (ms *MapState[K, UK, V]) restoreEntry(e *messages.StateEntry) error {
 	ms.Put(uk, x)
 	*cur = saved
 	return nil
-}
-
-// DecodeValueState reads the value state called name out of a stored task
-// state, for inspecting checkpoints. It returns the values by key.
-func DecodeValueState[K Key, V any](st *messages.TaskState, name string, codec ...Codec[V]) (map[K]V, error) {
-	kc := newKeyCodec[K]()
-	vc := DefaultCodec[V]()
-	if len(codec) > 0 && codec[0] != nil {
-		vc = codec[0]
-	}
-	out := map[K]V{}
-	for _, g := range st.GetKeyGroups() {
-		for _, ns := range g.States {
-			if ns.Name != name {
-				continue
-			}
-			for _, e := range ns.Entries {
-				k, err := kc.decode(e.Key)
-				if err != nil {
-					return nil, err
-				}
-				v, err := vc.Decode(e.Value)
-				if err != nil {
-					return nil, err
-				}
-				out[k] = v
-			}
-		}
-	}
-	return out, nil
 }
