@@ -7,36 +7,62 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/snapflow/snapflow/messages"
+	"google.golang.org/protobuf/proto"
+)
+
+var (
+	// ErrNoUsableCheckpoint is wrapped by the error of LoadLatest when the
+	// store holds complete checkpoints of the job but none of them is
+	// usable: restoring nothing would silently start the job from scratch.
+	ErrNoUsableCheckpoint = errors.New("snapshots: no usable checkpoint")
+	// ErrManifestInDoubt is wrapped by the error of PutManifest when the
+	// manifest's write failed and reading it back could not tell whether
+	// it is in place: the checkpoint may or may not be complete.
+	ErrManifestInDoubt = errors.New("snapshots: manifest write in doubt")
 )
 
 // Checkpoints reads and writes the checkpoints of one job in a Store,
 // following the layout described in the package documentation. It is safe
 // for concurrent use.
+//
+// Checkpoints calls its store through a guard: a panic in a Store method
+// becomes an error wrapping ErrStorePanic, logged with its stack.
 type Checkpoints struct {
-	store Store
+	store Store // guarded
+	given Store // as given to NewCheckpoints
 	job   string
 	log   *slog.Logger
 
-	mu   sync.Mutex
-	refs map[uint64][]string // state keys of manifests read by Retain
+	mu       sync.Mutex
+	verified map[uint64][]string           // usable checkpoints: the state keys their manifests reference
+	written  map[uint64]*messages.Manifest // manifests written by PutManifest, not yet read back
 }
 
 // NewCheckpoints returns the checkpoints of job in s. Problems that make a
-// checkpoint unusable are logged to log; a nil log discards them.
+// checkpoint unusable, and panics of s, are logged to log; a nil log
+// discards them.
 func NewCheckpoints(s Store, job string, log *slog.Logger) *Checkpoints {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Checkpoints{store: s, job: job, log: log.With("job", job)}
+	log = log.With("job", job)
+	return &Checkpoints{store: guard(s, log), given: s, job: job, log: log}
 }
 
-// Store returns the store that holds the checkpoints.
-func (c *Checkpoints) Store() Store { return c.store }
+// Store returns the store that holds the checkpoints, as given to
+// NewCheckpoints (without the guard against panics).
+func (c *Checkpoints) Store() Store { return c.given }
 
 // Job returns the job whose checkpoints c holds.
 func (c *Checkpoints) Job() string { return c.job }
+
+// Check calls the store's Check through the guard: it verifies that the
+// store is reachable and writable, and a panic in it becomes an error
+// wrapping ErrStorePanic.
+func (c *Checkpoints) Check(ctx context.Context) error { return c.store.Check(ctx) }
 
 // PutTaskState stores a task's state as StateKey(job, id, st.TaskId) and
 // returns the handle that the manifest records: the key, the size of the
@@ -66,16 +92,79 @@ func validateTaskID(id string) error {
 // PutManifest writes the manifest of checkpoint m.CheckpointId, which
 // completes the checkpoint. Call it only once every state it references is
 // stored. The manifest's job must be c's job and its id at least 1.
+//
+// Its result is the truth about the checkpoint: nil means the manifest is
+// in place, so the checkpoint is complete and recovery may restore it. A
+// write can fail after the object is in place (a directory fsync failing
+// after the rename, a lost PUT response, a context ending as the PUT
+// lands), so when the store's Put fails, PutManifest reads the manifest
+// back, with a context of its own bounded by ManifestCheckTimeout:
+//
+//   - the manifest is there and equal to m: it logs a warning and returns
+//     nil;
+//   - it is not there (ErrNotFound): it returns the Put's error, and the
+//     checkpoint is not complete;
+//   - anything else (the read fails, or another manifest is there): it
+//     returns an error wrapping ErrManifestInDoubt and the Put's error.
+//     Nobody can tell whether recovery will restore this checkpoint.
+//
+// Retain does not read the states of a manifest that PutManifest wrote.
 func (c *Checkpoints) PutManifest(ctx context.Context, m *messages.Manifest) error {
 	if err := c.validateManifest(m, m.GetCheckpointId()); err != nil {
 		return fmt.Errorf("snapshots: put manifest: %w", err)
 	}
-	key := ManifestKey(c.job, m.GetCheckpointId())
+	id := m.GetCheckpointId()
+	key := ManifestKey(c.job, id)
 	data, err := EncodeObject(KindManifest, m)
 	if err != nil {
 		return fmt.Errorf("snapshots: put %s: %w", key, err)
 	}
-	return c.store.Put(ctx, key, data)
+	if perr := c.store.Put(ctx, key, data); perr != nil {
+		if err := c.resolveManifest(ctx, m, perr); err != nil {
+			return err
+		}
+	}
+	c.markWritten(m)
+	return nil
+}
+
+// ManifestCheckTimeout bounds the read with which PutManifest finds out
+// whether a manifest whose Put failed is in place.
+const ManifestCheckTimeout = 5 * time.Second
+
+// resolveManifest finds out whether manifest m, whose Put failed with perr,
+// is in place anyway: nil when it is, perr when it is not, and an error
+// wrapping ErrManifestInDoubt when that cannot be told.
+func (c *Checkpoints) resolveManifest(ctx context.Context, m *messages.Manifest, perr error) error {
+	id := m.GetCheckpointId()
+	key := ManifestKey(c.job, id)
+	if errors.Is(perr, ErrInvalidKey) {
+		return perr // refused before any I/O
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ManifestCheckTimeout)
+	defer cancel()
+	data, gerr := c.store.Get(rctx, key)
+	switch {
+	case errors.Is(gerr, ErrNotFound):
+		c.log.DebugContext(ctx, "snapshots: manifest write failed and the manifest is absent",
+			"checkpoint", id, "key", key, "err", perr)
+		return perr
+	case gerr != nil:
+		return fmt.Errorf("snapshots: put %s: the write failed and reading it back failed too (%v), "+
+			"so checkpoint %d may or may not be complete: %w: %w", key, gerr, id, ErrManifestInDoubt, perr)
+	}
+	got := new(messages.Manifest)
+	if err := DecodeObject(data, KindManifest, got); err != nil || !proto.Equal(got, m) {
+		why := "another manifest is in its place"
+		if err != nil {
+			why = fmt.Sprintf("what is in its place does not decode (%v)", err)
+		}
+		return fmt.Errorf("snapshots: put %s: the write failed and %s, so checkpoint %d may not be "+
+			"what recovery restores: %w: %w", key, why, id, ErrManifestInDoubt, perr)
+	}
+	c.log.WarnContext(ctx, "snapshots: manifest write reported an error but the manifest is in place; "+
+		"the checkpoint is complete", "checkpoint", id, "key", key, "err", perr)
+	return nil
 }
 
 // ReadManifest reads and checks the manifest of checkpoint id. It returns an

@@ -29,13 +29,40 @@
 // has acknowledged, the coordinator writes the manifest
 // ([Checkpoints.PutManifest]), and because Put is atomic, the checkpoint
 // becomes complete at once. A checkpoint without a manifest was aborted or
-// is still in flight, and recovery ignores it.
+// is still in flight, and recovery ignores it;
+// [Checkpoints.DeleteIncomplete] removes the aborted ones.
 //
-// [Checkpoints.LoadLatest] returns the newest complete checkpoint whose
-// objects all verify. A corrupt or missing object makes that checkpoint
-// unusable, with an error logged, and recovery falls back to the previous
-// one. [Checkpoints.Retain] deletes old and aborted checkpoints, but never
-// the newest complete one nor any object that a retained manifest
+// A manifest write can fail after the object is in place (the directory
+// fsync fails after the rename, a PUT's response is lost). PutManifest then
+// reads the manifest back, so that its result is the truth: nil when the
+// manifest is in place, the write's error when it is absent, and an error
+// wrapping [ErrManifestInDoubt] when nobody can tell. What a job reports
+// about a checkpoint thus matches what recovery will use.
+//
+// # Usable checkpoints
+//
+// A complete checkpoint is usable when its manifest reads and validates and
+// every state object it references reads back with the size and CRC-32C
+// that the manifest records and names its task. [Checkpoints.LoadLatest]
+// returns the newest usable checkpoint. A corrupt or missing object makes
+// that checkpoint unusable, with an error logged, and recovery falls back
+// to the previous one. When complete checkpoints exist but none is usable,
+// LoadLatest fails with an error wrapping [ErrNoUsableCheckpoint] that
+// names each one and its cause, rather than let a job start from nothing.
+//
+// [Checkpoints.Retain] keeps the newest N usable checkpoints, verifying
+// what it counts (once per checkpoint and Checkpoints value: objects never
+// change once written). Unusable checkpoints newer than the oldest retained
+// usable one are kept for inspection without counting. Retain never deletes
+// the newest usable checkpoint nor any object that a retained manifest
 // references; [Checkpoints.Delete] removes the manifest before the objects,
 // so a checkpoint stops being complete before it loses any object.
+//
+// # A guarded store
+//
+// Checkpoints calls its Store through a guard: a panic in any Store method
+// (a bug in a user-written store, on the runtime's upload or retention
+// goroutines) becomes an error wrapping [ErrStorePanic] that names the
+// store, the method and the panic value, with the stack logged at Error
+// level, instead of crashing the process.
 package snapshots

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/snapflow/snapflow/messages"
@@ -27,34 +28,89 @@ func unusable(ctx context.Context, err error) bool {
 	return ctx.Err() == nil && (errors.Is(err, ErrCorrupt) || errors.Is(err, ErrNotFound))
 }
 
-// LoadLatest returns the newest complete checkpoint all of whose objects
-// read back and verify, reading the task states in parallel.
+// LoadLatest returns the newest usable complete checkpoint: one whose
+// manifest reads and validates and all of whose state objects read back
+// with the recorded size and CRC-32C and name their tasks. It reads the
+// task states in parallel.
 //
 // A corrupt or missing object, or a corrupt manifest, makes a checkpoint
 // unusable: LoadLatest logs it at Error level with the checkpoint id, the
 // key and the cause, and tries the next older one. It returns (nil, nil)
-// when no checkpoint is usable. Other errors, such as an unreachable store
-// or a done context, are returned.
+// when the store holds no complete checkpoint of the job. When it holds
+// complete checkpoints but none is usable, it returns an error wrapping
+// ErrNoUsableCheckpoint (and each cause) that names every unusable
+// checkpoint and why: starting from nothing would silently lose the state
+// they hold. Other errors, such as an unreachable store or a done context,
+// are returned as they are.
 func (c *Checkpoints) LoadLatest(ctx context.Context) (*Restorable, error) {
 	chks, err := c.scan(ctx)
 	if err != nil {
 		return nil, err
 	}
+	var bad []unusableCheckpoint
 	for _, chk := range slices.Backward(chks) {
 		if !chk.complete {
 			continue
 		}
 		r, key, err := c.load(ctx, chk.id)
 		if err == nil {
+			c.markVerified(chk.id, r.Manifest)
 			return r, nil
 		}
 		if !unusable(ctx, err) {
 			return nil, err
 		}
+		if key == ManifestKey(c.job, chk.id) && errors.Is(err, ErrNotFound) {
+			c.log.DebugContext(ctx, "snapshots: checkpoint deleted while loading", "checkpoint", chk.id)
+			continue // no longer complete
+		}
 		c.log.ErrorContext(ctx, "snapshots: checkpoint unusable, trying an older one",
 			"checkpoint", chk.id, "key", key, "err", err)
+		bad = append(bad, unusableCheckpoint{id: chk.id, err: err})
+	}
+	if len(bad) > 0 {
+		return nil, &noUsableError{job: c.job, bad: bad}
 	}
 	return nil, nil
+}
+
+// unusableCheckpoint is a complete checkpoint that LoadLatest could not use.
+type unusableCheckpoint struct {
+	id  uint64
+	err error
+}
+
+// noUsableError is LoadLatest's error when no complete checkpoint is usable.
+type noUsableError struct {
+	job string
+	bad []unusableCheckpoint // newest first
+}
+
+func (e *noUsableError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "snapshots: job %q: no usable checkpoint: ", e.job)
+	if len(e.bad) == 1 {
+		b.WriteString("its only complete checkpoint is unusable")
+	} else {
+		fmt.Fprintf(&b, "none of its %d complete checkpoints is usable", len(e.bad))
+	}
+	for i, u := range e.bad {
+		sep := "; "
+		if i == 0 {
+			sep = ": "
+		}
+		fmt.Fprintf(&b, "%scheckpoint %d: %v", sep, u.id, u.err)
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrNoUsableCheckpoint and the cause of each checkpoint.
+func (e *noUsableError) Unwrap() []error {
+	errs := []error{ErrNoUsableCheckpoint}
+	for _, u := range e.bad {
+		errs = append(errs, u.err)
+	}
+	return errs
 }
 
 // load reads checkpoint id; on failure it also returns the key at fault.
@@ -63,25 +119,42 @@ func (c *Checkpoints) load(ctx context.Context, id uint64) (*Restorable, string,
 	if err != nil {
 		return nil, ManifestKey(c.job, id), err
 	}
-	states, key, err := c.readStates(ctx, m.GetTasks())
-	if err != nil {
-		return nil, key, err
+	tasks := m.GetTasks()
+	states := make([]*messages.TaskState, len(tasks))
+	if err := c.eachState(ctx, tasks, states); err != nil {
+		var se *stateError
+		if errors.As(err, &se) {
+			return nil, se.key, se.err
+		}
+		return nil, "", err
 	}
-	return &Restorable{Manifest: m, States: states}, "", nil
+	out := make(map[string]*messages.TaskState, len(tasks))
+	for i, t := range tasks {
+		out[t.GetTaskId()] = states[i]
+	}
+	return &Restorable{Manifest: m, States: out}, "", nil
 }
 
-// readStates reads and verifies the tasks' states in parallel. The first
-// failure cancels the other reads and is returned with its key.
-func (c *Checkpoints) readStates(ctx context.Context, tasks []*messages.TaskStateEntry) (map[string]*messages.TaskState, string, error) {
+// stateError is the first failure of eachState, with its key.
+type stateError struct {
+	key string
+	err error
+}
+
+func (e *stateError) Error() string { return e.err.Error() }
+func (e *stateError) Unwrap() error { return e.err }
+
+// eachState reads and verifies the tasks' states in parallel, storing state
+// i in into[i] when into is not nil (verification alone keeps nothing). The
+// first failure cancels the other reads and is returned as a *stateError.
+func (c *Checkpoints) eachState(ctx context.Context, tasks []*messages.TaskStateEntry, into []*messages.TaskState) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
-		states   = make([]*messages.TaskState, len(tasks))
-		mu       sync.Mutex
-		firstKey string
-		firstErr error
-		wg       sync.WaitGroup
-		next     = make(chan int)
+		mu    sync.Mutex
+		first *stateError
+		wg    sync.WaitGroup
+		next  = make(chan int)
 	)
 	for range min(len(tasks), maxParallelReads) {
 		wg.Go(func() {
@@ -89,14 +162,16 @@ func (c *Checkpoints) readStates(ctx context.Context, tasks []*messages.TaskStat
 				st, err := c.readEntry(ctx, tasks[i])
 				if err != nil {
 					mu.Lock()
-					if firstErr == nil {
-						firstKey, firstErr = tasks[i].GetState().GetKey(), err
+					if first == nil {
+						first = &stateError{key: tasks[i].GetState().GetKey(), err: err}
 					}
 					mu.Unlock()
 					cancel()
 					continue
 				}
-				states[i] = st
+				if into != nil {
+					into[i] = st
+				}
 			}
 		})
 	}
@@ -110,17 +185,10 @@ feed:
 	}
 	close(next)
 	wg.Wait()
-	if firstErr != nil {
-		return nil, firstKey, firstErr
+	if first != nil {
+		return first
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, "", err
-	}
-	out := make(map[string]*messages.TaskState, len(tasks))
-	for i, t := range tasks {
-		out[t.GetTaskId()] = states[i]
-	}
-	return out, "", nil
+	return ctx.Err()
 }
 
 // readEntry reads one manifest entry's state and checks that it is the

@@ -137,6 +137,9 @@ func (m *MinIO) fail(ctx context.Context, op string, err error) error {
 		switch {
 		case resp.Code == minio.NoSuchKey:
 			return fmt.Errorf("%s: %w", where, ErrNotFound)
+		case resp.Code == minio.NoSuchBucket && m.create:
+			return fmt.Errorf("%s: bucket %q does not exist (the store creates it only when it is opened: "+
+				"was it deleted since?): %w: %w", where, m.bucket, ErrNoBucket, err)
 		case resp.Code == minio.NoSuchBucket:
 			return fmt.Errorf("%s: bucket %q does not exist (create it, or add create=true to the store URL "+
 				"or set MinIOConfig.CreateBucket): %w: %w", where, m.bucket, ErrNoBucket, err)
@@ -160,3 +163,8 @@ func (m *MinIO) fail(ctx context.Context, op string, err error) error {
 	}
 	return fmt.Errorf("%s: %w", where, err)
 }
+
+// ErrNotS3 is wrapped by errors about an endpoint that answers HTTP but
+// not as an S3 server does: no S3 error code in its error answers, or
+// objects that do not read back as written.
+var ErrNotS3 = errors.New("snapshots: not an S3 server")

@@ -38,9 +38,13 @@ func (m *MinIO) Get(ctx context.Context, key string) ([]byte, error) {
 	if err := validateKey(key); err != nil {
 		return nil, err
 	}
+	return m.getObject(ctx, "get "+key, m.object(key))
+}
+
+func (m *MinIO) getObject(ctx context.Context, op, object string) ([]byte, error) {
 	var data []byte
-	err := m.do(ctx, "get "+key, func(ctx context.Context) error {
-		body, info, _, err := m.core.GetObject(ctx, m.bucket, m.object(key), minio.GetObjectOptions{})
+	err := m.do(ctx, op, func(ctx context.Context) error {
+		body, info, _, err := m.core.GetObject(ctx, m.bucket, object, minio.GetObjectOptions{})
 		if err != nil {
 			return err
 		}
@@ -111,8 +115,11 @@ func (m *MinIO) remove(ctx context.Context, op, object string) error {
 const checkAttemptTimeout = 5 * time.Second
 
 // Check verifies that the server is reachable, the credentials valid and
-// the bucket present, creating it when so configured, then writes and
-// deletes a probe object under the prefix.
+// the bucket present, creating it when so configured, then writes, reads
+// back and deletes a probe object under the prefix. An endpoint that
+// answers HTTP but not as S3 does (an error answer without an S3 error
+// code, or a probe that does not read back) gives an error wrapping
+// ErrNotS3, not a missing bucket or wrong credentials.
 func (m *MinIO) Check(ctx context.Context) error {
 	var exists bool
 	err := m.do(ctx, "check bucket", func(ctx context.Context) error {
@@ -124,19 +131,46 @@ func (m *MinIO) Check(ctx context.Context) error {
 		exists, err = m.client.BucketExists(actx, m.bucket)
 		return err
 	})
+	if err == nil && !exists {
+		// minio-go reports any 404 as a missing bucket, S3 or not.
+		err = m.checkS3(ctx, "check bucket")
+	}
 	if err != nil {
-		return err
+		return m.explainCheck(ctx, "check bucket", err)
 	}
 	if !exists {
 		if err := m.makeBucket(ctx); err != nil {
-			return err
+			return m.explainCheck(ctx, "create bucket", err)
 		}
 	}
 	probe := m.object(tmpPrefix + "check-" + rand.Text())
-	if err := m.put(ctx, "check write", probe, []byte("snapflow")); err != nil {
+	want := []byte("snapflow")
+	if err := m.put(ctx, "check write", probe, want); err != nil {
+		return m.explainCheck(ctx, "check write", err)
+	}
+	got, rerr := m.getObject(ctx, "check read", probe)
+	switch {
+	case rerr != nil:
+		rerr = m.explainCheck(ctx, "check read", rerr)
+	case !bytes.Equal(got, want):
+		rerr = fmt.Errorf("snapshots: minio %s: check read: s3 endpoint %s read back %d other bytes (%s) "+
+			"than the object just written: is it an S3/MinIO server?: %w", m, m.endpoint, len(got), excerpt(got), ErrNotS3)
+	}
+	return errors.Join(rerr, m.remove(ctx, "check delete", probe))
+}
+
+// explainCheck returns the error of Check's step op, or one wrapping
+// ErrNotS3 when the server answered but is not S3: minio-go makes up an S3
+// error code (NoSuchBucket for a 404, AccessDenied for a 403) for answers
+// that carry none.
+func (m *MinIO) explainCheck(ctx context.Context, op string, err error) error {
+	if errors.Is(err, ErrNotS3) || ctx.Err() != nil || unreachable(err) || tlsFailure(err) {
 		return err
 	}
-	return m.remove(ctx, "check delete", probe)
+	if nerr := m.checkS3(ctx, op); nerr != nil {
+		return nerr
+	}
+	return err
 }
 
 // makeBucket creates the bucket when configured to, and otherwise

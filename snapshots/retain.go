@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/snapflow/snapflow/messages"
+	"google.golang.org/protobuf/proto"
 )
 
 // Delete deletes checkpoint id: the manifest first, so that the checkpoint
@@ -37,18 +40,29 @@ func (c *Checkpoints) deleteKeys(ctx context.Context, id uint64, keys []string, 
 	return deleteMany(ctx, c.store, rest)
 }
 
-// Retain applies retention. It keeps the newest keep complete checkpoints
+// Retain applies retention. It keeps the newest keep usable checkpoints
 // (keep < 1 means 1) and deletes the older complete ones. It deletes the
 // incomplete checkpoints (no manifest) whose id is below inFlight, which are
 // aborted or orphaned; the checkpoint in flight and newer ones are left
 // alone. Pass inFlight 0 to delete no incomplete checkpoint, or MaxID()+1
 // when none is in flight.
 //
-// Retain never deletes the newest complete checkpoint, nor any object that
-// a retained manifest references. A complete checkpoint whose manifest is
-// corrupt is kept while it is newer than the oldest retained one but does
-// not count towards keep, so a corrupt newest manifest never costs the
-// checkpoint that recovery would fall back to.
+// A checkpoint is usable when its manifest reads and validates and every
+// state object it references reads back with the recorded size and
+// CRC-32C and names its task: what LoadLatest checks. Retain verifies the
+// complete checkpoints newest first until it has found keep usable ones.
+// Objects never change once written, so a checkpoint verified once by c
+// (by Retain, or by a LoadLatest that returned it) is not read again, and
+// the states of one written by a successful PutManifest of c are not read:
+// Retain reads its manifest once, and the states only if the manifest is
+// not the one written.
+//
+// An unusable complete checkpoint newer than the oldest retained usable one
+// is kept, for inspection, but does not count towards keep; older ones are
+// deleted. So Retain never deletes the newest usable checkpoint (when there
+// is none, it deletes no complete checkpoint), nor any object that a
+// retained manifest references. A store failure (anything but a missing or
+// corrupt object) stops it before it deletes anything.
 func (c *Checkpoints) Retain(ctx context.Context, keep int, inFlight uint64) error {
 	keep = max(keep, 1)
 	chks, err := c.scan(ctx)
@@ -63,19 +77,19 @@ func (c *Checkpoints) Retain(ctx context.Context, keep int, inFlight uint64) err
 			continue
 		}
 		retained[chk.id] = true
-		m, err := c.cachedManifest(ctx, chk.id)
+		refs, err := c.checkUsable(ctx, chk.id)
+		for _, k := range refs {
+			referenced[k] = true
+		}
 		switch {
-		case errors.Is(err, ErrCorrupt) && ctx.Err() == nil:
-			c.log.WarnContext(ctx, "snapshots: retention keeps a checkpoint with a corrupt manifest",
-				"checkpoint", chk.id, "key", ManifestKey(c.job, chk.id), "err", err)
+		case err != nil && unusable(ctx, err):
+			c.log.WarnContext(ctx, "snapshots: retention keeps an unusable checkpoint without counting it",
+				"checkpoint", chk.id, "err", err)
 			continue
 		case err != nil:
 			return fmt.Errorf("snapshots: retain: %w", err)
 		}
 		kept++
-		for _, k := range m {
-			referenced[k] = true
-		}
 	}
 	var errs []error
 	for _, chk := range chks {
@@ -93,34 +107,101 @@ func (c *Checkpoints) Retain(ctx context.Context, keep int, inFlight uint64) err
 	return errors.Join(errs...)
 }
 
-// cachedManifest returns the state keys that manifest id references, reading
-// it only the first time: manifests never change once written.
-func (c *Checkpoints) cachedManifest(ctx context.Context, id uint64) ([]string, error) {
+// DeleteIncomplete deletes every incomplete checkpoint (one without a
+// manifest: aborted, or orphaned by a crash) whose id is below below, and
+// returns how many it deleted. It never touches a checkpoint that has a
+// manifest, corrupt or not. The caller guarantees that no checkpoint below
+// below is in flight: the runtime calls it after aborting checkpoint n,
+// with below n+1.
+func (c *Checkpoints) DeleteIncomplete(ctx context.Context, below uint64) (deleted int, err error) {
+	chks, err := c.scan(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var errs []error
+	for _, chk := range chks {
+		if chk.complete || chk.id >= below {
+			continue
+		}
+		c.log.DebugContext(ctx, "snapshots: deleting incomplete checkpoint", "checkpoint", chk.id, "objects", len(chk.keys))
+		if err := deleteMany(ctx, c.store, chk.keys); err != nil {
+			if ctx.Err() != nil {
+				return deleted, errors.Join(append(errs, err)...)
+			}
+			errs = append(errs, err)
+			continue
+		}
+		c.forget(chk.id)
+		deleted++
+	}
+	return deleted, errors.Join(errs...)
+}
+
+// checkUsable checks that checkpoint id is usable (see Retain) unless c has
+// verified it before. It returns the state keys that its manifest
+// references whenever the manifest reads, usable or not.
+//
+// It reads the manifest once even when PutManifest wrote it: that shows the
+// manifest in place and intact. The states of a manifest equal to one that
+// c wrote are not read: their handles come from successful Puts.
+func (c *Checkpoints) checkUsable(ctx context.Context, id uint64) ([]string, error) {
 	c.mu.Lock()
-	keys, ok := c.refs[id]
+	refs, ok := c.verified[id]
+	written := c.written[id]
 	c.mu.Unlock()
 	if ok {
-		return keys, nil
+		return refs, nil
 	}
 	m, err := c.ReadManifest(ctx, id)
 	if err != nil {
 		return nil, err
 	}
+	refs = stateKeys(m)
+	if written == nil || !proto.Equal(written, m) {
+		if err := c.eachState(ctx, m.GetTasks(), nil); err != nil {
+			return refs, err
+		}
+	}
+	c.markVerified(id, m)
+	return refs, nil
+}
+
+func stateKeys(m *messages.Manifest) []string {
+	keys := make([]string, 0, len(m.GetTasks()))
 	for _, t := range m.GetTasks() {
 		keys = append(keys, t.GetState().GetKey())
 	}
-	c.mu.Lock()
-	if c.refs == nil {
-		c.refs = map[uint64][]string{}
-	}
-	c.refs[id] = keys
-	c.mu.Unlock()
-	return keys, nil
+	return keys
 }
 
-// forget drops manifest id from the cache once it is deleted.
+// markVerified records that checkpoint id, whose manifest m c has read
+// from the store, is usable.
+func (c *Checkpoints) markVerified(id uint64, m *messages.Manifest) {
+	keys := stateKeys(m)
+	c.mu.Lock()
+	if c.verified == nil {
+		c.verified = map[uint64][]string{}
+	}
+	c.verified[id] = keys
+	delete(c.written, id)
+	c.mu.Unlock()
+}
+
+// markWritten records that c wrote manifest m, all of whose states were
+// stored by successful Puts.
+func (c *Checkpoints) markWritten(m *messages.Manifest) {
+	c.mu.Lock()
+	if c.written == nil {
+		c.written = map[uint64]*messages.Manifest{}
+	}
+	c.written[m.GetCheckpointId()] = proto.CloneOf(m)
+	c.mu.Unlock()
+}
+
+// forget drops checkpoint id from the caches once it is deleted.
 func (c *Checkpoints) forget(id uint64) {
 	c.mu.Lock()
-	delete(c.refs, id)
+	delete(c.verified, id)
+	delete(c.written, id)
 	c.mu.Unlock()
 }

@@ -36,6 +36,13 @@ var checkpointTests = []test{
 	{"Retain", testRetain},
 	{"RetainKeepsReferenced", testRetainKeepsReferenced},
 	{"RetainCorruptNewest", testRetainCorruptNewest},
+	{"RetainUsable", testRetainUsable},
+	{"RetainUnusableDoNotCount", testRetainUnusableDoNotCount},
+	{"RetainNoUsable", testRetainNoUsable},
+	{"RetainKeepsReferencedByUnusable", testRetainKeepsReferencedByUnusable},
+	{"RetainVerifiesOnce", testRetainVerifiesOnce},
+	{"ManifestWriteFails", testManifestWriteFails},
+	{"DeleteIncomplete", testDeleteIncomplete},
 	{"Verify", testVerify},
 }
 
@@ -99,9 +106,14 @@ func putStates(t *testing.T, c *snapshots.Checkpoints, id uint64, tasks ...strin
 	return entries
 }
 
+// manifestOf returns the manifest of checkpoint id with entries.
+func manifestOf(id uint64, entries []*messages.TaskStateEntry) *messages.Manifest {
+	return &messages.Manifest{Job: job, CheckpointId: id, Epoch: 1, TimestampUnixNano: int64(id) * 1e9, Tasks: entries}
+}
+
 func putManifest(t *testing.T, c *snapshots.Checkpoints, id uint64, entries []*messages.TaskStateEntry) *messages.Manifest {
 	t.Helper()
-	m := &messages.Manifest{Job: job, CheckpointId: id, Epoch: 1, TimestampUnixNano: int64(id) * 1e9, Tasks: entries}
+	m := manifestOf(id, entries)
 	if err := c.PutManifest(t.Context(), m); err != nil {
 		t.Fatalf("PutManifest %d: %v", id, err)
 	}
@@ -288,17 +300,47 @@ func testCorruptManifestFallsBack(t *testing.T, newStore newStoreFunc) {
 	})
 }
 
+// testNoUsableCheckpoint checks that LoadLatest refuses to return nothing
+// when complete checkpoints exist but none is usable, naming each.
 func testNoUsableCheckpoint(t *testing.T, newStore newStoreFunc) {
 	s := newStore(t)
 	c, logs := newCheckpoints(s)
 	complete(t, c, 1)
-	putStates(t, c, 2, defaultTasks...)
-	key := snapshots.StateKey(job, 1, "sum#0")
-	mustPut(t, s, key, []byte("garbage"))
-	if r := loadLatest(t, c); r != nil {
-		t.Errorf("LoadLatest = checkpoint %d, want nil", r.Manifest.GetCheckpointId())
+	complete(t, c, 2)
+	putStates(t, c, 3, defaultTasks...) // incomplete: not a candidate
+	corrupt := snapshots.StateKey(job, 1, "sum#0")
+	mustPut(t, s, corrupt, []byte("garbage"))
+	missing := snapshots.StateKey(job, 2, "src#0")
+	if err := s.Delete(t.Context(), missing); err != nil {
+		t.Fatal(err)
 	}
-	wantLogged(t, logs, 1, key)
+	fresh, _ := newCheckpoints(s)
+	for name, c := range map[string]*snapshots.Checkpoints{"writer": c, "fresh": fresh} {
+		r, err := c.LoadLatest(t.Context())
+		if r != nil || !errors.Is(err, snapshots.ErrNoUsableCheckpoint) {
+			t.Fatalf("%s: LoadLatest = %v, %v; want ErrNoUsableCheckpoint", name, r, err)
+		}
+		if !errors.Is(err, snapshots.ErrCorrupt) || !errors.Is(err, snapshots.ErrNotFound) {
+			t.Errorf("%s: LoadLatest error %v does not wrap the causes (ErrCorrupt, ErrNotFound)", name, err)
+		}
+		for _, want := range []string{"checkpoint 1", "checkpoint 2", corrupt, missing, job} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: LoadLatest error %q does not name %s", name, err, want)
+			}
+		}
+		if strings.Contains(err.Error(), "checkpoint 3") {
+			t.Errorf("%s: LoadLatest error %q names the incomplete checkpoint 3", name, err)
+		}
+	}
+	wantLogged(t, logs, 1, corrupt)
+	wantLogged(t, logs, 2, missing)
+
+	// Only incomplete checkpoints: nothing to restore, and no error.
+	only, _ := newCheckpoints(newStore(t))
+	putStates(t, only, 1, defaultTasks...)
+	if r := loadLatest(t, only); r != nil {
+		t.Errorf("LoadLatest with only an incomplete checkpoint = checkpoint %d, want nil", r.Manifest.GetCheckpointId())
+	}
 }
 
 func testLoadLatestCancelled(t *testing.T, newStore newStoreFunc) {

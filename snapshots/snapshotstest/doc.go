@@ -17,5 +17,8 @@
 // sorted prefix listing, idempotent delete, key rules, concurrency and
 // cancellation) and then the behaviour of snapshots.Checkpoints on top of
 // the store: recovery from the newest usable checkpoint, fallback on
-// corrupt or missing objects, retention and verification.
+// corrupt or missing objects, the error when no complete checkpoint is
+// usable, retention of the newest usable checkpoints, the truth of a
+// manifest write that failed (through a wrapper that injects faults around
+// the store), the cleanup of aborted checkpoints and verification.
 package snapshotstest

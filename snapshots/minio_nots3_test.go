@@ -1,0 +1,107 @@
+package snapshots_test
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/snapflow/snapflow/internal/miniotest"
+	"github.com/snapflow/snapflow/snapshots"
+)
+
+// notS3Config returns the config of a MinIO store whose endpoint is an
+// HTTP server that is not S3: it answers every request with handler.
+func notS3Config(t *testing.T, handler http.HandlerFunc) snapshots.MinIOConfig {
+	t.Helper()
+	srv := httptest.NewServer(handler)
+	t.Cleanup(srv.Close)
+	return snapshots.MinIOConfig{
+		Endpoint:  strings.TrimPrefix(srv.URL, "http://"),
+		Bucket:    "bkt",
+		Prefix:    "p",
+		AccessKey: "user",
+		SecretKey: "secret-password",
+		// Any retry would only repeat the same answer.
+		MaxRetries: -1,
+	}
+}
+
+// TestNewMinIONotS3 points the store at HTTP servers that are not S3 and
+// expects Check to say so, rather than report a missing bucket or wrong
+// credentials, and never to suggest create=true when it is already set.
+func TestNewMinIONotS3(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		handler http.HandlerFunc
+		status  string
+	}{
+		{"404 page", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }, "HTTP 404"},
+		{"403 page", func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "forbidden", http.StatusForbidden)
+		}, "HTTP 403"},
+		{"405 page", func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "no", http.StatusMethodNotAllowed)
+		}, "HTTP 405"},
+		{"200 to everything", func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			_, _ = io.WriteString(w, "<html>hello</html>")
+		}, "HTTP 200"},
+	} {
+		for _, create := range []bool{false, true} {
+			name := tc.name
+			if create {
+				name += " create=true"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				cfg := notS3Config(t, tc.handler)
+				cfg.CreateBucket = create
+				s, err := snapshots.NewMinIO(t.Context(), cfg)
+				if err == nil {
+					_ = s.Close()
+					t.Fatal("NewMinIO succeeded against a server that is not S3")
+				}
+				t.Log(err)
+				msg := err.Error()
+				if !errors.Is(err, snapshots.ErrNotS3) {
+					t.Errorf("error %v does not wrap ErrNotS3", err)
+				}
+				if errors.Is(err, snapshots.ErrNoBucket) || errors.Is(err, snapshots.ErrAccessDenied) {
+					t.Errorf("error %v blames the bucket or the credentials", err)
+				}
+				for _, want := range []string{"endpoint " + cfg.Endpoint, tc.status, "is it an S3/MinIO server?"} {
+					if !strings.Contains(msg, want) {
+						t.Errorf("error %q does not say %q", msg, want)
+					}
+				}
+				if strings.Contains(msg, "create=true") || strings.Contains(msg, "CreateBucket") {
+					t.Errorf("error %q suggests creating the bucket", msg)
+				}
+				noSecret(t, msg, cfg.SecretKey)
+			})
+		}
+	}
+}
+
+// TestMinIOBucketGoneWithCreate checks that a store opened with
+// CreateBucket, whose bucket is deleted later, reports the missing bucket
+// without suggesting create=true, which is already set.
+func TestMinIOBucketGoneWithCreate(t *testing.T) {
+	t.Parallel()
+	srv := miniotest.Start(t)
+	s := srv.Store(t, "gone", "") // CreateBucket is set
+	if err := srv.Client(t).RemoveBucket(t.Context(), "gone"); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Put(t.Context(), "k", []byte("x"))
+	if !errors.Is(err, snapshots.ErrNoBucket) {
+		t.Fatalf("Put = %v, want ErrNoBucket", err)
+	}
+	if strings.Contains(err.Error(), "create=true") || strings.Contains(err.Error(), "CreateBucket") {
+		t.Errorf("error %q suggests create=true, which is set", err)
+	}
+}
