@@ -2,16 +2,17 @@ package topology
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
 // BenchmarkCollectorEmitHash emits int64 records keyed by themselves to
-// four tasks in batches of 256.
+// four tasks in batches of 256 records or 1 MiB, the runtime's defaults.
 func BenchmarkCollectorEmitHash(b *testing.B) {
 	g := New("bench")
 	Sink(KeyBy(Sequence(g, "src", 1, 2), id64).Stream, "sink", discard[int64], Parallelism(4))
 	p := mustPlan(b, g)
-	c, err := newCollector[int64](&InstanceContext{Task: mustTask(b, p, "src#0"), BatchSize: 256, Sender: noopSender{}})
+	c, err := newCollector[int64](&InstanceContext{Task: mustTask(b, p, "src#0"), BatchSize: 256, BatchBytes: 1 << 20, Sender: noopSender{}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -19,6 +20,28 @@ func BenchmarkCollectorEmitHash(b *testing.B) {
 	var v int64
 	for b.Loop() {
 		c.Emit(v)
+		v++
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
+// BenchmarkCollectorEmitStrings emits structs holding a string of 100 bytes,
+// keyed by their id, to four tasks in batches of 256 records or 1 MiB: each
+// record is sized.
+func BenchmarkCollectorEmitStrings(b *testing.B) {
+	g := New("bench")
+	s := Generate(g, "src", 1, func(int64) withString { return withString{} })
+	Sink(KeyBy(s, func(v withString) int64 { return v.ID }).Stream, "sink", discard[withString], Parallelism(4))
+	p := mustPlan(b, g)
+	c, err := newCollector[withString](&InstanceContext{Task: mustTask(b, p, "src#0"), BatchSize: 256, BatchBytes: 1 << 20, Sender: noopSender{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	payload := strings.Repeat("p", 100)
+	b.ReportAllocs()
+	var v int64
+	for b.Loop() {
+		c.Emit(withString{ID: v, Payload: payload})
 		v++
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -244,5 +245,207 @@ func TestCollectorEmitAllocs(t *testing.T) {
 				t.Errorf("Emit allocates %.1f times per %d records, with %v full batches", a, perRun, full)
 			}
 		})
+	}
+}
+
+// byteCollector is collectorFor with a byte bound.
+func byteCollector[T any](t *testing.T, g *Graph, id string, batchSize, batchBytes int) (*Collector[T], *fakeSender) {
+	t.Helper()
+	f := &fakeSender{}
+	c, err := newCollector[T](&InstanceContext{Task: mustTask(t, mustPlan(t, g), id), BatchSize: batchSize, BatchBytes: batchBytes, Sender: f})
+	if err != nil {
+		t.Fatalf("newCollector: %v", err)
+	}
+	return c, f
+}
+
+// batchLens returns the number of records of every batch sent, in order.
+func batchLens[T any](t *testing.T, f *fakeSender) []int {
+	t.Helper()
+	var out []int
+	for _, s := range f.sends {
+		b, ok := s.batch.([]T)
+		if !ok {
+			t.Fatalf("batch of type %T, want []%T", s.batch, *new(T))
+		}
+		out = append(out, len(b))
+	}
+	return out
+}
+
+func repeat(n, count int) []int {
+	out := make([]int, count)
+	for i := range out {
+		out[i] = n
+	}
+	return out
+}
+
+// TestCollectorBatchBytesLargeRecords checks that records of 1 MiB go in
+// batches of one with a bound of 1 MiB, whatever the batch size, and that
+// medium records fill a batch until the one that reaches the bound.
+func TestCollectorBatchBytesLargeRecords(t *testing.T) {
+	const mib = 1 << 20
+	build := func() *Graph {
+		g := New("job")
+		Sink(Generate(g, "src", 1, func(int64) string { return "" }), "sink", discard[string])
+		return g
+	}
+	buildBytes := func() *Graph {
+		g := New("job")
+		Sink(Generate(g, "src", 1, func(int64) []byte { return nil }), "sink", discard[[]byte])
+		return g
+	}
+
+	cb, fb := byteCollector[[]byte](t, buildBytes(), "src#0", 256, mib)
+	for range 5 {
+		cb.Emit(make([]byte, mib))
+	}
+	if got := batchLens[[]byte](t, fb); !slices.Equal(got, repeat(1, 5)) {
+		t.Errorf("1 MiB []byte records: batches of %v, want five of 1", got)
+	}
+
+	cs, fs := byteCollector[string](t, build(), "src#0", 256, mib)
+	big := strings.Repeat("x", mib)
+	for range 5 {
+		cs.Emit(big)
+	}
+	if got := batchLens[string](t, fs); !slices.Equal(got, repeat(1, 5)) {
+		t.Errorf("1 MiB strings: batches of %v, want five of 1", got)
+	}
+
+	// 400 KiB: two stay below 1 MiB, the third reaches it.
+	cm, fm := byteCollector[string](t, build(), "src#0", 256, mib)
+	medium := strings.Repeat("y", 400<<10)
+	for range 7 {
+		cm.Emit(medium)
+	}
+	cm.flush()
+	if got := batchLens[string](t, fm); !slices.Equal(got, []int{3, 3, 1}) {
+		t.Errorf("400 KiB strings: batches of %v, want 3, 3 and a flushed 1", got)
+	}
+	if got := records[string](t, fm); len(got) != 7 || got[6] != medium {
+		t.Errorf("sent %d records, want the 7 emitted", len(got))
+	}
+}
+
+// TestCollectorBatchBytesSmallRecords checks that the byte bound leaves small
+// records in full batches, fixed-size or not, and turns a large fixed size
+// into fewer records per batch.
+func TestCollectorBatchBytesSmallRecords(t *testing.T) {
+	const mib = 1 << 20
+	g := New("job")
+	Sink(Sequence(g, "src", 1, 2), "sink", discard[int64])
+	c, f := byteCollector[int64](t, g, "src#0", 256, mib)
+	for v := range int64(1024) {
+		c.Emit(v)
+	}
+	if got := batchLens[int64](t, f); !slices.Equal(got, repeat(256, 4)) {
+		t.Errorf("int64 records: batches of %v, want four of 256", got)
+	}
+
+	gs := New("job")
+	Sink(Generate(gs, "src", 1, func(int64) withString { return withString{} }), "sink", discard[withString])
+	cs, fs := byteCollector[withString](t, gs, "src#0", 256, mib)
+	for i := range 512 {
+		cs.Emit(withString{ID: int64(i), Payload: "small"})
+	}
+	if got := batchLens[withString](t, fs); !slices.Equal(got, repeat(256, 2)) {
+		t.Errorf("small structs with a string: batches of %v, want two of 256", got)
+	}
+
+	type block [64 << 10]byte
+	ga := New("job")
+	Sink(Generate(ga, "src", 1, func(int64) block { return block{} }), "sink", discard[block])
+	ca, fa := byteCollector[block](t, ga, "src#0", 256, mib)
+	for range 32 {
+		ca.Emit(block{})
+	}
+	if got := batchLens[block](t, fa); !slices.Equal(got, repeat(16, 2)) {
+		t.Errorf("64 KiB arrays: batches of %v, want two of 16 (1 MiB each)", got)
+	}
+}
+
+// TestCollectorBatchBytesStructWithString checks that a struct is sized by
+// the string it holds.
+func TestCollectorBatchBytesStructWithString(t *testing.T) {
+	g := New("job")
+	Sink(Generate(g, "src", 1, func(int64) withString { return withString{} }), "sink", discard[withString])
+	c, f := byteCollector[withString](t, g, "src#0", 256, 1<<20)
+	payload := strings.Repeat("z", 300<<10)
+	for i := range 8 {
+		c.Emit(withString{ID: int64(i), Payload: payload})
+	}
+	// 3 x (24 + 300 KiB) < 1 MiB <= 4 x (24 + 300 KiB)
+	if got := batchLens[withString](t, f); !slices.Equal(got, []int{4, 4}) {
+		t.Errorf("structs with a 300 KiB string: batches of %v, want two of 4", got)
+	}
+}
+
+// TestCollectorBatchBytesPerTarget checks that each target's batch counts
+// its own bytes, and that a flush starts the count again.
+func TestCollectorBatchBytesPerTarget(t *testing.T) {
+	g := New("job")
+	Sink(Broadcast(Generate(g, "src", 1, func(int64) string { return "" })), "sink", discard[string], Parallelism(2))
+	p := mustPlan(t, g)
+	task := mustTask(t, p, "src#0")
+	f := &fakeSender{}
+	c, err := newCollector[string](&InstanceContext{Task: task, BatchSize: 256, BatchBytes: 1 << 20, Sender: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	medium := strings.Repeat("y", 400<<10)
+	c.Emit(medium)
+	c.Emit(medium)
+	c.flush()
+	if got := batchLens[string](t, f); !slices.Equal(got, []int{2, 2}) {
+		t.Fatalf("broadcast of two 400 KiB strings, flushed: batches of %v, want 2 per target", got)
+	}
+	f.reset()
+	c.Emit(medium)
+	c.Emit(medium)
+	if len(f.sends) != 0 {
+		t.Errorf("after a flush, two 400 KiB strings sent %d batches: the byte count was not reset", len(f.sends))
+	}
+	c.Emit(medium)
+	if got := batchLens[string](t, f); !slices.Equal(got, []int{3, 3}) {
+		t.Errorf("third 400 KiB string: batches of %v, want 3 per target", got)
+	}
+}
+
+// TestCollectorBatchBytesAllocs checks that bounding batches in bytes
+// allocates nothing per record, for fixed and variable sizes.
+func TestCollectorBatchBytesAllocs(t *testing.T) {
+	g := New("job")
+	Sink(KeyBy(Generate(g, "src", 1, func(int64) withString { return withString{} }), func(v withString) int64 { return v.ID }).Stream,
+		"sink", discard[withString], Parallelism(3))
+	task := mustTask(t, mustPlan(t, g), "src#0")
+	c, err := newCollector[withString](&InstanceContext{Task: task, BatchSize: 1 << 20, BatchBytes: 1 << 40, Sender: noopSender{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var i int64
+	if a := testing.AllocsPerRun(100, func() {
+		for range 100 {
+			c.Emit(withString{ID: i, Payload: "payload"})
+			i++
+		}
+	}); a != 0 {
+		t.Errorf("Emit of sized records allocates %.1f times per 100 records with no full batch, want 0", a)
+	}
+
+	gi := New("job")
+	Sink(KeyBy(Sequence(gi, "src", 1, 2), id64).Stream, "sink", discard[int64], Parallelism(3))
+	ci, err := newCollector[int64](&InstanceContext{Task: mustTask(t, mustPlan(t, gi), "src#0"), BatchSize: 1 << 20, BatchBytes: 1 << 40, Sender: noopSender{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := testing.AllocsPerRun(100, func() {
+		for range 100 {
+			ci.Emit(i)
+			i++
+		}
+	}); a != 0 {
+		t.Errorf("Emit of int64 records with a byte bound allocates %.1f times per 100 records with no full batch, want 0", a)
 	}
 }

@@ -20,7 +20,18 @@ type InstanceContext struct {
 	Task      *TaskPlan
 	BatchSize int // records per batch (>= 1)
 	// BatchBytes bounds the estimated bytes of a batch (0: no bound): a
-	// batch is sent once it holds BatchSize records or BatchBytes bytes.
+	// batch is sent once it holds BatchSize records or BatchBytes bytes,
+	// the record that reaches the bound included, so a batch holds at most
+	// BatchBytes plus one record. A source task also reads fewer records at
+	// a time when they are large, about BatchBytes per read. The memory in
+	// flight on a channel is therefore bounded by credits x (BatchBytes +
+	// one record), whatever the size of the records.
+	//
+	// Sizes are estimates from the record's type: records of a type without
+	// strings, slices, maps, pointers or interfaces have the static size of
+	// the type, which costs nothing per record; others are sized one by one
+	// (the bytes of strings, the capacity of slices, the values behind
+	// pointers and interfaces, an estimate for maps).
 	BatchBytes int
 	Sender     Sender
 	Logger     *slog.Logger
@@ -64,6 +75,7 @@ type SourceInstance interface {
 	// beginning. wake may be called from any goroutine after Produce returned
 	// SourceIdle.
 	Open(ctx context.Context, wake func()) error
-	// Produce reads and emits up to max records.
+	// Produce reads and emits up to max records, fewer when records are
+	// large (see InstanceContext.BatchBytes).
 	Produce(max int) (n int, status SourceStatus, err error)
 }

@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/snapflow/snapflow/messages"
 	"io"
+	"unsafe"
+
+	"github.com/snapflow/snapflow/messages"
 )
 
 // ErrSourceIdle is returned by Source.Read when no record is available now.
@@ -23,7 +25,9 @@ type Source[T any] interface {
 	Open(ctx context.Context, offset []byte) error
 	// Read fills buf with up to len(buf) records and returns how many. It
 	// returns io.EOF when the source is exhausted (possibly with n > 0), and
-	// ErrSourceIdle when no record is available yet.
+	// ErrSourceIdle when no record is available yet. len(buf) varies: it is
+	// smaller when records are large, so that a read holds about the
+	// runtime's bound on batch bytes.
 	Read(buf []T) (n int, err error)
 	// Offset is the position just after the last record Read returned.
 	Offset() []byte
@@ -54,7 +58,7 @@ func FromSource[T any](g *Graph, name string, newSource func(subtask, parallelis
 		if src == nil {
 			return nil, fmt.Errorf("source function returned nil")
 		}
-		return &sourceInstance[T]{src: src, out: out, buf: make([]T, max(1, ic.BatchSize))}, nil
+		return newSourceInstance(src, out, ic), nil
 	})
 	return Stream[T]{g: g, parts: []part{{node: n}}}
 }
@@ -66,6 +70,21 @@ type sourceInstance[T any] struct {
 	buf       []T
 	offset    []byte
 	hasOffset bool
+	// size estimates the bytes of a record when they vary per record and
+	// reads are bounded in bytes (nil otherwise); want is then the number of
+	// records to read next, adapted to the sizes seen so that one read
+	// holds about batchBytes.
+	size       func(unsafe.Pointer) int
+	batchBytes int
+	want       int
+}
+
+// newSourceInstance sizes the read buffer: BatchSize records, fewer when
+// records of a static size would exceed BatchBytes. Records of variable size
+// are read adaptively, starting with one.
+func newSourceInstance[T any](src Source[T], out *Collector[T], ic *InstanceContext) *sourceInstance[T] {
+	limit, size := byteLimits[T](ic.BatchSize, ic.BatchBytes)
+	return &sourceInstance[T]{src: src, out: out, buf: make([]T, limit), size: size, batchBytes: ic.BatchBytes, want: 1}
 }
 
 func (s *sourceInstance[T]) Open(ctx context.Context, wake func()) error {
@@ -85,14 +104,29 @@ func (s *sourceInstance[T]) Open(ctx context.Context, wake func()) error {
 	return s.src.Open(ctx, off)
 }
 
+// Produce reads up to maxRecords records, fewer when they are large (see
+// newSourceInstance), and emits them.
 func (s *sourceInstance[T]) Produce(maxRecords int) (int, SourceStatus, error) {
 	buf := s.buf
+	if s.size != nil && s.want < len(buf) {
+		buf = buf[:s.want]
+	}
 	if maxRecords < len(buf) {
-		buf = buf[:maxRecords]
+		buf = buf[:max(0, maxRecords)]
 	}
 	n, err := s.src.Read(buf)
-	for i := 0; i < n; i++ {
-		s.out.Emit(buf[i])
+	if s.size == nil {
+		for i := 0; i < n; i++ {
+			s.out.Emit(buf[i])
+		}
+	} else {
+		bytes := 0
+		for i := 0; i < n; i++ {
+			size := s.size(unsafe.Pointer(&buf[i]))
+			bytes += size
+			s.out.emitSized(buf[i], size)
+		}
+		s.adapt(n, bytes)
 	}
 	clear(buf[:n])
 	switch {
@@ -104,6 +138,17 @@ func (s *sourceInstance[T]) Produce(maxRecords int) (int, SourceStatus, error) {
 		return n, SourceIdle, nil
 	}
 	return n, SourceMore, err
+}
+
+// adapt sets the number of records to read next from the n records of
+// bytes just read: as many as fit batchBytes at their average size, growing
+// at most twofold per read (records may grow too) and shrinking at once.
+func (s *sourceInstance[T]) adapt(n, bytes int) {
+	if n == 0 {
+		return
+	}
+	fit := max(1, s.batchBytes/max(1, bytes/n))
+	s.want = min(len(s.buf), fit, 2*s.want)
 }
 
 func (s *sourceInstance[T]) ProcessBatch(int, any) error {

@@ -386,3 +386,153 @@ func TestSourceInstanceErrors(t *testing.T) {
 		t.Error("ProcessBatch of a source succeeded")
 	}
 }
+
+// byteSource creates the source instance of task src#0 of a graph with a
+// byte bound on batches, and opens it.
+func byteSource(t *testing.T, g *Graph, batchSize, batchBytes int, s Sender) SourceInstance {
+	t.Helper()
+	p := mustPlan(t, g)
+	inst, err := p.NewInstance(mustTask(t, p, "src#0").Index, InstanceContext{BatchSize: batchSize, BatchBytes: batchBytes, Sender: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := inst.(SourceInstance)
+	if err := src.Open(t.Context(), func() {}); err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// reads produces until the source is done and returns the records of each
+// Produce.
+func reads(t *testing.T, src SourceInstance, maxRecords int) []int {
+	t.Helper()
+	var ns []int
+	for range 100000 {
+		n, status, err := src.Produce(maxRecords)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns = append(ns, n)
+		if status == SourceDone {
+			return ns
+		}
+	}
+	t.Fatal("the source never finished")
+	return nil
+}
+
+// TestProduceLargeRecords checks that a source reads 1 MiB records one at a
+// time with a bound of 1 MiB, though the runtime asks for 256, and still
+// emits every record in order.
+func TestProduceLargeRecords(t *testing.T) {
+	const mib = 1 << 20
+	g := New("job")
+	Sink(Generate(g, "src", 20, func(i int64) []byte {
+		b := make([]byte, mib)
+		b[0] = byte(i)
+		return b
+	}), "sink", discard[[]byte])
+	f := &fakeSender{}
+	src := byteSource(t, g, 256, mib, f)
+	ns := reads(t, src, 256)
+	if slices.Max(ns) != 1 {
+		t.Errorf("records per read %v, want at most 1", ns)
+	}
+	src.Flush()
+	got := records[[]byte](t, f)
+	if len(got) != 20 {
+		t.Fatalf("emitted %d records, want 20", len(got))
+	}
+	for i, b := range got {
+		if len(b) != mib || b[0] != byte(i) {
+			t.Fatalf("record %d: %d bytes starting %d", i, len(b), b[0])
+		}
+	}
+}
+
+// TestProduceAdaptsToRecordSize checks that reads of variable-size records
+// hold about the byte bound: they grow from one record while records are
+// small, up to what fits, and shrink at once when records grow.
+func TestProduceAdaptsToRecordSize(t *testing.T) {
+	const kib = 1 << 10
+	medium := strings.Repeat("m", 100*kib)
+	g := New("job")
+	Sink(Generate(g, "src", 300, func(int64) string { return medium }), "sink", discard[string])
+	ns := reads(t, byteSource(t, g, 256, 1<<20, noopSender{}), 256)
+	// 1 MiB holds 10 records of 100 KiB (and 16 bytes).
+	if want := []int{1, 2, 4, 8, 10, 10}; !slices.Equal(ns[:6], want) {
+		t.Errorf("records per read of 100 KiB strings %v, want %v then 10s", ns, want)
+	}
+	if slices.Max(ns) != 10 {
+		t.Errorf("records per read of 100 KiB strings %v, want at most 10", ns)
+	}
+
+	g = New("job")
+	Sink(Generate(g, "src", 2000, func(int64) string { return "abc" }), "sink", discard[string])
+	ns = reads(t, byteSource(t, g, 256, 1<<20, noopSender{}), 256)
+	if !slices.Contains(ns[:12], 256) {
+		t.Errorf("records per read of small strings %v, want full reads of 256 within 12 reads", ns)
+	}
+
+	// Small records, then large ones: the read after the first large
+	// records takes one.
+	g = New("job")
+	big := strings.Repeat("b", 2<<20)
+	Sink(Generate(g, "src", 400, func(i int64) string {
+		if i < 100 {
+			return "abc"
+		}
+		return big
+	}), "sink", discard[string])
+	ns = reads(t, byteSource(t, g, 64, 1<<20, noopSender{}), 64)
+	total := 0
+	for i, n := range ns {
+		total += n
+		if total > 100 {
+			if i+1 < len(ns) && ns[i+1] != 1 {
+				t.Errorf("records per read %v: after the first 2 MiB records came, a read of %d", ns, ns[i+1])
+			}
+			break
+		}
+	}
+}
+
+// TestProduceStaticSizeRecords checks that records of a large static size
+// are read in a fixed number per read, from the first read.
+func TestProduceStaticSizeRecords(t *testing.T) {
+	type block [128 << 10]byte
+	g := New("job")
+	Sink(Generate(g, "src", 40, func(int64) block { return block{} }), "sink", discard[block])
+	ns := reads(t, byteSource(t, g, 256, 1<<20, noopSender{}), 256)
+	if want := []int{8, 8, 8, 8, 8, 0}; !slices.Equal(ns, want) {
+		t.Errorf("records per read of 128 KiB arrays %v, want %v", ns, want)
+	}
+
+	g = New("job")
+	Sink(Sequence(g, "src", 1, 1000), "sink", discard[int64])
+	ns = reads(t, byteSource(t, g, 256, 1<<20, noopSender{}), 256)
+	if want := []int{256, 256, 256, 232}; !slices.Equal(ns, want) {
+		t.Errorf("records per read of int64 %v, want %v", ns, want)
+	}
+}
+
+// TestProduceSizedAllocs checks that sizing the records a source reads
+// allocates nothing per record.
+func TestProduceSizedAllocs(t *testing.T) {
+	g := New("job")
+	Sink(Generate(g, "src", -1, func(int64) string { return "payload" }), "sink", discard[string])
+	src := byteSource(t, g, 4096, 1<<40, noopSender{})
+	for range 20 { // grow the reads to 4096 records
+		if _, _, err := src.Produce(4096); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a := testing.AllocsPerRun(20, func() {
+		if n, _, err := src.Produce(4096); n != 4096 || err != nil {
+			t.Fatalf("Produce = %d, %v; want 4096 records", n, err)
+		}
+	}); a > 4 {
+		t.Errorf("a Produce of 4096 sized records allocates %.1f times, want at most a few per batch", a)
+	}
+}
