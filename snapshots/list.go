@@ -3,6 +3,7 @@ package snapshots
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -94,4 +95,20 @@ func (c *Checkpoints) MaxID(ctx context.Context) (uint64, error) {
 		return 0, err
 	}
 	return chks[len(chks)-1].id, nil
+}
+
+// LatestCompleteID returns the highest id of a complete checkpoint (one
+// with a manifest, usable or not), or 0 when there is none. It lists the
+// keys and reads no object.
+func (c *Checkpoints) LatestCompleteID(ctx context.Context) (uint64, error) {
+	chks, err := c.scan(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, chk := range slices.Backward(chks) {
+		if chk.complete {
+			return chk.id, nil
+		}
+	}
+	return 0, nil
 }

@@ -31,6 +31,12 @@ func TestBinary(t *testing.T) {
 		{[]string{"checkpoints", "list", "--store", f.url, "--job", "nope"}, exitNotFound, "", `snapflow: no job "nope"`},
 		{[]string{"checkpoints", "list", "--store", f.url, "x", "--job", "wc"}, exitUsage, "", "snapflow: flag --job after"},
 		{[]string{"checkpoints", "delete", "--store", f.url, "2"}, exitFailed, "", "snapflow: refusing to delete checkpoint 2"},
+		{[]string{"checkpoints", "show", "--store", f.url, "latest"}, exitOK, "job          wc", "snapflow: latest is checkpoint 2 of job wc"},
+		{[]string{"-h"}, exitOK, "", "Usage: snapflow"},
+		{[]string{"--help"}, exitOK, "", "Usage: snapflow"},
+		{[]string{"checkpoints", "--help"}, exitOK, "", "Usage: snapflow"},
+		{[]string{"checkpoints", "verify", "--help"}, exitOK, "", "usage: snapflow checkpoints verify"},
+		{[]string{"checkpoints", "delete", "--store", f.url, "2", "-h"}, exitOK, "", "usage: snapflow checkpoints delete"},
 	} {
 		cmd := exec.CommandContext(t.Context(), bin, tc.args...)
 		var stdout, stderr strings.Builder

@@ -16,7 +16,7 @@ const deleteSynopsis = "snapflow checkpoints delete --store URL [--job NAME] [--
 func remove(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	f := newFlags("delete", deleteSynopsis)
 	force := f.fs.Bool("force", false, "delete even the newest complete checkpoint, the one recovery would restore")
-	id, err := f.parse(args, stderr, true)
+	arg, err := f.parse(args, stderr, true)
 	if err != nil {
 		return err
 	}
@@ -25,6 +25,10 @@ func remove(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		return err
 	}
 	defer closeStore(c, &err)
+	id, err := resolve(ctx, c, arg, stderr)
+	if err != nil {
+		return err
+	}
 	infos, err := c.List(ctx)
 	if err != nil {
 		return err
@@ -33,9 +37,19 @@ func remove(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	if i < 0 {
 		return notFound("job %s has no checkpoint %d", c.Job(), id)
 	}
-	if why := restoredBy(infos, id); why != "" && !*force {
-		return fmt.Errorf("refusing to delete checkpoint %d of job %s: %s; without it %s. Use --force to delete it anyway",
-			id, c.Job(), why, fallback(infos, id))
+	if !*force {
+		why, err := restoredBy(ctx, c, infos, id)
+		if err != nil {
+			return err
+		}
+		if why != "" {
+			instead, err := fallback(ctx, c, infos, id)
+			if err != nil {
+				return err
+			}
+			return fmt.Errorf("refusing to delete checkpoint %d of job %s: %s; without it %s. Use --force to delete it anyway",
+				id, c.Job(), why, instead)
+		}
 	}
 	if err := c.Delete(ctx, id); err != nil {
 		return err
@@ -45,9 +59,9 @@ func remove(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 }
 
 // restoredBy says why checkpoint id must be kept for recovery, or returns
-// "". That is the newest complete checkpoint and, when its manifest is
-// corrupt, the newest one that recovery would fall back to.
-func restoredBy(infos []snapshots.Info, id uint64) string {
+// "". That is the newest complete checkpoint and, when no newer complete
+// checkpoint is usable, the one recovery would fall back to.
+func restoredBy(ctx context.Context, c *snapshots.Checkpoints, infos []snapshots.Info, id uint64) (string, error) {
 	newest := true
 	for _, info := range slices.Backward(infos) {
 		if !info.Complete {
@@ -55,23 +69,48 @@ func restoredBy(infos []snapshots.Info, id uint64) string {
 		}
 		switch {
 		case info.ID == id && newest:
-			return "it is the newest complete checkpoint, the one recovery would restore"
+			return "it is the newest complete checkpoint, the one recovery would restore", nil
 		case info.ID == id:
-			return "recovery would restore it, because every newer complete checkpoint has a corrupt manifest"
-		case info.Err == nil:
-			return ""
+			return "recovery would restore it, because no newer complete checkpoint is usable", nil
 		}
 		newest = false
-	}
-	return ""
-}
-
-// fallback says what recovery would use if checkpoint id were gone.
-func fallback(infos []snapshots.Info, id uint64) string {
-	for _, info := range slices.Backward(infos) {
-		if info.ID < id && info.Complete && info.Err == nil {
-			return fmt.Sprintf("recovery would fall back to the older checkpoint %d", info.ID)
+		if ok, err := usable(ctx, c, info); ok || err != nil {
+			return "", err
 		}
 	}
-	return "recovery would start the job from scratch"
+	return "", nil
+}
+
+// fallback says what recovery would use if checkpoint id were gone: the
+// newest older usable checkpoint.
+func fallback(ctx context.Context, c *snapshots.Checkpoints, infos []snapshots.Info, id uint64) (string, error) {
+	for _, info := range slices.Backward(infos) {
+		if info.ID >= id || !info.Complete {
+			continue
+		}
+		ok, err := usable(ctx, c, info)
+		if err != nil {
+			return "", err
+		}
+		if ok {
+			return fmt.Sprintf("recovery would fall back to the older checkpoint %d", info.ID), nil
+		}
+	}
+	return "recovery would start the job from scratch", nil
+}
+
+// usable reports whether the complete checkpoint info is one that recovery
+// can restore: its manifest and every object verify.
+func usable(ctx context.Context, c *snapshots.Checkpoints, info snapshots.Info) (bool, error) {
+	if info.Err != nil {
+		return false, nil
+	}
+	err := c.Verify(ctx, info.ID)
+	switch {
+	case err == nil:
+		return true, nil
+	case objectProblem(ctx, err):
+		return false, nil
+	}
+	return false, err
 }

@@ -67,10 +67,52 @@ func TestDeleteKeepsTheFallbackOfACorruptNewest(t *testing.T) {
 		t.Fatal(err)
 	}
 	runCLI("checkpoints", "delete", "--store", f.url, "1").want(t, exitFailed,
-		"refusing to delete checkpoint 1 of job wc: recovery would restore it, because every newer complete checkpoint has a corrupt manifest")
+		"refusing to delete checkpoint 1 of job wc: recovery would restore it, because no newer complete checkpoint is usable")
 	runCLI("checkpoints", "delete", "--store", f.url, "2").want(t, exitFailed, "newest complete")
 	runCLI("checkpoints", "delete", "--store", f.url, "--force", "2").want(t, exitOK)
 	if got := ids(t, f); !slices.Equal(got, []string{"1", "3"}) {
+		t.Errorf("left %q", got)
+	}
+}
+
+// A newer checkpoint whose manifest reads but whose state does not verify
+// is unusable too: recovery would fall back to checkpoint 1, so deleting
+// it is refused.
+func TestDeleteKeepsTheFallbackOfAnUnusableNewest(t *testing.T) {
+	f := newDirFixture(t, "wc")
+	if err := f.store.Put(t.Context(), snapshots.StateKey("wc", 2, "sum#1"), []byte("garbage")); err != nil {
+		t.Fatal(err)
+	}
+	runCLI("checkpoints", "delete", "--store", f.url, "1").want(t, exitFailed,
+		"refusing to delete checkpoint 1 of job wc: recovery would restore it, because no newer complete checkpoint is usable",
+		"recovery would start the job from scratch")
+	runCLI("checkpoints", "delete", "--store", f.url, "2").want(t, exitFailed, "newest complete",
+		"recovery would fall back to the older checkpoint 1")
+	if got := ids(t, f); !slices.Equal(got, []string{"1", "2", "3"}) {
+		t.Errorf("left %q", got)
+	}
+}
+
+// TestDeleteLatest checks that latest names the newest complete
+// checkpoint, which is refused without --force like any other.
+func TestDeleteLatest(t *testing.T) {
+	f := newDirFixture(t, "wc")
+	r := runCLI("checkpoints", "delete", "--store", f.url, "latest")
+	r.want(t, exitFailed, "snapflow: latest is checkpoint 2 of job wc\n",
+		"refusing to delete checkpoint 2 of job wc: it is the newest complete checkpoint")
+	r = runCLI("checkpoints", "delete", "--store", f.url, "--force", "latest")
+	r.want(t, exitOK, "snapflow: latest is checkpoint 2 of job wc\n")
+	if r.stdout != "deleted checkpoint 2 of job wc (4 objects)\n" {
+		t.Errorf("printed %q", r.stdout)
+	}
+	if got := ids(t, f); !slices.Equal(got, []string{"1", "3"}) {
+		t.Errorf("left %q", got)
+	}
+	// Now latest is checkpoint 1, the incomplete 3 notwithstanding.
+	runCLI("checkpoints", "delete", "--store", f.url, "--force", "latest").want(t, exitOK, "latest is checkpoint 1 of job wc")
+	runCLI("checkpoints", "delete", "--store", f.url, "--force", "latest").want(t, exitNotFound,
+		"snapflow: job wc has no complete checkpoint, so no latest one")
+	if got := ids(t, f); !slices.Equal(got, []string{"3"}) {
 		t.Errorf("left %q", got)
 	}
 }

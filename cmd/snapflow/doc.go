@@ -13,7 +13,15 @@
 // Flags come before positional arguments; a flag after the ID is a usage
 // error. --job may be left out when the store holds the checkpoints of
 // exactly one job (the jobs are the first path segments of the keys
-// JOB/checkpoints/...). ID is a number, or chk-<number> as in the keys.
+// JOB/checkpoints/...). ID is a number, chk-<number> as in the keys, or
+// latest: the newest complete checkpoint (one with a manifest, usable or
+// not). With latest, the command prints the id it stands for on standard
+// error ("snapflow: latest is checkpoint 7 of job wc"), so that standard
+// output keeps its format.
+//
+// help, -h and --help print the usage and exit 0; after a subcommand, -h,
+// -help or --help, wherever it stands, prints that subcommand's usage and
+// exits 0.
 //
 // list prints one checkpoint per line in ascending id order, as
 // "ID TIME TASKS BYTES STATUS": TIME is RFC 3339 in UTC and STATUS is
@@ -22,15 +30,19 @@
 // verify). show prints the manifest and the state object of each task, or,
 // with --json, the manifest as protojson. verify re-reads every object of a
 // checkpoint and checks sizes and CRC-32C checksums, printing "ok KEY ..."
-// or "FAIL KEY ..." per object. delete refuses the newest complete
-// checkpoint, the one recovery would restore, unless --force is given.
+// or "FAIL KEY ..." per object. delete refuses, unless --force is given,
+// the checkpoints that recovery needs: the newest complete one, and the
+// newest usable one when no newer complete checkpoint verifies (recovery
+// restores the newest checkpoint whose objects all verify). delete latest
+// is refused without --force like any newest complete checkpoint.
 //
 // Errors go to standard error, prefixed "snapflow: ". The exit codes are:
 //
-//	0  success
+//	0  success, and help
 //	1  the operation failed: verification found problems, the checkpoint
 //	   is incomplete, deletion was refused, or the store failed
 //	2  usage error: bad command, flags, arguments or store URL, or a
 //	   store with several jobs and no --job
-//	3  not found: no such checkpoint, job or store directory
+//	3  not found: no such checkpoint, job or store directory, or no
+//	   complete checkpoint for latest
 package main

@@ -33,26 +33,44 @@ func newFlags(name, synopsis string) *flags {
 	return f
 }
 
-// parse parses args: flags, then the checkpoint id when wantID is set. On
-// -h it prints the subcommand's usage and returns an error meaning exit 0.
-func (f *flags) parse(args []string, stderr io.Writer, wantID bool) (uint64, error) {
+// checkpointArg is the ID argument of a subcommand: a checkpoint id, or
+// latest, the newest complete checkpoint.
+type checkpointArg struct {
+	id     uint64
+	latest bool
+}
+
+// latestArg names the newest complete checkpoint on the command line.
+const latestArg = "latest"
+
+// isHelp reports whether a is a request for help.
+func isHelp(a string) bool { return a == "-h" || a == "-help" || a == "--help" }
+
+// parse parses args: flags, then the checkpoint ID when wantID is set. On
+// -h, -help or --help, wherever it stands before a "--", it prints the
+// subcommand's usage and returns an error meaning exit 0.
+func (f *flags) parse(args []string, stderr io.Writer, wantID bool) (checkpointArg, error) {
+	options := args
+	if i := slices.Index(args, "--"); i >= 0 {
+		options = args[:i]
+	}
 	err := f.fs.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
+	if errors.Is(err, flag.ErrHelp) || slices.ContainsFunc(options, isHelp) {
 		fmt.Fprintf(stderr, "usage: %s\n", f.synopsis)
 		f.fs.SetOutput(stderr)
 		f.fs.PrintDefaults()
-		return 0, &exitError{code: exitOK}
+		return checkpointArg{}, &exitError{code: exitOK}
 	}
 	if err != nil {
-		return 0, usageError(f.synopsis, "%v", err)
+		return checkpointArg{}, usageError(f.synopsis, "%v", err)
 	}
 	if f.store == "" {
-		return 0, usageError(f.synopsis, "--store is required")
+		return checkpointArg{}, usageError(f.synopsis, "--store is required")
 	}
 	rest := f.fs.Args()
 	for i, a := range rest {
 		if i > 0 && len(a) > 1 && a[0] == '-' {
-			return 0, usageError(f.synopsis, "flag %s after the argument %q: flags must come before positional arguments", a, rest[0])
+			return checkpointArg{}, usageError(f.synopsis, "flag %s after the argument %q: flags must come before positional arguments", a, rest[0])
 		}
 	}
 	n := 0
@@ -61,16 +79,36 @@ func (f *flags) parse(args []string, stderr io.Writer, wantID bool) (uint64, err
 	}
 	switch {
 	case len(rest) > n:
-		return 0, usageError(f.synopsis, "unexpected argument %q", rest[n])
+		return checkpointArg{}, usageError(f.synopsis, "unexpected argument %q", rest[n])
 	case len(rest) < n:
-		return 0, usageError(f.synopsis, "missing the checkpoint ID")
+		return checkpointArg{}, usageError(f.synopsis, "missing the checkpoint ID")
 	case n == 0:
-		return 0, nil
+		return checkpointArg{}, nil
+	}
+	if rest[0] == latestArg {
+		return checkpointArg{latest: true}, nil
 	}
 	id, err := strconv.ParseUint(strings.TrimPrefix(rest[0], "chk-"), 10, 64)
 	if err != nil || id == 0 {
-		return 0, usageError(f.synopsis, "checkpoint ID %q: want a number from 1 up", rest[0])
+		return checkpointArg{}, usageError(f.synopsis, "checkpoint ID %q: want a number from 1 up, or %s", rest[0], latestArg)
 	}
+	return checkpointArg{id: id}, nil
+}
+
+// resolve returns the checkpoint id that arg names in c. For latest, that
+// is the newest complete checkpoint, and it says on stderr which one.
+func resolve(ctx context.Context, c *snapshots.Checkpoints, arg checkpointArg, stderr io.Writer) (uint64, error) {
+	if !arg.latest {
+		return arg.id, nil
+	}
+	id, err := c.LatestCompleteID(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if id == 0 {
+		return 0, notFound("job %s has no complete checkpoint, so no %s one", c.Job(), latestArg)
+	}
+	fmt.Fprintf(stderr, "snapflow: %s is checkpoint %d of job %s\n", latestArg, id, c.Job())
 	return id, nil
 }
 

@@ -92,7 +92,10 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}, {"checkpoints", "help"}} {
+	for _, args := range [][]string{
+		{"help"}, {"-h"}, {"-help"}, {"--help"}, {"help", "checkpoints"},
+		{"checkpoints", "help"}, {"checkpoints", "-h"}, {"checkpoints", "--help"},
+	} {
 		r := runCLI(args...)
 		r.want(t, exitOK, "Usage: snapflow", "Exit codes:", "checkpoints verify --store URL [--job NAME] ID")
 		if r.stdout != "" {
@@ -102,4 +105,31 @@ func TestHelp(t *testing.T) {
 	runCLI().want(t, exitUsage, "Usage: snapflow")
 	r := runCLI("checkpoints", "delete", "-h")
 	r.want(t, exitOK, "usage: snapflow checkpoints delete --store URL [--job NAME] [--force] ID", "-force")
+}
+
+// TestSubcommandHelp checks that -h, -help and --help print the
+// subcommand's usage and exit 0 wherever they stand, even among flags
+// that are wrong or after the checkpoint ID.
+func TestSubcommandHelp(t *testing.T) {
+	f := newDirFixture(t, "wc")
+	for _, sub := range []string{"list", "show", "verify", "delete"} {
+		for _, help := range []string{"-h", "-help", "--help"} {
+			for _, args := range [][]string{
+				{help},
+				{"--store", f.url, help},
+				{"--store", f.url, "2", help},
+				{"--store", f.url, "latest", help},
+				{"--nonsense", help},
+			} {
+				r := runCLI(append([]string{"checkpoints", sub}, args...)...)
+				r.want(t, exitOK, "usage: snapflow checkpoints "+sub+" --store URL")
+				if r.stdout != "" {
+					t.Errorf("%s %q printed %q on stdout", sub, args, r.stdout)
+				}
+			}
+		}
+	}
+	if got := ids(t, f); len(got) != 3 {
+		t.Errorf("help changed the store: %q", got)
+	}
 }

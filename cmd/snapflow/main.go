@@ -21,6 +21,7 @@ const usage = `Usage: snapflow <command> [flags] [arguments]
 Inspect and manage the checkpoints that snapflow jobs keep in a snapshot
 store. Flags come before positional arguments:
 snapflow checkpoints verify --store URL 7
+snapflow checkpoints show --store URL latest
 
 Commands:
   checkpoints list --store URL [--job NAME]
@@ -37,10 +38,11 @@ Commands:
       Re-reads every object of checkpoint ID and checks its size and
       CRC-32C. Prints one line per object, "ok KEY ..." or "FAIL KEY ...".
   checkpoints delete --store URL [--job NAME] [--force] ID
-      Deletes checkpoint ID. The newest complete checkpoint is the one
-      recovery would restore, so deleting it needs --force.
-  help
-      Prints this text.
+      Deletes checkpoint ID. Recovery restores the newest usable complete
+      checkpoint, so deleting the newest complete one, or the one recovery
+      would fall back to when no newer one verifies, needs --force.
+  help, -h, --help
+      Prints this text. After a subcommand, -h or --help prints its usage.
 
 Flags:
   --store URL   the snapshot store (required): a directory path,
@@ -48,15 +50,18 @@ Flags:
                 s3://BUCKET/PREFIX?endpoint=HOST:PORT&secure=false
   --job NAME    the job; may be left out when the store holds the
                 checkpoints of exactly one job
-  ID            a checkpoint id, 7 or chk-00000000000000000007
+  ID            a checkpoint id, 7 or chk-00000000000000000007, or
+                latest: the newest complete checkpoint (usable or not);
+                the id it stands for is printed on standard error
 
 Exit codes:
-  0  success
+  0  success (and help)
   1  the operation failed: verification found problems, the checkpoint is
      incomplete, deletion was refused, or the store failed
   2  usage error: bad command, flags, arguments or store URL, or a store
      with several jobs and no --job
-  3  not found: no such checkpoint, job or store directory
+  3  not found: no such checkpoint, job or store directory, or no
+     complete checkpoint for latest
 `
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -19,7 +19,7 @@ const showSynopsis = "snapflow checkpoints show --store URL [--job NAME] [--json
 func show(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	f := newFlags("show", showSynopsis)
 	asJSON := f.fs.Bool("json", false, "print the manifest as protojson")
-	id, err := f.parse(args, stderr, true)
+	arg, err := f.parse(args, stderr, true)
 	if err != nil {
 		return err
 	}
@@ -28,6 +28,10 @@ func show(ctx context.Context, args []string, stdout, stderr io.Writer) (err err
 		return err
 	}
 	defer closeStore(c, &err)
+	id, err := resolve(ctx, c, arg, stderr)
+	if err != nil {
+		return err
+	}
 	m, err := readManifest(ctx, c, id)
 	if err != nil {
 		return err

@@ -13,9 +13,13 @@ import (
 
 func TestShow(t *testing.T) {
 	f := newDirFixture(t, "wc")
-	for _, id := range []string{"2", "chk-00000000000000000002"} {
+	for _, id := range []string{"2", "chk-00000000000000000002", "latest"} {
 		r := runCLI("checkpoints", "show", "--store", f.url, id)
-		r.want(t, exitOK)
+		if id == "latest" {
+			r.want(t, exitOK, "snapflow: latest is checkpoint 2 of job wc\n")
+		} else {
+			r.want(t, exitOK)
+		}
 		got := lines(r.stdout)
 		header := [][]string{
 			{"job", "wc"}, {"checkpoint", "2"}, {"epoch", "2"},
@@ -63,5 +67,16 @@ func TestShowIncomplete(t *testing.T) {
 	r.want(t, exitFailed, "snapflow: checkpoint 3 of job wc is incomplete: it has no manifest")
 	if r.stdout != "" {
 		t.Errorf("printed %q", r.stdout)
+	}
+}
+
+// TestShowLatestJSON checks that latest leaves stdout to the JSON.
+func TestShowLatestJSON(t *testing.T) {
+	f := newMemFixture(t, "wc")
+	r := runCLI("checkpoints", "show", "--store", f.url, "--json", "latest")
+	r.want(t, exitOK, "latest is checkpoint 2")
+	var m messages.Manifest
+	if err := protojson.Unmarshal([]byte(r.stdout), &m); err != nil || !proto.Equal(&m, f.manifests[2]) {
+		t.Errorf("show --json latest printed\n%s\nwant checkpoint 2's manifest (%v)", r.stdout, err)
 	}
 }

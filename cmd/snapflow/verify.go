@@ -15,7 +15,7 @@ const verifySynopsis = "snapflow checkpoints verify --store URL [--job NAME] ID"
 // verify re-reads every object of a checkpoint, printing a line for each.
 func verify(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	f := newFlags("verify", verifySynopsis)
-	id, err := f.parse(args, stderr, true)
+	arg, err := f.parse(args, stderr, true)
 	if err != nil {
 		return err
 	}
@@ -24,6 +24,10 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		return err
 	}
 	defer closeStore(c, &err)
+	id, err := resolve(ctx, c, arg, stderr)
+	if err != nil {
+		return err
+	}
 	complete, err := lookup(ctx, c, id)
 	if err != nil {
 		return err

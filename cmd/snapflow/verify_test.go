@@ -97,3 +97,23 @@ func TestVerifyIncomplete(t *testing.T) {
 	f := newDirFixture(t, "wc")
 	runCLI("checkpoints", "verify", "--store", f.url, "3").want(t, exitFailed, "checkpoint 3 of job wc is incomplete")
 }
+
+func TestVerifyLatest(t *testing.T) {
+	f := newDirFixture(t, "wc")
+	r := runCLI("checkpoints", "verify", "--store", f.url, "latest")
+	r.want(t, exitOK, "snapflow: latest is checkpoint 2 of job wc\n")
+	if got := lines(r.stdout); len(got) != 4 || got[0][1] != snapshots.ManifestKey("wc", 2) {
+		t.Errorf("verify latest printed\n%s\nwant checkpoint 2's 4 objects", r.stdout)
+	}
+	// latest is the newest complete checkpoint, usable or not: verify is
+	// how to find out.
+	key := snapshots.StateKey("wc", 2, "sum#0")
+	if err := f.store.Put(t.Context(), key, []byte("garbage")); err != nil {
+		t.Fatal(err)
+	}
+	r = runCLI("checkpoints", "verify", "--store", f.url, "latest")
+	r.want(t, exitFailed, "latest is checkpoint 2", "1 of 4 objects failed verification")
+	if !strings.Contains(r.stdout, "FAIL  "+key) {
+		t.Errorf("verify latest printed\n%s\nwant a FAIL line for %s", r.stdout, key)
+	}
+}

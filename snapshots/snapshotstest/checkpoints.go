@@ -31,7 +31,7 @@ var checkpointTests = []test{
 	{"ReadTaskState", testReadTaskState},
 	{"PutValidation", testPutValidation},
 	{"List", testCheckpointList},
-	{"MaxID", testMaxID},
+	{"MaxID", testMaxID}, // and LatestCompleteID
 	{"Delete", testCheckpointDelete},
 	{"Retain", testRetain},
 	{"RetainKeepsReferenced", testRetainKeepsReferenced},
@@ -457,17 +457,29 @@ func testCheckpointList(t *testing.T, newStore newStoreFunc) {
 func testMaxID(t *testing.T, newStore newStoreFunc) {
 	s := newStore(t)
 	c, _ := newCheckpoints(s)
-	complete(t, c, 1)
-	complete(t, c, 3)
 	wantMax := func(want uint64) {
 		t.Helper()
 		if id, err := c.MaxID(t.Context()); id != want || err != nil {
 			t.Errorf("MaxID = %d, %v; want %d", id, err, want)
 		}
 	}
+	wantLatest := func(want uint64) {
+		t.Helper()
+		if id, err := c.LatestCompleteID(t.Context()); id != want || err != nil {
+			t.Errorf("LatestCompleteID = %d, %v; want %d", id, err, want)
+		}
+	}
+	wantLatest(0)
+	wantMax(0)
+	complete(t, c, 1)
+	complete(t, c, 3)
 	wantMax(3)
+	wantLatest(3)
 	putStates(t, c, 7, "src#0") // incomplete counts too
 	wantMax(7)
+	wantLatest(3) // but is not complete
+	mustPut(t, s, snapshots.ManifestKey(job, 3), []byte("garbage"))
+	wantLatest(3) // complete, though corrupt
 	other := snapshots.NewCheckpoints(s, job+"2", nil) // another job is not ours
 	if _, err := other.PutTaskState(t.Context(), 9, taskState(9, "src#0")); err != nil {
 		t.Fatal(err)
