@@ -50,6 +50,13 @@ func TestNewMinIONotS3(t *testing.T) {
 			_, _ = io.Copy(io.Discard, r.Body)
 			_, _ = io.WriteString(w, "<html>hello</html>")
 		}, "HTTP 200"},
+		{"S3 headers, but objects do not read back", func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("X-Amz-Request-Id", "1")
+			w.Header().Set("Last-Modified", "Mon, 02 Jan 2006 15:04:05 GMT")
+			w.Header().Set("ETag", `"0123456789abcdef0123456789abcdef"`)
+			_, _ = io.WriteString(w, "<html>hello</html>")
+		}, "not what was written"},
 	} {
 		for _, create := range []bool{false, true} {
 			name := tc.name

@@ -153,8 +153,8 @@ func (m *MinIO) Check(ctx context.Context) error {
 	case rerr != nil:
 		rerr = m.explainCheck(ctx, "check read", rerr)
 	case !bytes.Equal(got, want):
-		rerr = fmt.Errorf("snapshots: minio %s: check read: s3 endpoint %s read back %d other bytes (%s) "+
-			"than the object just written: is it an S3/MinIO server?: %w", m, m.endpoint, len(got), excerpt(got), ErrNotS3)
+		rerr = fmt.Errorf("snapshots: minio %s: check read: s3 endpoint %s returned %d bytes (%s) for the "+
+			"object just written, not what was written: is it an S3/MinIO server?: %w", m, m.endpoint, len(got), excerpt(got), ErrNotS3)
 	}
 	return errors.Join(rerr, m.remove(ctx, "check delete", probe))
 }

@@ -80,13 +80,13 @@ func s3Answer(resp *http.Response, body []byte) bool {
 
 // excerpt describes the start of an answer's body for an error message.
 func excerpt(body []byte) string {
-	const max = 60
+	const limit = 60
 	s := strings.TrimSpace(string(body))
 	if s == "" {
 		return "empty body"
 	}
-	if len(s) > max {
-		return fmt.Sprintf("body %q...", s[:max])
+	if len(s) > limit {
+		return fmt.Sprintf("body %q...", s[:limit])
 	}
 	return fmt.Sprintf("body %q", s)
 }

@@ -480,6 +480,7 @@ func testMaxID(t *testing.T, newStore newStoreFunc) {
 	wantLatest(3) // but is not complete
 	mustPut(t, s, snapshots.ManifestKey(job, 3), []byte("garbage"))
 	wantLatest(3) // complete, though corrupt
+
 	other := snapshots.NewCheckpoints(s, job+"2", nil) // another job is not ours
 	if _, err := other.PutTaskState(t.Context(), 9, taskState(9, "src#0")); err != nil {
 		t.Fatal(err)
