@@ -13,10 +13,10 @@ import (
 
 // Types the default codec must refuse: plain JSON would store them changed.
 type (
-	cdCounter      struct{ count, Last int64 }
-	cdWithAny      struct{ V any }
-	cdWithError    struct{ Err error }
-	cdWithDash     struct {
+	cdCounter   struct{ count, Last int64 }
+	cdWithAny   struct{ V any }
+	cdWithError struct{ Err error }
+	cdWithDash  struct {
 		A int
 		B int `json:"-"`
 	}
@@ -199,7 +199,7 @@ func TestCheckDefaultCodecAccepts(t *testing.T) {
 
 type cdComplexFree struct {
 	CdNamed `json:"named"` // a tagged embedded struct is one field, not promoted
-	Name  string
+	Name    string
 }
 
 // TestRefusedTypesLoseData shows what the refusals prevent: plain JSON

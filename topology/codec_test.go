@@ -2,6 +2,7 @@ package topology
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"reflect"
 	"strings"
@@ -169,5 +170,69 @@ func TestJSONCodecEncodeError(t *testing.T) {
 	_, err = JSONCodec[chan int]{}.Append(nil, nil)
 	if err == nil {
 		t.Error("Append of a channel succeeded")
+	}
+}
+
+// TestPlatformIntsStoredIn8Bytes: int, uint and uintptr are stored in 8
+// bytes on every platform, as 64-bit platforms always stored them.
+func TestPlatformIntsStoredIn8Bytes(t *testing.T) {
+	enc := func(b []byte, err error) []byte {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, tt := range []struct{ got, want []byte }{
+		{enc(DefaultCodec[int]().Append(nil, -2)), []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe}},
+		{enc(DefaultCodec[uint]().Append(nil, 258)), []byte{0, 0, 0, 0, 0, 0, 1, 2}},
+		{enc(DefaultCodec[uintptr]().Append(nil, 1)), []byte{0, 0, 0, 0, 0, 0, 0, 1}},
+	} {
+		if !bytes.Equal(tt.got, tt.want) {
+			t.Errorf("encoded %x, want %x", tt.got, tt.want)
+		}
+	}
+	if v, err := DefaultCodec[int]().Decode([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe}); err != nil || v != -2 {
+		t.Errorf("decode of a 64-bit snapshot's int = %d, %v", v, err)
+	}
+	if _, err := DefaultCodec[int]().Decode([]byte{0, 0, 0, 1}); err == nil || !strings.Contains(err.Error(), "4 bytes, want 8") {
+		t.Errorf("decode of 4 bytes as int: %v", err)
+	}
+}
+
+// TestPlatformIntsOn32Bit runs the codec of int and uint as a 32-bit
+// platform builds it: 4 bytes in memory, 8 stored.
+func TestPlatformIntsOn32Bit(t *testing.T) {
+	i32 := fixedCodec[int32]{size: 8, mem: 4, signed: true}
+	for _, v := range []int32{math.MinInt32, -2, 0, 1, math.MaxInt32} {
+		b, err := i32.Append(nil, v)
+		if err != nil || len(b) != 8 || int64(binary.BigEndian.Uint64(b)) != int64(v) {
+			t.Errorf("Append(%d) = %x, %v", v, b, err)
+		}
+		if got, err := i32.Decode(b); err != nil || got != v {
+			t.Errorf("%d round-trips to %d, %v", v, got, err)
+		}
+	}
+	for _, v := range []int64{math.MaxInt32 + 1, math.MinInt32 - 1, math.MaxInt64} {
+		if got, err := i32.Decode(binary.BigEndian.AppendUint64(nil, uint64(v))); err == nil || !strings.Contains(err.Error(), "does not fit in 32 bits") {
+			t.Errorf("Decode of %d on a 32-bit platform = %d, %v; want an error", v, got, err)
+		}
+	}
+	u32 := fixedCodec[uint32]{size: 8, mem: 4}
+	b, err := u32.Append(nil, math.MaxUint32)
+	if err != nil || !bytes.Equal(b, []byte{0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff}) {
+		t.Errorf("Append(MaxUint32) = %x, %v", b, err)
+	}
+	if got, err := u32.Decode(b); err != nil || got != math.MaxUint32 {
+		t.Errorf("MaxUint32 round-trips to %d, %v", got, err)
+	}
+	if _, err := u32.Decode(binary.BigEndian.AppendUint64(nil, 1<<32)); err == nil {
+		t.Error("2^32 decoded into 32 bits")
+	}
+	if c := newFixedCodec[int](reflect.TypeFor[int]()); c.size != 8 || !c.signed {
+		t.Errorf("codec of int: %+v", c)
+	}
+	if c := newFixedCodec[uintptr](reflect.TypeFor[uintptr]()); c.size != 8 || c.signed {
+		t.Errorf("codec of uintptr: %+v", c)
 	}
 }
