@@ -16,7 +16,8 @@ import (
 //   - Any other type is sized per record: the value itself plus what it refers
 //     to (the bytes of strings, the capacity of slices, the values behind
 //     pointers and interfaces, an estimate for maps), recursively. A budget of
-//     visits per record bounds the work on deep or cyclic values.
+//     visits and a bound on depth per record bound the work on wide, deep or
+//     cyclic values.
 //
 // Function, channel and unsafe.Pointer fields count as one word: what they
 // refer to is not the record's.
