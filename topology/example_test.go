@@ -210,3 +210,143 @@ func ExampleKeyBy() {
 	// output 0: [to be to be]
 	// output 1: [or not]
 }
+
+// wordCounts keys words by their first letter and counts, per letter, each
+// word in a map state.
+func wordCounts(setup func(s *topology.KeyedSetup[string]) topology.ProcessFunc[string, string, string]) *topology.Graph {
+	g := topology.New("words")
+	words := topology.FromSlice(g, "words", []string{"apple", "avocado", "apple", "banana"})
+	byLetter := topology.KeyBy(words, func(w string) string { return w[:1] })
+	topology.Sink(topology.Process(byLetter, "count", setup), "sink", func(string) error { return nil })
+	return g
+}
+
+// ExampleDecodeMapState reads a map state out of a task's snapshot, as a
+// tool inspecting a checkpoint does.
+func ExampleDecodeMapState() {
+	plan, err := topology.NewPlan(wordCounts(func(s *topology.KeyedSetup[string]) topology.ProcessFunc[string, string, string] {
+		counts := topology.MapOf[string, int64](s, "counts")
+		return func(_ *topology.Context[string], w string, _ *topology.Collector[string]) error {
+			n, _ := counts.Get(w)
+			counts.Put(w, n+1)
+			return nil
+		}
+	}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	task, err := plan.NewInstance(plan.Task("count#0").Index, topology.InstanceContext{BatchSize: 8, Sender: printer{}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := task.ProcessBatch(0, []string{"apple", "avocado", "apple", "banana"}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	var st messages.TaskState
+	if err := task.Snapshot(&st); err != nil {
+		fmt.Println(err)
+		return
+	}
+	counts, err := topology.DecodeMapState[string, string, int64](&st, "counts")
+	fmt.Println(counts, err)
+	// Asking for another type than the state holds is refused.
+	_, err = topology.DecodeMapState[string, string, float64](&st, "counts")
+	fmt.Println(errors.Is(err, topology.ErrIncompatibleState))
+	// Output:
+	// map[a:map[apple:2 avocado:1] b:map[banana:1]] <nil>
+	// true
+}
+
+// lastSeen is per-word state with a field the default (JSON) codec would
+// silently drop.
+type lastSeen struct {
+	count int64
+	Word  string
+}
+
+// lastSeenCodec stores a lastSeen, unexported field included.
+type lastSeenCodec struct{}
+
+// CodecID names the encoding in state descriptors (see IdentifiedCodec).
+func (lastSeenCodec) CodecID() string { return "example.lastSeen/v1" }
+
+func (lastSeenCodec) Append(dst []byte, v lastSeen) ([]byte, error) {
+	return fmt.Appendf(dst, "%d %s", v.count, v.Word), nil
+}
+
+func (lastSeenCodec) Decode(b []byte) (lastSeen, error) {
+	var v lastSeen
+	_, err := fmt.Sscanf(string(b), "%d %s", &v.count, &v.Word)
+	return v, err
+}
+
+// ExampleMapOf declares map states: one with the default codecs, one whose
+// values need a codec of their own, passed with MapCodecs. Plan.DeclaredStates
+// lists what each operator declares, as the runtime checks it at Start.
+func ExampleMapOf() {
+	plan, err := topology.NewPlan(wordCounts(func(s *topology.KeyedSetup[string]) topology.ProcessFunc[string, string, string] {
+		counts := topology.MapOf[string, int64](s, "counts")
+		last := topology.MapOf(s, "last", topology.MapCodecs[string, lastSeen]{Value: lastSeenCodec{}})
+		return func(_ *topology.Context[string], w string, _ *topology.Collector[string]) error {
+			n, _ := counts.Get(w)
+			counts.Put(w, n+1)
+			last.Put(w, lastSeen{count: n + 1, Word: w})
+			return nil
+		}
+	}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	declared, err := plan.DeclaredStates()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, d := range declared["count"] {
+		fmt.Printf("%s: %s %s[%s] of %s (%s)\n", d.Name, d.Kind, d.KeyType, d.MapKeyType, d.ValueType, d.ValueCodec)
+	}
+	// Output:
+	// counts: map string[string] of int64 (snapflow.fixed8)
+	// last: map string[string] of github.com/snapflow/snapflow/topology_test.lastSeen (example.lastSeen/v1)
+}
+
+// ExampleValue_refused shows a state type that the default codec cannot
+// store exactly: JSON would drop the unexported field, so the declaration
+// is refused when the job starts, naming the operator, the state and the
+// field. Passing a codec to Value (as ExampleMapOf does) accepts it.
+func ExampleValue_refused() {
+	plan, err := topology.NewPlan(wordCounts(func(s *topology.KeyedSetup[string]) topology.ProcessFunc[string, string, string] {
+		topology.Value[lastSeen](s, "last")
+		return func(*topology.Context[string], string, *topology.Collector[string]) error { return nil }
+	}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, err = plan.DeclaredStates()
+	fmt.Println(errors.Is(err, topology.ErrInvalidState))
+	fmt.Println(err)
+	// Output:
+	// true
+	// topology: operator "count": state "last": type github.com/snapflow/snapflow/topology_test.lastSeen: field count is unexported, and JSON skips it; export it or pass a codec to Value
+}
+
+// ExampleCompareStateDescriptors checks a checkpoint's state descriptors
+// against a redeployed job's: the value type changed from int64 to float64,
+// which would misread every stored value.
+func ExampleCompareStateDescriptors() {
+	stored := []*messages.StateDescriptor{{Name: "total", Kind: "value", KeyType: "int64", ValueType: "int64", ValueCodec: "snapflow.fixed8"}}
+	declared := []*messages.StateDescriptor{{Name: "total", Kind: "value", KeyType: "int64", ValueType: "float64", ValueCodec: "snapflow.fixed8"}}
+	err := topology.CompareStateDescriptors("sum", stored, declared)
+	fmt.Println(errors.Is(err, topology.ErrIncompatibleState))
+	fmt.Println(err)
+	fmt.Println(topology.CompareStateDescriptors("sum", stored, stored))
+	// Output:
+	// true
+	// topology: operator "sum": the checkpoint's keyed state does not match the declared state: state "total": value type changed from int64 to float64; restore with the old declaration, or give a changed state a new name (it then starts empty)
+	// <nil>
+}
