@@ -24,6 +24,21 @@
 // job's max parallelism; each keyed task owns a contiguous range of key groups,
 // and keyed state is snapshotted per key group.
 //
+// Keyed state is declared in a Process operator's setup with Value and MapOf.
+// Its values are stored by a Codec: DefaultCodec stores booleans, numbers
+// (int, uint and uintptr in 8 bytes on every platform) and strings in
+// binary, and other types as JSON, which is checked by reflection when the
+// state is declared: a type JSON cannot store exactly (an unexported field,
+// an interface, a channel, a map key it cannot restore, ...) is refused with
+// an error naming the operator, the state and the field, unless a codec is
+// passed (MapCodecs for MapOf). Every snapshot records a descriptor of each
+// declared state (name, kind, key, value and map key types, codec ids), and
+// a restore into a declaration of another kind, type or codec, or without a
+// state the checkpoint holds, is refused with ErrIncompatibleState. The
+// runtime calls Plan.DeclaredStates when a job starts, so that a bad
+// declaration or a changed one is refused before any record flows.
+// DecodeValueState and DecodeMapState read state out of a stored snapshot.
+//
 // Records leave a task in batches per downstream channel. A batch is sent
 // when it holds InstanceContext.BatchSize records or, for large records,
 // InstanceContext.BatchBytes estimated bytes (the record that reaches the
