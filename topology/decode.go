@@ -11,8 +11,9 @@ import (
 // state, for inspecting checkpoints. It returns the values by key: none if
 // st holds no such state. The codec defaults to DefaultCodec[V]. When st
 // records the state's descriptor, a state stored with another kind, key
-// type, value type or codec than asked is refused with an error wrapping
-// ErrIncompatibleState.
+// type or value type than asked is refused with an error wrapping
+// ErrIncompatibleState. The codec is not compared: pass the one the state
+// was written with, or another of the same encoding.
 func DecodeValueState[K Key, V any](st *messages.TaskState, name string, codec ...Codec[V]) (map[K]V, error) {
 	kc := newKeyCodec[K]()
 	vc := DefaultCodec[V]()
@@ -45,8 +46,8 @@ func DecodeValueState[K Key, V any](st *messages.TaskState, name string, codec .
 // state, for inspecting checkpoints. It returns each key's map: none if st
 // holds no such state. The codecs default to DefaultCodec, as in MapOf.
 // When st records the state's descriptor, a state stored with another kind,
-// key type, map key type, value type or codec than asked is refused with an
-// error wrapping ErrIncompatibleState.
+// key type, map key type or value type than asked is refused with an error
+// wrapping ErrIncompatibleState. The codecs are not compared.
 func DecodeMapState[K Key, UK comparable, V any](st *messages.TaskState, name string, codecs ...MapCodecs[UK, V]) (map[K]map[UK]V, error) {
 	kc := newKeyCodec[K]()
 	ukc, vc, _, _ := resolveMapCodecs(codecs)

@@ -159,12 +159,16 @@ func orNone(s string) string {
 }
 
 // checkDecoding refuses to decode state want.Name of st as want when st's
-// descriptor of that state says otherwise.
+// descriptor of that state records another kind or type. The codecs are
+// the caller's choice and are not compared: a tool may read a state with
+// another codec of the same encoding.
 func checkDecoding(st *messages.TaskState, want *messages.StateDescriptor) error {
 	for _, d := range st.GetStateDescriptors() {
 		if d.GetName() != want.GetName() {
 			continue
 		}
+		want = copyDescriptor(want)
+		want.MapKeyCodec, want.ValueCodec = d.GetMapKeyCodec(), d.GetValueCodec()
 		if diff := descriptorDiff(d, want, storedNot); diff != "" {
 			return &stateError{
 				msg: fmt.Sprintf("topology: task %s: state %q cannot be decoded as asked: its %s",

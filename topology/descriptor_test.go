@@ -427,10 +427,11 @@ func TestMapOfCodecsSnapshotRestore(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(map[string]map[string]cdCounter(decoded), want) {
 		t.Errorf("DecodeMapState = %v, %v, want %v", decoded, err, want)
 	}
-	_, err = DecodeMapState[string](st, "m", MapCodecs[string, cdCounter]{Value: cdCounterCodec{}})
-	if !errors.Is(err, ErrIncompatibleState) || !strings.Contains(err.Error(),
-		"map key codec is github.com/snapflow/snapflow/topology.cdPlainCodec, not snapflow.string") {
-		t.Errorf("DecodeMapState with another key codec = %v, want ErrIncompatibleState", err)
+	// The codecs are the caller's: another codec of the same encoding reads
+	// the state.
+	decoded, err = DecodeMapState[string](st, "m", MapCodecs[string, cdCounter]{Value: cdCounterCodec{}})
+	if err != nil || !reflect.DeepEqual(map[string]map[string]cdCounter(decoded), want) {
+		t.Errorf("DecodeMapState with the default key codec = %v, %v, want %v", decoded, err, want)
 	}
 }
 
@@ -457,9 +458,9 @@ func TestDecodeStateRefusesOtherDeclarations(t *testing.T) {
 	}{
 		{second(DecodeValueState[string, float64](st, "v")), `state "v" cannot be decoded as asked: its value type is int64, not float64`},
 		{second(DecodeValueState[int64, int64](st, "v")), `its key type is string, not int64`},
-		{second(DecodeValueState[string, string](st, "m")), `its kind is map, not value, map key type is int32, not none, map key codec is snapflow.fixed4, not none`},
+		{second(DecodeValueState[string, string](st, "m")), `its kind is map, not value, map key type is int32, not none`},
 		{second(DecodeMapState[string, int32, int64](st, "v")), `its kind is value, not map`},
-		{second(DecodeMapState[string, int64, string](st, "m")), `its map key type is int32, not int64, map key codec is snapflow.fixed4, not snapflow.fixed8`},
+		{second(DecodeMapState[string, int64, string](st, "m")), `its map key type is int32, not int64`},
 	} {
 		if !errors.Is(tt.err, ErrIncompatibleState) || !strings.Contains(tt.err.Error(), tt.want) {
 			t.Errorf("decode error %v, want ErrIncompatibleState containing %q", tt.err, tt.want)
