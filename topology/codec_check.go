@@ -50,6 +50,7 @@ var (
 	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
 	textMarshaler   = reflect.TypeFor[encoding.TextMarshaler]()
 	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+	jsonNumber      = reflect.TypeFor[json.Number]()
 )
 
 // checked is a type reached at an addressable position or not: encoding/json
@@ -82,6 +83,10 @@ func (c *jsonChecker) check(t reflect.Type, path string, addr bool) *codecProble
 	if t.Kind() == reflect.Interface {
 		return problemAt(path, "has interface type %s, whose dynamic type JSON cannot restore (numbers come back as float64, objects as maps)",
 			"use a concrete type", typeName(t))
+	}
+	if t == jsonNumber {
+		return problemAt(path, "has type encoding/json.Number, whose empty value JSON stores as 0",
+			"use a number type or a string")
 	}
 	if t.Kind() != reflect.Pointer {
 		if p, trusted := c.checkMethods(t, path, addr); p != nil || trusted {

@@ -105,7 +105,6 @@ type (
 		Level     level
 		Nm        name
 		Small     uint8 `json:",string"`
-		Nums      []json.Number
 		Interval  [2]time.Time
 		MapOfTime map[string]time.Time
 	}
@@ -176,6 +175,7 @@ func TestCheckDefaultCodecRefuses(t *testing.T) {
 		{problemOf[cdEmbedsInnerPtr](), "field cdInnerStruct embeds a pointer to the unexported struct"},
 		{problemOf[cdNested](), "field Items[].count is unexported"},
 		{problemOf[cdInMap](), "field ByName[].count is unexported"},
+		{problemOf[struct{ N json.Number }](), "field N has type encoding/json.Number, whose empty value JSON stores as 0"},
 		{problemOf[map[string]big.Int](), "field [] has type math/big.Int, whose MarshalJSON method has a pointer receiver, which encoding/json does not call on map values; store a pointer"},
 	} {
 		if tt.got == "" || !strings.Contains(tt.got, tt.want) {

@@ -180,10 +180,16 @@ type ValueState[K Key, V any] struct {
 // types (JSON would restore numbers as float64), channels, functions,
 // complex numbers, pointers to pointers, map keys that are not strings,
 // integers or TextMarshaler and TextUnmarshaler, maps tagged omitempty,
-// fields hidden by other fields of the same JSON name, and types with only
-// one side of MarshalJSON/UnmarshalJSON or MarshalText/UnmarshalText. Types
-// with both methods of a pair, such as time.Time, are trusted. Pass a codec
-// (JSONCodec[V]{} to keep JSON anyway) to store such a type.
+// fields hidden by other fields of the same JSON name, json.Number (its
+// empty value comes back as 0), types with only one side of
+// MarshalJSON/UnmarshalJSON or MarshalText/UnmarshalText, and structs that
+// embed a type with such methods next to other fields (the promoted method
+// would encode only the embedded value). Types with both methods of a pair,
+// such as time.Time, are trusted. An empty slice tagged omitempty comes back
+// nil. Pass a codec (JSONCodec[V]{} to keep JSON anyway) to store a refused
+// type. At snapshot time the JSON codec also refuses strings that are not
+// valid UTF-8, and NaN or infinite floats, failing the checkpoint rather than
+// storing a changed value.
 //
 // The state's descriptor (name, types and codec id; see IdentifiedCodec) is
 // recorded in every snapshot, and a restore into a different declaration is
