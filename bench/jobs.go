@@ -29,9 +29,15 @@ func buildJob(rc rowConfig, p *probe) (*topology.Graph, error) {
 	// The rate and the record limit are the job's: they are shared by every
 	// source task of every source operator.
 	tasks := sourceTasks(rc.Topology)
+	limit := uint64(rc.Records) / uint64(tasks) // per source task
+	if rc.Records > 0 && limit == 0 {
+		return nil, fmt.Errorf("bench: topology %s: %d records are fewer than its %d source tasks", rc.Topology, rc.Records, tasks)
+	}
+	// Every topology delivers each source record to the sink once.
+	sinkTotal := int64(limit) * int64(tasks)
 	source := func(name string, parallelism int) topology.Stream[benchwork.Record] {
 		return topology.FromSource(g, name, func(subtask, _ int) topology.Source[benchwork.Record] {
-			return &genSource{gen: gen, rate: rc.Rate / float64(tasks), limit: uint64(rc.Records) / uint64(tasks)}
+			return &genSource{gen: gen, rate: rc.Rate / float64(tasks), limit: limit}
 		}, topology.Parallelism(parallelism))
 	}
 	var in topology.Stream[benchwork.Record]
@@ -75,10 +81,12 @@ func buildJob(rc rowConfig, p *probe) (*topology.Graph, error) {
 	sums := sumStage(topology.KeyBy(in, recordKey), "sum", par, rc, p)
 	// One sink task, run by one actor at a time: its state needs no lock.
 	// The clock is read every 16 records (about a microsecond of records),
-	// not per record, which would cost more than the work measured.
+	// not per record, which would cost more than the work measured. The
+	// probe is updated every 256 records, and at the last record of a
+	// bounded run, so that its count is exact.
 	tss := make([]int64, 0, 256)
 	var now int64
-	var n, sunk int64
+	var n, reported int64
 	var sinkStart time.Time
 	topology.Sink(sums, "sink", func(o benchwork.Output) error {
 		if n++; n%16 == 1 {
@@ -87,18 +95,18 @@ func buildJob(rc rowConfig, p *probe) (*topology.Graph, error) {
 		if p.window.Load() {
 			tss = append(tss, o.TS-now) // latency = now - TS, see RecordBatch below
 		}
-		if n%256 != 0 {
+		if n%256 != 0 && n != sinkTotal {
 			return nil
 		}
 		p.latency.RecordBatch(0, tss)
-		p.records.Add(256)
+		p.records.Add(n - reported)
+		reported = n
 		tss = tss[:0]
 		if rc.SinkRate > 0 { // a slow consumer: block until its rate allows more
 			if sinkStart.IsZero() {
 				sinkStart = time.Now()
 			}
-			sunk += 256
-			time.Sleep(time.Until(sinkStart.Add(time.Duration(float64(sunk) / rc.SinkRate * float64(time.Second)))))
+			time.Sleep(time.Until(sinkStart.Add(time.Duration(float64(n) / rc.SinkRate * float64(time.Second)))))
 		}
 		return nil
 	})

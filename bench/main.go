@@ -2,18 +2,22 @@
 // a row, measured side by side in one run: snapflow with asynchronous barrier
 // snapshots (abs) at each checkpoint interval, the stop-the-world synchronous
 // mode (sync), a hand-written protoactor-go pipeline of the same shape and
-// work (protoactor), and a Go-channels pipeline (channels). Each row runs in
-// its own child process, so that its peak RSS is its own.
+// work (protoactor), and a Go-channels pipeline (channels). Each run of a row
+// is its own child process, so that its peak RSS is its own. The rows are
+// run -repeat times (5 by default), interleaved, and each reports its median
+// run and the spread of its runs. `go run ./bench -h` lists the flags.
 //
-//	go run ./bench -topology paritysum -intervals off,1s,100ms,20ms -duration 5s -json rows.json -plot rows.png
+//	go run ./bench -topology paritysum -intervals off,1s,100ms,20ms -duration 4s -repeat 9 -json rows.json -plot rows.png
 package main
 
 import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -32,6 +36,7 @@ type flags struct {
 	stateSize   int
 	rate        float64
 	duration    time.Duration
+	records     int64
 	store       string
 	sweep       string
 	jsonOut     string
@@ -40,9 +45,35 @@ type flags struct {
 	repeat      int
 }
 
-func parseFlags(args []string) (flags, error) {
+// Defaults of the flags that decide how long a run takes.
+const (
+	defaultDuration = 2 * time.Second
+	defaultRepeat   = 5
+)
+
+// errUsage marks a command line that cannot run: main exits 2.
+var errUsage = errors.New("bench: usage")
+
+const usageHead = `usage: go run ./bench [flags]
+
+bench measures snapflow's barrier overhead. Every configuration is a row: snapflow
+with asynchronous barrier snapshots (abs) at each checkpoint interval, stop-the-world
+snapshots (sync), and two hand-written baselines of the same work (protoactor,
+channels). Each run of a row is its own child process; the rows are run -repeat times,
+interleaved, and each row reports its median run. With the defaults this takes about
+two minutes.
+
+flags:
+`
+
+func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	var f flags
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usageHead)
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&f.topology, "topology", "paritysum", "paritysum, chain-N, fanout, union, diamond or fanin-F")
 	fs.StringVar(&f.modes, "modes", "abs,sync,protoactor,channels", "modes to run, comma-separated (protoactor and channels: paritysum only)")
 	fs.StringVar(&f.intervals, "intervals", "off,1s,100ms,20ms", "checkpoint intervals, comma-separated (off: no periodic checkpoint)")
@@ -51,55 +82,91 @@ func parseFlags(args []string) (flags, error) {
 	fs.Uint64Var(&f.keys, "keys", 1024, "number of keys")
 	fs.IntVar(&f.stateSize, "state-size", 0, "bytes of keyed state per key, besides the sum")
 	fs.Float64Var(&f.rate, "rate", 0, "records/s offered by the source (0: as fast as possible)")
-	fs.DurationVar(&f.duration, "duration", 5*time.Second, "measuring time per row (after a warm-up)")
+	fs.DurationVar(&f.duration, "duration", defaultDuration, "measuring time per run of a row (after a warm-up of a fifth of it, at most 1s)")
+	fs.Int64Var(&f.records, "records", 0, "instead of -duration, run each row until this many records have reached the sink, and measure the whole run")
 	fs.StringVar(&f.store, "store", "mem://", "snapshot store URL: mem://, a directory, or s3://BUCKET/PREFIX?endpoint=HOST:PORT&secure=false")
 	fs.StringVar(&f.sweep, "sweep", "", "a sweep instead: state-size, fan-in, recovery, parallelism, backpressure or latency")
-	fs.StringVar(&f.jsonOut, "json", "", "write the rows as a JSON array to this file")
+	fs.StringVar(&f.jsonOut, "json", "", "write the rows as a JSON array to this file (a metric not measured is null)")
 	fs.StringVar(&f.plotOut, "plot", "", "draw throughput and p99 latency against the interval into this PNG")
 	fs.StringVar(&f.child, "child", "", "internal: run one row given as JSON and print it")
-	fs.IntVar(&f.repeat, "repeat", 1, "run the list of rows this many times, interleaved, and report each row's median run by records/s")
-	err := fs.Parse(args)
-	return f, err
+	fs.IntVar(&f.repeat, "repeat", defaultRepeat, "runs of each row, interleaved; a row reports its median run by records/s.\n"+
+		"On a shared machine one run of a row can differ from the next by 1.7x, so one run says\n"+
+		"little; the median of 5 keeps one outlier from deciding a row, and the spread column\n"+
+		"shows how far the runs differ")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return f, err
+		}
+		return f, errUsage // the flag set has printed the error and the usage
+	}
+	if fs.NArg() > 0 {
+		return f, fmt.Errorf("%w: unexpected arguments %q (flags only; -h lists them)", errUsage, fs.Args())
+	}
+	return f, nil
 }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// exitCode is 0 for success and -h, 2 for a command line that cannot run,
+// and 1 for a failed run. It prints the error, unless the flag set has.
+func exitCode(err error, stderr io.Writer) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		if err != errUsage {
+			fmt.Fprintln(stderr, err)
+		}
+		return 2
+	default:
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
 	}
 }
 
-func run(ctx context.Context, args []string) error {
-	f, err := parseFlags(args)
+// run is the bench program: the table goes to stdout, progress to stderr.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	f, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
 	}
 	if f.child != "" {
-		return runChild(ctx, f.child)
+		return runChild(ctx, f.child, stdout)
 	}
 	configs, err := plan(f)
 	if err != nil {
 		return err
 	}
-	rows, err := measure(ctx, configs, max(1, f.repeat))
+	if f.records == 0 {
+		perRun := f.duration + min(time.Second, f.duration/5) + 300*time.Millisecond // warm-up, start and stop
+		total := time.Duration(len(configs)*f.repeat) * perRun
+		fmt.Fprintf(stderr, "bench: %s × %s of about %v each: about %v in all\n",
+			plural(len(configs), "row"), plural(f.repeat, "run"), perRun.Round(100*time.Millisecond), total.Round(100*time.Millisecond))
+	}
+	rows, err := measure(ctx, stderr, configs, f.repeat)
 	if err != nil {
 		return err
 	}
 	var more []rowConfig
 	for _, r := range rows {
-		more = append(more, followUps(f.sweep, r)...)
+		more = append(more, followUps(stderr, f.sweep, r)...)
 	}
 	if len(more) > 0 {
-		extra, err := measure(ctx, more, max(1, f.repeat))
+		extra, err := measure(ctx, stderr, more, f.repeat)
 		if err != nil {
 			return err
 		}
 		rows = append(rows, extra...)
 	}
 	ratios(rows)
-	printTable(os.Stdout, rows)
+	if err := printTable(stdout, rows); err != nil {
+		return err
+	}
 	if f.jsonOut != "" {
 		b, err := json.MarshalIndent(rows, "", "  ")
 		if err != nil {
@@ -117,37 +184,106 @@ func run(ctx context.Context, args []string) error {
 	return nil
 }
 
+// plural is "1 row" or "n rows".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
 // measure runs every configuration repeat times, round robin so that the
-// machine's drifts spread evenly, and keeps each one's median run.
-func measure(ctx context.Context, configs []rowConfig, repeat int) ([]Row, error) {
+// machine's drifts spread evenly, and keeps each one's median run, with the
+// spread of the runs' records/s.
+func measure(ctx context.Context, progress io.Writer, configs []rowConfig, repeat int) ([]Row, error) {
 	runs := make([][]Row, len(configs))
 	for k := range repeat {
 		for i, rc := range configs {
-			fmt.Fprintf(os.Stderr, "[%d/%d] %s %s interval=%s p=%d state=%dB rate=%.0f sink-rate=%.0f ...", k*len(configs)+i+1, repeat*len(configs),
-				rc.Topology, rc.Mode, rc.Interval, rc.Parallelism, rc.StateSize, rc.Rate, rc.SinkRate)
-			row, err := runInChild(ctx, rc)
+			fmt.Fprintf(progress, "[%d/%d] %s ...", k*len(configs)+i+1, repeat*len(configs), describe(rc))
+			row, err := runInChild(ctx, progress, rc)
 			if err != nil {
-				fmt.Fprintln(os.Stderr, " failed")
-				return nil, fmt.Errorf("%s %s %s: %w", rc.Topology, rc.Mode, rc.Interval, err)
+				fmt.Fprintln(progress, " failed")
+				return nil, fmt.Errorf("%s: %w", describe(rc), err)
 			}
-			fmt.Fprintf(os.Stderr, " %.0f records/s\n", row.RecordsPerSec)
+			if v, ok := row.RecordsPerSec.value(); ok {
+				fmt.Fprintf(progress, " %s records/s\n", thousands(v, 0))
+			} else {
+				fmt.Fprintf(progress, " records/s not measured (%s records in %.3fs)\n", count(row.Records), row.Seconds)
+			}
 			runs[i] = append(runs[i], row)
 		}
 	}
 	rows := make([]Row, len(configs))
 	for i, rs := range runs {
-		slices.SortFunc(rs, func(a, b Row) int { return cmp.Compare(a.RecordsPerSec, b.RecordsPerSec) })
-		rows[i] = rs[(len(rs)-1)/2] // the lower middle when even: no upward lean
+		rows[i] = median(rs)
 	}
 	return rows, nil
+}
+
+// median is the run with the median records/s (the lower middle when even:
+// no upward lean; runs not measured rank lowest), with Runs and Spread set.
+func median(rs []Row) Row {
+	slices.SortFunc(rs, func(a, b Row) int {
+		av, aok := a.RecordsPerSec.value()
+		bv, bok := b.RecordsPerSec.value()
+		if aok != bok {
+			if aok {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Compare(av, bv)
+	})
+	row := rs[(len(rs)-1)/2]
+	row.Runs = len(rs)
+	var lo, hi float64
+	n := 0
+	for _, r := range rs {
+		if v, ok := r.RecordsPerSec.value(); ok {
+			if n == 0 {
+				lo = v
+			}
+			hi, n = v, n+1
+		}
+	}
+	if mid, ok := row.RecordsPerSec.value(); ok && n >= 2 && mid > 0 {
+		row.Spread = measured((hi - lo) / mid)
+	}
+	return row
+}
+
+// describe names a configuration in progress lines, leaving out what is
+// unset (no rate limit, no state) or does not apply (a baseline's interval).
+func describe(rc rowConfig) string {
+	parts := []string{rc.Topology, rc.Mode}
+	if rc.Mode == "abs" || rc.Mode == "sync" {
+		parts = append(parts, "interval="+rc.Interval)
+	}
+	parts = append(parts, fmt.Sprintf("p=%d", rc.Parallelism))
+	if rc.StateSize > 0 {
+		parts = append(parts, "state="+count(int64(rc.StateSize))+"B/key")
+	}
+	if rc.Rate > 0 {
+		parts = append(parts, "rate="+thousands(rc.Rate, 0)+"/s")
+	}
+	if rc.SinkRate > 0 {
+		parts = append(parts, "sink-rate="+thousands(rc.SinkRate, 0)+"/s")
+	}
+	if rc.Recovery {
+		parts = append(parts, "recovery")
+	}
+	return strings.Join(parts, " ")
 }
 
 // plan lists the rows of a run.
 func plan(f flags) ([]rowConfig, error) {
 	base := rowConfig{Topology: f.topology, Parallelism: f.parallelism, RecordSize: f.recordSize, Keys: f.keys,
-		StateSize: f.stateSize, Rate: f.rate, Duration: f.duration, Store: f.store, Interval: "off"}
-	if f.recordSize < 16 || f.parallelism < 1 || f.keys < 1 || f.duration <= 0 || f.stateSize < 0 || f.rate < 0 {
-		return nil, fmt.Errorf("bad flags: record-size >= 16, parallelism >= 1, keys >= 1, duration > 0, state-size >= 0, rate >= 0")
+		StateSize: f.stateSize, Rate: f.rate, Duration: f.duration, Records: f.records, Store: f.store, Interval: "off"}
+	if f.recordSize < 16 || f.parallelism < 1 || f.keys < 1 || f.duration <= 0 || f.stateSize < 0 || f.rate < 0 || f.records < 0 || f.repeat < 1 {
+		return nil, fmt.Errorf("%w: want -record-size >= 16, -parallelism >= 1, -keys >= 1, -duration > 0, -state-size >= 0, -rate >= 0, -records >= 0, -repeat >= 1", errUsage)
+	}
+	if f.records > 0 && f.sweep == "recovery" {
+		return nil, fmt.Errorf("%w: -sweep recovery measures a failure during -duration; it does not take -records", errUsage)
 	}
 	var out []rowConfig
 	add := func(mut func(*rowConfig)) {
@@ -186,7 +322,7 @@ func plan(f flags) ([]rowConfig, error) {
 		}
 		return out, nil
 	default:
-		return nil, fmt.Errorf("unknown sweep %q (state-size, fan-in, recovery, parallelism, backpressure, latency)", f.sweep)
+		return nil, fmt.Errorf("%w: unknown -sweep %q (state-size, fan-in, recovery, parallelism, backpressure, latency)", errUsage, f.sweep)
 	}
 	for _, m := range strings.Split(f.modes, ",") {
 		switch m = strings.TrimSpace(m); m {
@@ -194,7 +330,7 @@ func plan(f flags) ([]rowConfig, error) {
 			for _, iv := range strings.Split(f.intervals, ",") {
 				iv = strings.TrimSpace(iv)
 				if _, err := parseInterval(iv); err != nil {
-					return nil, err
+					return nil, fmt.Errorf("%w: -intervals: %v", errUsage, err)
 				}
 				if m == "sync" && iv == "off" {
 					continue // without checkpoints sync is abs
@@ -206,25 +342,29 @@ func plan(f flags) ([]rowConfig, error) {
 				add(func(rc *rowConfig) { rc.Mode = m })
 			}
 		default:
-			return nil, fmt.Errorf("unknown mode %q (abs, sync, protoactor, channels)", m)
+			return nil, fmt.Errorf("%w: unknown mode %q in -modes (abs, sync, protoactor, channels)", errUsage, m)
 		}
 	}
 	return out, nil
 }
 
-// followUps are the rows a sweep adds once the first is measured.
-func followUps(sweep string, first Row) []rowConfig {
-	if first.SinkRate > 0 || first.Rate > 0 {
+// followUps are the rows a sweep adds once the first is measured. A first
+// row whose records/s was not measured, or is 0, has none: its rate could not
+// be derived.
+func followUps(progress io.Writer, sweep string, first Row) []rowConfig {
+	if first.SinkRate > 0 || first.Rate > 0 || (sweep != "backpressure" && sweep != "latency") {
+		return nil
+	}
+	top, ok := first.RecordsPerSec.value()
+	if !ok || top <= 0 {
+		fmt.Fprintf(progress, "bench: -sweep %s: no follow-up row: the first row's records/s was not measured\n", sweep)
 		return nil
 	}
 	rc := first.rowConfig
-	switch sweep {
-	case "backpressure":
-		rc.SinkRate = first.RecordsPerSec / 10
-	case "latency":
-		rc.Rate = first.RecordsPerSec / 2
-	default:
-		return nil
+	if sweep == "backpressure" {
+		rc.SinkRate = top / 10
+	} else {
+		rc.Rate = top / 2
 	}
 	return []rowConfig{rc}
 }
@@ -237,13 +377,13 @@ type childConfig struct {
 	Recovery bool          `json:"recovery"`
 }
 
-func runInChild(ctx context.Context, rc rowConfig) (Row, error) {
+func runInChild(ctx context.Context, stderr io.Writer, rc rowConfig) (Row, error) {
 	cc, err := json.Marshal(childConfig{rowConfig: rc, Records: rc.Records, Duration: rc.Duration, Recovery: rc.Recovery})
 	if err != nil {
 		return Row{}, err
 	}
 	cmd := exec.CommandContext(ctx, os.Args[0], "-child", string(cc))
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = stderr
 	out, err := cmd.Output()
 	if err != nil {
 		return Row{}, fmt.Errorf("child: %w", err)
@@ -256,7 +396,7 @@ func runInChild(ctx context.Context, rc rowConfig) (Row, error) {
 	return row, nil
 }
 
-func runChild(ctx context.Context, spec string) error {
+func runChild(ctx context.Context, spec string, stdout io.Writer) error {
 	var cc childConfig
 	if err := json.Unmarshal([]byte(spec), &cc); err != nil {
 		return err
@@ -267,17 +407,24 @@ func runChild(ctx context.Context, spec string) error {
 	if err != nil {
 		return err
 	}
-	return json.NewEncoder(os.Stdout).Encode(row)
+	return json.NewEncoder(stdout).Encode(row)
 }
 
-// ratios sets each row's throughput relative to the checkpoints-off row of
-// its topology and parallelism.
+// ratios sets each snapflow row's throughput relative to the unthrottled
+// abs row with checkpoints off of its topology, parallelism and state. A
+// baseline has none: it is not snapflow with checkpoints on.
 func ratios(rows []Row) {
 	for i := range rows {
+		if rows[i].baseline() {
+			continue
+		}
 		for _, o := range rows {
 			if o.Mode == "abs" && o.Interval == "off" && o.Topology == rows[i].Topology && o.Parallelism == rows[i].Parallelism &&
-				o.StateSize == rows[i].StateSize && o.SinkRate == 0 && o.Rate == 0 && o.RecordsPerSec > 0 {
-				rows[i].RatioToOff = rows[i].RecordsPerSec / o.RecordsPerSec
+				o.StateSize == rows[i].StateSize && o.SinkRate == 0 && o.Rate == 0 {
+				off, offOK := o.RecordsPerSec.value()
+				if v, ok := rows[i].RecordsPerSec.value(); ok && offOK {
+					rows[i].RatioToOff = per(v, off)
+				}
 			}
 		}
 	}

@@ -32,26 +32,50 @@ type rowConfig struct {
 	Recovery    bool          `json:"-"`                   // inject one failure and measure the recovery
 }
 
-// Row is a measured configuration.
+// Row is a measured configuration. A metric that was not measured, or does
+// not apply to the row (checkpoint figures with checkpoints off, a baseline's
+// ratio to snapflow's off row), is null in JSON and "–" in the table.
 type Row struct {
 	rowConfig
+	Runs          int     `json:"runs"` // runs this row is the median of
 	Records       int64   `json:"records"`
 	Seconds       float64 `json:"seconds"`
-	RecordsPerSec float64 `json:"records_per_sec"`
-	RatioToOff    float64 `json:"ratio_to_off,omitempty"`
+	RecordsPerSec metric  `json:"records_per_sec"`
+	Spread        metric  `json:"records_per_sec_spread"` // (max-min)/median of the runs' records/s
+	RatioToOff    metric  `json:"ratio_to_off"`           // records/s against abs with checkpoints off
 	Checkpoints   int     `json:"checkpoints"`
-	CkptP50Ms     float64 `json:"ckpt_p50_ms"`
-	CkptP99Ms     float64 `json:"ckpt_p99_ms"`
-	AlignP50Ms    float64 `json:"align_p50_ms"`
-	AlignP99Ms    float64 `json:"align_p99_ms"`
-	BytesPerCkpt  float64 `json:"bytes_per_ckpt"`
-	LatencyP50Ms  float64 `json:"latency_p50_ms"`
-	LatencyP99Ms  float64 `json:"latency_p99_ms"`
-	PeakRSSBytes  int64   `json:"peak_rss_bytes"`
-	RecoveryMs    float64 `json:"recovery_ms,omitempty"`
+	CkptP50Ms     metric  `json:"ckpt_p50_ms"`
+	CkptP99Ms     metric  `json:"ckpt_p99_ms"`
+	AlignP50Ms    metric  `json:"align_p50_ms"`
+	AlignP99Ms    metric  `json:"align_p99_ms"`
+	BytesPerCkpt  metric  `json:"bytes_per_ckpt"`
+	LatencyP50Ms  metric  `json:"latency_p50_ms"`
+	LatencyP99Ms  metric  `json:"latency_p99_ms"`
+	PeakRSSBytes  int64   `json:"peak_rss_bytes"` // 0: not measured (no /proc)
+	RecoveryMs    metric  `json:"recovery_ms"`
 }
 
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+// baseline reports whether the row is a hand-written baseline, which takes
+// no checkpoint.
+func (r Row) baseline() bool { return r.Mode == "protoactor" || r.Mode == "channels" }
+
+// latencies is the p50 and p99 of h, not measured when h is empty.
+func latencies(h *benchwork.Histogram) (p50, p99 metric) {
+	if h == nil || h.Count() == 0 {
+		return metric{}, metric{}
+	}
+	return msOf(h.Quantile(0.5)), msOf(h.Quantile(0.99))
+}
+
+// quantiles is the p50 and p99 of d in milliseconds, not measured when d is
+// empty.
+func quantiles(d []time.Duration) (p50, p99 metric) {
+	if len(d) == 0 {
+		return metric{}, metric{}
+	}
+	a, b := benchwork.Quantiles(d)
+	return msOf(a), msOf(b)
+}
 
 func parseInterval(s string) (time.Duration, error) {
 	if s == "off" {
@@ -99,10 +123,15 @@ func runBaseline(ctx context.Context, rc rowConfig) (Row, error) {
 	if err != nil {
 		return Row{}, err
 	}
-	return Row{
-		Records: res.Records, Seconds: res.Elapsed.Seconds(), RecordsPerSec: float64(res.Records) / res.Elapsed.Seconds(),
-		LatencyP50Ms: ms(res.Latency.Quantile(0.5)), LatencyP99Ms: ms(res.Latency.Quantile(0.99)),
-	}, nil
+	return baselineRow(res), nil
+}
+
+// baselineRow is the row of a baseline's result: a run that carried no
+// record, or took no time, has its throughput and latency not measured.
+func baselineRow(res baseline.Result) Row {
+	row := Row{Records: res.Records, Seconds: res.Elapsed.Seconds(), RecordsPerSec: per(float64(res.Records), res.Elapsed.Seconds())}
+	row.LatencyP50Ms, row.LatencyP99Ms = latencies(res.Latency)
+	return row
 }
 
 func runSnapflow(ctx context.Context, rc rowConfig) (Row, error) {
@@ -152,12 +181,12 @@ func runSnapflow(ctx context.Context, rc rowConfig) (Row, error) {
 		return Row{}, err
 	}
 	start := time.Now()
-	var measured int64
+	var counted int64
 	var elapsed time.Duration
 	if rc.Records > 0 {
 		p.window.Store(true)
 		err = job.Wait()
-		elapsed, measured = time.Since(start), p.records.Load()
+		elapsed, counted = time.Since(start), p.records.Load()
 	} else {
 		// Warm up, then count what the sink sees during the duration.
 		warm := min(time.Second, rc.Duration/5)
@@ -170,13 +199,13 @@ func runSnapflow(ctx context.Context, rc rowConfig) (Row, error) {
 			p.failAt.Store(r0 + 1)
 		}
 		sleepCtx(ctx, rc.Duration)
-		elapsed, measured = time.Since(t0), p.records.Load()-r0
+		elapsed, counted = time.Since(t0), p.records.Load()-r0
 		p.window.Store(false)
 		if rc.Recovery {
 			select {
 			case <-done:
 			case <-time.After(time.Minute):
-				return Row{}, fmt.Errorf("no recovery within a minute")
+				return Row{}, fmt.Errorf("bench: recovery: the job was not running again within a minute of the injected failure")
 			}
 		}
 		if stopErr := job.Stop(); stopErr != nil && !isStopped(stopErr) {
@@ -186,18 +215,13 @@ func runSnapflow(ctx context.Context, rc rowConfig) (Row, error) {
 	if err != nil {
 		return Row{}, err
 	}
-	ck50, ck99 := benchwork.Quantiles(ckpt)
-	al50, al99 := benchwork.Quantiles(align)
-	row := Row{
-		Records: measured, Seconds: elapsed.Seconds(), RecordsPerSec: float64(measured) / elapsed.Seconds(),
-		Checkpoints: len(ckpt), CkptP50Ms: ms(ck50), CkptP99Ms: ms(ck99), AlignP50Ms: ms(al50), AlignP99Ms: ms(al99),
-		LatencyP50Ms: ms(p.latency.Quantile(0.5)), LatencyP99Ms: ms(p.latency.Quantile(0.99)),
-	}
-	if len(ckpt) > 0 {
-		row.BytesPerCkpt = float64(bytes) / float64(len(ckpt))
-	}
+	row := Row{Records: counted, Seconds: elapsed.Seconds(), RecordsPerSec: per(float64(counted), elapsed.Seconds()), Checkpoints: len(ckpt)}
+	row.CkptP50Ms, row.CkptP99Ms = quantiles(ckpt)
+	row.AlignP50Ms, row.AlignP99Ms = quantiles(align)
+	row.LatencyP50Ms, row.LatencyP99Ms = latencies(&p.latency)
+	row.BytesPerCkpt = per(float64(bytes), float64(len(ckpt)))
 	if rc.Recovery && !runningAt.IsZero() {
-		row.RecoveryMs = ms(runningAt.Sub(failedAt))
+		row.RecoveryMs = msOf(runningAt.Sub(failedAt))
 	}
 	return row, nil
 }

@@ -3,24 +3,124 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 )
 
-func printTable(w io.Writer, rows []Row) {
+// column is one column of the table: its header and how a row fills it.
+type column struct {
+	name string
+	cell func(Row) string
+}
+
+// columns are the table's columns, in order. Cells print "–" for what does
+// not apply or was not measured, and numbers with thousands separators.
+var columns = []column{
+	{"topology", func(r Row) string { return r.Topology }},
+	{"mode", func(r Row) string { return r.Mode }},
+	{"interval", func(r Row) string { return ifSnapflow(r, r.Interval) }},
+	{"p", func(r Row) string { return count(int64(r.Parallelism)) }},
+	{"state/key B", func(r Row) string { return ifSnapflow(r, count(int64(r.StateSize))) }},
+	{"records/s", func(r Row) string { return r.RecordsPerSec.cell(0) }},
+	{"spread", func(r Row) string { return percent(r.Spread) }},
+	{"% of off", func(r Row) string { return percent(r.RatioToOff) }},
+	{"ckpts", checkpointsCell},
+	{"ckpt p50/p99 ms", func(r Row) string { return pair(r.CkptP50Ms, r.CkptP99Ms) }},
+	{"align p50/p99 ms", func(r Row) string { return pair(r.AlignP50Ms, r.AlignP99Ms) }},
+	{"bytes/ckpt", func(r Row) string { return r.BytesPerCkpt.cell(0) }},
+	{"latency p50/p99 ms", func(r Row) string { return pair(r.LatencyP50Ms, r.LatencyP99Ms) }},
+	{"peak RSS MiB", rssCell},
+	{"recovery ms", func(r Row) string { return r.RecoveryMs.cell(1) }},
+}
+
+// optional columns are printed only when some row has a value in them.
+var optional = map[string]bool{"recovery ms": true}
+
+// tableNote explains the table's symbols and relative columns.
+const tableNote = `–: does not apply to the row, or was not measured (no record, no checkpoint, no time).
+spread: (max - min) / median of the runs' records/s; the row is the median run.
+% of off: records/s against the unthrottled abs row with checkpoints off of the same topology, parallelism and state.
+`
+
+// printTable writes rows as an aligned table with a note on its symbols.
+func printTable(w io.Writer, rows []Row) error {
+	cols := tableColumns(rows)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "topology\tmode\tinterval\tp\tstate/key\trecords/s\tvs off\tckpts\tckpt p50 ms\tckpt p99 ms\talign p50 ms\talign p99 ms\tbytes/ckpt\tlat p50 ms\tlat p99 ms\tpeak RSS MiB\trecovery ms\t")
-	for _, r := range rows {
-		ratio, recovery := "-", "-"
-		if r.RatioToOff > 0 {
-			ratio = fmt.Sprintf("%.3f", r.RatioToOff)
-		}
-		if r.RecoveryMs > 0 {
-			recovery = fmt.Sprintf("%.1f", r.RecoveryMs)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.0f\t%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%.2f\t%.2f\t%.1f\t%s\t\n",
-			r.Topology, r.Mode, r.Interval, r.Parallelism, r.StateSize, r.RecordsPerSec, ratio, r.Checkpoints,
-			r.CkptP50Ms, r.CkptP99Ms, r.AlignP50Ms, r.AlignP99Ms, r.BytesPerCkpt, r.LatencyP50Ms, r.LatencyP99Ms,
-			float64(r.PeakRSSBytes)/(1<<20), recovery)
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.name
 	}
-	tw.Flush()
+	fmt.Fprintln(tw, strings.Join(names, "\t")+"\t")
+	for _, r := range rows {
+		cells := make([]string, len(cols))
+		for i, c := range cols {
+			cells[i] = c.cell(r)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, tableNote)
+	return err
+}
+
+// tableColumns are the columns printed for rows: every column but the
+// optional ones in which no row has a value.
+func tableColumns(rows []Row) []column {
+	var cols []column
+	for _, c := range columns {
+		keep := !optional[c.name]
+		for _, r := range rows {
+			keep = keep || c.cell(r) != notMeasured
+		}
+		if keep {
+			cols = append(cols, c)
+		}
+	}
+	return cols
+}
+
+// ifSnapflow is s for a snapflow row, and "–" for a baseline, which has no
+// checkpoint interval and no state beyond its sums.
+func ifSnapflow(r Row, s string) string {
+	if r.baseline() {
+		return notMeasured
+	}
+	return s
+}
+
+// checkpointsCell is the number of checkpoints in the measuring window; "–"
+// where none were asked for (a baseline, or the interval off).
+func checkpointsCell(r Row) string {
+	if r.baseline() || (r.Interval == "off" && r.Checkpoints == 0) {
+		return notMeasured
+	}
+	return count(int64(r.Checkpoints))
+}
+
+func rssCell(r Row) string {
+	if r.PeakRSSBytes <= 0 {
+		return notMeasured
+	}
+	return thousands(float64(r.PeakRSSBytes)/(1<<20), 1)
+}
+
+// percent is a ratio as a percentage with one decimal, or "–".
+func percent(m metric) string {
+	v, ok := m.value()
+	if !ok {
+		return notMeasured
+	}
+	return thousands(100*v, 1) + "%"
+}
+
+// pair is "p50 / p99" with two decimals, or "–" when neither was measured.
+func pair(p50, p99 metric) string {
+	if _, ok := p50.value(); !ok {
+		if _, ok := p99.value(); !ok {
+			return notMeasured
+		}
+	}
+	return p50.cell(2) + " / " + p99.cell(2)
 }
