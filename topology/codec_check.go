@@ -248,6 +248,9 @@ func (c *jsonChecker) checkStruct(t reflect.Type, path string, addr bool) *codec
 func collectFields(t reflect.Type, prefix string, chain []reflect.Type, out *[]jsonField) *codecProblem {
 	for i := range t.NumField() {
 		sf := t.Field(i)
+		if sf.Name == "_" {
+			continue // blank fields hold no data: padding, or markers such as _ [0]func()
+		}
 		path := sf.Name
 		if prefix != "" {
 			path = prefix + "." + sf.Name

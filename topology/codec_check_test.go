@@ -189,12 +189,19 @@ func TestCheckDefaultCodecAccepts(t *testing.T) {
 		problemOf[cdAccepted](), problemOf[point](), problemOf[[]int](), problemOf[map[string]int](),
 		problemOf[time.Time](), problemOf[*int64](), problemOf[cdRecursive](), problemOf[[]byte](),
 		problemOf[map[cdTextKey]int](), problemOf[map[cdHiddenInt]string](), problemOf[[4]cdRecursive](),
-		problemOf[struct{}](), problemOf[map[string]*big.Int](), problemOf[level](), problemOf[cdComplexFree](),
+		problemOf[struct{}](), problemOf[map[string]*big.Int](), problemOf[level](), problemOf[cdComplexFree](), problemOf[cdBlank](),
 	} {
 		if p != "" {
 			t.Errorf("refused: %s", p)
 		}
 	}
+}
+
+// cdBlank has blank fields, which hold no data.
+type cdBlank struct {
+	_ [0]func()
+	A int
+	_ chan int
 }
 
 type cdComplexFree struct {
