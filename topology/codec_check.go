@@ -89,7 +89,7 @@ func (c *jsonChecker) check(t reflect.Type, path string, addr bool) *codecProble
 			"use a number type or a string")
 	}
 	if t.Kind() != reflect.Pointer {
-		if p, trusted := c.checkMethods(t, path, addr); p != nil || trusted {
+		if p, trusted := checkMethods(t, path, addr); p != nil || trusted {
 			return p
 		}
 	}
@@ -128,14 +128,14 @@ func implements(t, iface reflect.Type, addr bool) bool {
 // checkMethods applies encoding/json's marshaling methods: a type that
 // encodes and decodes itself (MarshalJSON and UnmarshalJSON, or MarshalText
 // and UnmarshalText) is trusted; one with only one side of a pair is not.
-func (c *jsonChecker) checkMethods(t reflect.Type, path string, addr bool) (p *codecProblem, trusted bool) {
+func checkMethods(t reflect.Type, path string, addr bool) (p *codecProblem, trusted bool) {
 	mj, uj := implements(t, jsonMarshaler, addr), reflect.PointerTo(t).Implements(jsonUnmarshaler)
 	mt, ut := implements(t, textMarshaler, addr), reflect.PointerTo(t).Implements(textUnmarshaler)
-	pair := func(m, u bool, iface, marshal, unmarshal string, mAny bool) (*codecProblem, bool) {
+	pair := func(m, u bool, iface reflect.Type, marshal, unmarshal string) (*codecProblem, bool) {
 		switch {
 		case m && u:
-			return c.checkPromoted(t, path, iface, marshal), true
-		case u && mAny:
+			return checkPromoted(t, path, iface, marshal), true
+		case u && implements(t, iface, true):
 			return problemAt(path, "has type %s, whose %s method has a pointer receiver, which encoding/json does not call on map values",
 				"store a pointer", typeName(t), marshal), true
 		case u:
@@ -148,9 +148,9 @@ func (c *jsonChecker) checkMethods(t reflect.Type, path string, addr bool) (p *c
 	}
 	switch {
 	case mj || uj:
-		return pair(mj, uj, "json.Marshaler", "MarshalJSON", "UnmarshalJSON", implements(t, jsonMarshaler, true))
+		return pair(mj, uj, jsonMarshaler, "MarshalJSON", "UnmarshalJSON")
 	case mt || ut:
-		return pair(mt, ut, "encoding.TextMarshaler", "MarshalText", "UnmarshalText", implements(t, textMarshaler, true))
+		return pair(mt, ut, textMarshaler, "MarshalText", "UnmarshalText")
 	}
 	return nil, false
 }
@@ -159,17 +159,13 @@ func (c *jsonChecker) checkMethods(t reflect.Type, path string, addr bool) (p *c
 // an embedded field while it has other fields: JSON would encode only the
 // embedded value. A struct that defines its own method is refused as well,
 // which passing JSONCodec explicitly overrides.
-func (c *jsonChecker) checkPromoted(t reflect.Type, path, iface, method string) *codecProblem {
+func checkPromoted(t reflect.Type, path string, iface reflect.Type, method string) *codecProblem {
 	if t.Kind() != reflect.Struct || t.NumField() < 2 {
 		return nil
 	}
-	it := jsonMarshaler
-	if iface != "json.Marshaler" {
-		it = textMarshaler
-	}
 	for i := range t.NumField() {
 		f := t.Field(i)
-		if f.Anonymous && implements(f.Type, it, true) {
+		if f.Anonymous && implements(f.Type, iface, true) {
 			return problemAt(path, "has type %s, which embeds %s: its %s method encodes only the embedded value, and the other fields would be lost",
 				"make the embedded field a named field", typeName(t), typeName(f.Type), method)
 		}
