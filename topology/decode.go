@@ -44,13 +44,14 @@ func DecodeValueState[K Key, V any](st *messages.TaskState, name string, codec .
 
 // DecodeMapState reads the map state called name out of a stored task
 // state, for inspecting checkpoints. It returns each key's map: none if st
-// holds no such state. The codecs default to DefaultCodec, as in MapOf.
+// holds no such state. The codecs default to DefaultCodec, as in MapOf;
+// pass MapCodecs to choose others.
 // When st records the state's descriptor, a state stored with another kind,
 // key type, map key type or value type than asked is refused with an error
 // wrapping ErrIncompatibleState. The codecs are not compared.
-func DecodeMapState[K Key, UK comparable, V any](st *messages.TaskState, name string, codecs ...MapCodecs[UK, V]) (map[K]map[UK]V, error) {
+func DecodeMapState[K Key, UK comparable, V any](st *messages.TaskState, name string, opts ...MapOption[UK, V]) (map[K]map[UK]V, error) {
 	kc := newKeyCodec[K]()
-	ukc, vc, _, _ := resolveMapCodecs(codecs)
+	ukc, vc, _, _ := resolveMapCodecs(opts)
 	if err := checkDecoding(st, mapDescriptor(name, typeName(reflect.TypeFor[K]()), ukc, vc)); err != nil {
 		return nil, err
 	}

@@ -55,7 +55,7 @@ func TestSnapshotWritesStateDescriptors(t *testing.T) {
 		Value[int64](s, "n")
 		MapOf[int32, CdInner](s, "m")
 		Value[cdCounter](s, "c", cdCounterCodec{})
-		MapOf(s, "custom", MapCodecs[string, []byte]{Key: cdPlainCodec{}})
+		MapOf(s, "custom", MapCodecs[string, []byte](cdPlainCodec{}, nil))
 		return echo
 	}))
 	want := []*messages.StateDescriptor{
@@ -149,7 +149,7 @@ func TestRestoreRefusesChangedDeclarations(t *testing.T) {
 		}, []string{`state "v": kind changed from value to map, map key type changed from none to string, map key codec changed from none to snapflow.string`}},
 		{"map key and codec", func(s *KeyedSetup[string]) ProcessFunc[string, string, string] {
 			Value[int64](s, "v")
-			MapOf(s, "m", MapCodecs[int32, int64]{Value: cdInt64Codec{}})
+			MapOf(s, "m", MapCodecs[int32](nil, cdInt64Codec{}))
 			Value[string](s, "gone")
 			Value[cdCounter](s, "c", cdCounterCodec{})
 			return echo
@@ -338,7 +338,7 @@ func TestDeclaredStatesErrors(t *testing.T) {
 	want := []string{
 		`topology: operator "count": state "n": type github.com/snapflow/snapflow/topology.cdCounter: field count is unexported, and JSON skips it; export it or pass a codec to Value`,
 		`topology: operator "iface": state "m": value type github.com/snapflow/snapflow/topology.cdWithAny: field V has interface type interface {}, ` +
-			`whose dynamic type JSON cannot restore (numbers come back as float64, objects as maps); use a concrete type or pass a value codec to MapOf (MapCodecs.Value); ` +
+			`whose dynamic type JSON cannot restore (numbers come back as float64, objects as maps); use a concrete type or pass a value codec to MapOf (MapCodecs); ` +
 			`state "f": map key type interface {}: the value has interface type interface {}`,
 		`topology: operator "twice": state "x" declared twice`,
 		`topology: operator "nil": setup returned a nil process function`,
@@ -371,9 +371,9 @@ func TestDeclarationRefusedAtInstance(t *testing.T) {
 		func(s *KeyedSetup[string]) { Value(s, "n", Codec[cdCounter](cdCounterCodec{})) },
 		func(s *KeyedSetup[string]) { Value[cdWithAny](s, "n", JSONCodec[cdWithAny]{}) },
 		func(s *KeyedSetup[string]) {
-			MapOf(s, "n", MapCodecs[float64, cdCounter]{Key: DefaultCodec[float64](), Value: cdCounterCodec{}})
+			MapOf(s, "n", MapCodecs(DefaultCodec[float64](), cdCounterCodec{}))
 		},
-		func(s *KeyedSetup[string]) { MapOf(s, "n", MapCodecs[cdCounter, int]{Key: JSONCodec[cdCounter]{}}) },
+		func(s *KeyedSetup[string]) { MapOf(s, "n", MapCodecs[cdCounter, int](JSONCodec[cdCounter]{}, nil)) },
 	} {
 		p := mustPlan(t, declGraph(1, func(s *KeyedSetup[string]) ProcessFunc[string, string, string] { decl(s); return echo }))
 		if _, err := p.DeclaredStates(); err != nil {
@@ -381,12 +381,12 @@ func TestDeclarationRefusedAtInstance(t *testing.T) {
 		}
 	}
 	p = mustPlan(t, declGraph(1, func(s *KeyedSetup[string]) ProcessFunc[string, string, string] {
-		MapOf(s, "n", MapCodecs[cdCounter, int]{Value: cdIntCodec{}}, MapCodecs[cdCounter, int]{})
+		MapOf(s, "n", MapCodecs[cdCounter](nil, cdIntCodec{}), MapCodecs[cdCounter, int](nil, nil))
 		return echo
 	}))
 	if _, err := p.DeclaredStates(); !errors.Is(err, ErrInvalidState) ||
-		!strings.Contains(err.Error(), `state "n": map key type github.com/snapflow/snapflow/topology.cdCounter: field count is unexported, and JSON skips it; export it or pass a key codec to MapOf (MapCodecs.Key)`) ||
-		!strings.Contains(err.Error(), "2 MapCodecs given to MapOf, want at most one") {
+		!strings.Contains(err.Error(), `state "n": map key type github.com/snapflow/snapflow/topology.cdCounter: field count is unexported, and JSON skips it; export it or pass a key codec to MapOf (MapCodecs)`) ||
+		!strings.Contains(err.Error(), "2 MapOptions given to MapOf, want at most one") {
 		t.Errorf("DeclaredStates = %v", err)
 	}
 }
@@ -405,7 +405,7 @@ func (cdIntCodec) Decode(b []byte) (int, error) {
 func TestMapOfCodecsSnapshotRestore(t *testing.T) {
 	var states []*MapState[string, string, cdCounter]
 	g := declGraph(1, func(s *KeyedSetup[string]) ProcessFunc[string, string, string] {
-		m := MapOf(s, "m", MapCodecs[string, cdCounter]{Key: cdPlainCodec{}, Value: cdCounterCodec{}})
+		m := MapOf(s, "m", MapCodecs(cdPlainCodec{}, cdCounterCodec{}))
 		states = append(states, m)
 		return func(ctx *Context[string], in string, _ *Collector[string]) error {
 			c, _ := m.Get(in + "!")
@@ -423,13 +423,13 @@ func TestMapOfCodecsSnapshotRestore(t *testing.T) {
 	if got := states[len(states)-1].m; !reflect.DeepEqual(got, want) {
 		t.Errorf("restored %v, want %v", got, want)
 	}
-	decoded, err := DecodeMapState[string](st, "m", MapCodecs[string, cdCounter]{Key: cdPlainCodec{}, Value: cdCounterCodec{}})
+	decoded, err := DecodeMapState[string](st, "m", MapCodecs(cdPlainCodec{}, cdCounterCodec{}))
 	if err != nil || !reflect.DeepEqual(map[string]map[string]cdCounter(decoded), want) {
 		t.Errorf("DecodeMapState = %v, %v, want %v", decoded, err, want)
 	}
 	// The codecs are the caller's: another codec of the same encoding reads
 	// the state.
-	decoded, err = DecodeMapState[string](st, "m", MapCodecs[string, cdCounter]{Value: cdCounterCodec{}})
+	decoded, err = DecodeMapState[string](st, "m", MapCodecs[string](nil, cdCounterCodec{}))
 	if err != nil || !reflect.DeepEqual(map[string]map[string]cdCounter(decoded), want) {
 		t.Errorf("DecodeMapState with the default key codec = %v, %v, want %v", decoded, err, want)
 	}
@@ -515,7 +515,7 @@ func TestCodecIDsAndTypeNames(t *testing.T) {
 		{typeName(reflect.TypeFor[error]()), "error"},
 		{typeName(reflect.TypeFor[map[name][]*point]()), "map[github.com/snapflow/snapflow/topology.name][]*github.com/snapflow/snapflow/topology.point"},
 		{typeName(reflect.TypeFor[[2]level]()), "[2]github.com/snapflow/snapflow/topology.level"},
-		{typeName(reflect.TypeFor[MapCodecs[name, int]]()), "github.com/snapflow/snapflow/topology.MapCodecs[github.com/snapflow/snapflow/topology.name,int]"},
+		{typeName(reflect.TypeFor[MapOption[name, int]]()), "github.com/snapflow/snapflow/topology.MapOption[github.com/snapflow/snapflow/topology.name,int]"},
 		{typeName(reflect.TypeFor[struct{ A int }]()), "struct { A int }"},
 	} {
 		if tt.got != tt.want {

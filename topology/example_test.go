@@ -289,7 +289,7 @@ func (lastSeenCodec) Decode(b []byte) (lastSeen, error) {
 func ExampleMapOf() {
 	plan, err := topology.NewPlan(wordCounts(func(s *topology.KeyedSetup[string]) topology.ProcessFunc[string, string, string] {
 		counts := topology.MapOf[string, int64](s, "counts")
-		last := topology.MapOf(s, "last", topology.MapCodecs[string, lastSeen]{Value: lastSeenCodec{}})
+		last := topology.MapOf(s, "last", topology.MapCodecs[string](nil, lastSeenCodec{}))
 		return func(_ *topology.Context[string], w string, _ *topology.Collector[string]) error {
 			n, _ := counts.Get(w)
 			counts.Put(w, n+1)

@@ -285,23 +285,31 @@ type MapState[K Key, UK comparable, V any] struct {
 	desc     *messages.StateDescriptor
 }
 
-// MapCodecs chooses the codecs of a map state's user keys and values (see
-// MapOf and DecodeMapState). A nil codec means DefaultCodec.
-type MapCodecs[UK comparable, V any] struct {
-	Key   Codec[UK]
-	Value Codec[V]
+// MapOption configures a map state (see MapOf and DecodeMapState). Build it
+// with MapCodecs.
+type MapOption[UK comparable, V any] struct {
+	key   Codec[UK]
+	value Codec[V]
 }
 
-// resolve returns the codecs to use, each the default unless given, and
-// whether each was given.
-func resolveMapCodecs[UK comparable, V any](codecs []MapCodecs[UK, V]) (kc Codec[UK], vc Codec[V], kGiven, vGiven bool) {
+// MapCodecs chooses the codecs of a map state's user keys and values. A nil
+// codec means DefaultCodec, checked as Value checks it; the type arguments
+// are inferred from the codecs, e.g. MapCodecs(keyCodec, valueCodec), or
+// given when one is nil: MapCodecs[string](nil, valueCodec).
+func MapCodecs[UK comparable, V any](key Codec[UK], value Codec[V]) MapOption[UK, V] {
+	return MapOption[UK, V]{key: key, value: value}
+}
+
+// resolveMapCodecs returns the codecs to use, each the default unless
+// given, and whether each was given.
+func resolveMapCodecs[UK comparable, V any](opts []MapOption[UK, V]) (kc Codec[UK], vc Codec[V], kGiven, vGiven bool) {
 	kc, vc = DefaultCodec[UK](), DefaultCodec[V]()
-	for _, c := range codecs {
-		if c.Key != nil {
-			kc, kGiven = c.Key, true
+	for _, o := range opts {
+		if o.key != nil {
+			kc, kGiven = o.key, true
 		}
-		if c.Value != nil {
-			vc, vGiven = c.Value, true
+		if o.value != nil {
+			vc, vGiven = o.value, true
 		}
 	}
 	return kc, vc, kGiven, vGiven
@@ -311,21 +319,21 @@ func resolveMapCodecs[UK comparable, V any](codecs []MapCodecs[UK, V]) (kc Codec
 // and are checked as Value checks them; pass MapCodecs to choose others,
 // for example
 //
-//	MapOf(s, "profiles", topology.MapCodecs[string, profile]{Value: myCodec})
+//	last := topology.MapOf(s, "last", topology.MapCodecs[string](nil, lastCodec))
 //
 // The state's descriptor (name, types and codec ids) is recorded in every
 // snapshot, and a restore into a different declaration is refused with
 // ErrIncompatibleState.
-func MapOf[UK comparable, V any, K Key](s *KeyedSetup[K], name string, codecs ...MapCodecs[UK, V]) *MapState[K, UK, V] {
-	kc, vc, kGiven, vGiven := resolveMapCodecs(codecs)
-	if len(codecs) > 1 {
-		s.fail("state %q: %d MapCodecs given to MapOf, want at most one", name, len(codecs))
+func MapOf[UK comparable, V any, K Key](s *KeyedSetup[K], name string, opts ...MapOption[UK, V]) *MapState[K, UK, V] {
+	kc, vc, kGiven, vGiven := resolveMapCodecs(opts)
+	if len(opts) > 1 {
+		s.fail("state %q: %d MapOptions given to MapOf, want at most one", name, len(opts))
 	}
 	if !kGiven {
-		s.checkDefault(name, "map key type", reflect.TypeFor[UK](), "pass a key codec to MapOf (MapCodecs.Key)")
+		s.checkDefault(name, "map key type", reflect.TypeFor[UK](), "pass a key codec to MapOf (MapCodecs)")
 	}
 	if !vGiven {
-		s.checkDefault(name, "value type", reflect.TypeFor[V](), "pass a value codec to MapOf (MapCodecs.Value)")
+		s.checkDefault(name, "value type", reflect.TypeFor[V](), "pass a value codec to MapOf (MapCodecs)")
 	}
 	ms := &MapState[K, UK, V]{name: name, setup: s, m: map[K]map[UK]V{}, keyCodec: kc, codec: vc}
 	ms.desc = mapDescriptor(name, s.keyType, kc, vc)
