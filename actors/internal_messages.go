@@ -68,6 +68,9 @@ type manifestWrittenMsg struct {
 	err   error
 }
 
+// cleanedMsg reports the end of a pass deleting aborted checkpoints below.
+type cleanedMsg struct{ below uint64 }
+
 // checkpointRequest is a manual checkpoint request.
 type checkpointRequest struct {
 	reply chan checkpointResult

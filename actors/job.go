@@ -35,6 +35,15 @@ func Run(ctx context.Context, g *topology.Graph, opts ...Option) error {
 // Start validates and plans g, checks the store, finds the newest complete
 // checkpoint of the job (by its name) and starts the job from it, or from the
 // beginning when there is none. Cancelling ctx stops the job.
+//
+// Start refuses, before any record flows:
+//   - a checkpoint that cannot be restored exactly into g (see
+//     WithAllowTopologyChange and topology.CheckRestore);
+//   - a store whose complete checkpoints of the job are all unusable (an
+//     error wrapping snapshots.ErrNoUsableCheckpoint);
+//   - a job that already finished (ErrAlreadyFinished): its newest
+//     checkpoint is the final one. WithStartOver runs it again from the
+//     beginning.
 func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -47,30 +56,14 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 	if err != nil {
 		return nil, err
 	}
+	declared, err := plan.DeclaredStates()
+	if err != nil {
+		return nil, fmt.Errorf("actors: job %q: %w", plan.Job, err)
+	}
 	log := cfg.logger.With("job", plan.Job)
-	if err := cfg.store.Check(ctx); err != nil {
-		return nil, fmt.Errorf("actors: job %q: store %s is not usable: %w", plan.Job, cfg.store, err)
-	}
-	cps := snapshots.NewCheckpoints(cfg.store, plan.Job, log)
-	maxID, err := cps.MaxID(ctx)
+	r, err := resume(ctx, &cfg, plan, declared, log)
 	if err != nil {
-		return nil, fmt.Errorf("actors: job %q: list checkpoints: %w", plan.Job, err)
-	}
-	rp, err := cps.LoadLatest(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("actors: job %q: load the newest checkpoint: %w", plan.Job, err)
-	}
-	epoch := uint64(1)
-	if rp != nil {
-		if fp := rp.Manifest.GetTopologyFingerprint(); fp != plan.Fingerprint && !cfg.allowNewTopology {
-			return nil, fmt.Errorf("actors: job %q: checkpoint %d was taken from a different topology (fingerprint %s, this job %s); start with WithAllowTopologyChange to restore it anyway, or use another job name or store",
-				plan.Job, rp.Manifest.GetCheckpointId(), fp, plan.Fingerprint)
-		}
-		epoch = rp.Manifest.GetEpoch() + 1
-		log.Info("resuming from checkpoint", "checkpoint", rp.Manifest.GetCheckpointId(), "epoch", epoch)
-	}
-	if err := cps.Retain(ctx, cfg.retained, maxID+1); err != nil {
-		log.Warn("cleaning up old checkpoints failed", "err", err)
+		return nil, err
 	}
 
 	system := actor.NewActorSystem(
@@ -82,15 +75,18 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 		actor.WithDeadLetterThrottleInterval(50*time.Millisecond),
 	)
 	uctx, cancel := context.WithCancel(context.Background())
-	sh := &shared{job: plan.Job, plan: plan, cfg: &cfg, log: log, system: system, cps: cps, uploadCtx: uctx, cancelUpload: cancel}
-	sh.inc.Store(sh.newIncarnation(epoch, rp))
+	rctx, stopRun := context.WithCancel(uctx)
+	sh := &shared{job: plan.Job, plan: plan, cfg: &cfg, log: log, system: system, cps: r.cps, declared: declared,
+		uploadCtx: uctx, cancelUpload: cancel, runCtx: rctx, stopRun: stopRun}
+	sh.inc.Store(sh.newIncarnation(r.epoch, r.point))
 	j := &Job{sh: sh, system: system, stopped: make(chan struct{}), done: make(chan struct{})}
-	ja := newJobActor(sh, j.stopped, maxID+1, rp)
+	ja := newJobActor(sh, j.stopped, r.maxID+1, r.point)
 	// The job actor recovers its own panics; should one escape anyway, stop
 	// it rather than let the root guardian restart it with stale state.
 	stopIt := actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.StopDirective })
 	pid, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return ja }, actor.WithGuardian(stopIt)), "job-"+plan.Job)
 	if err != nil {
+		stopRun()
 		cancel()
 		system.Shutdown()
 		return nil, fmt.Errorf("actors: job %q: spawn: %w", plan.Job, err)
@@ -106,6 +102,7 @@ func (j *Job) release(ctx context.Context, ja *jobActor) {
 	select {
 	case <-j.stopped:
 	case <-ctx.Done():
+		j.sh.stopRun() // interrupt sources blocked in Read
 		j.system.Root.Send(j.pid, &stopRequest{cause: fmt.Errorf("%w: %w", ErrStopped, context.Cause(ctx))})
 		<-j.stopped
 	}
@@ -134,7 +131,10 @@ func (j *Job) Done() <-chan struct{} { return j.done }
 // and returns what Wait returns. Its checkpoints stay in the store, so
 // starting the job again resumes from the newest complete one.
 func (j *Job) Stop() error {
-	j.once.Do(func() { j.system.Root.Send(j.pid, &stopRequest{cause: ErrStopped}) })
+	j.once.Do(func() {
+		j.sh.stopRun() // interrupt sources blocked in Read
+		j.system.Root.Send(j.pid, &stopRequest{cause: ErrStopped})
+	})
 	return j.Wait()
 }
 

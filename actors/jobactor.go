@@ -53,6 +53,18 @@ type jobActor struct {
 	finished      map[int]bool
 	finalComplete bool
 
+	// lastCompleted is the newest checkpoint known complete (restored or
+	// completed): a recovery that finds no complete checkpoint after one
+	// refuses to start the job over.
+	lastCompleted uint64
+	// inDoubt are checkpoints a failover abandoned while their manifest was
+	// being written; they are settled by the write's outcome or the restore.
+	inDoubt map[uint64]inDoubt
+	// cleanBelow: aborted checkpoints below it are to be deleted; cleaned:
+	// a pass up to it has run. cleaning is set while a pass runs.
+	cleanBelow, cleaned uint64
+	cleaning            bool
+
 	requests     map[uint64]chan checkpointResult
 	waitingReqs  []uint64
 	nextRequest  uint64
@@ -68,7 +80,10 @@ func newJobActor(sh *shared, stopped chan struct{}, nextID uint64, rp *snapshots
 	ja := &jobActor{
 		sh: sh, log: sh.log, stopped: stopped, nextID: nextID, restore: rp,
 		strategy: restart.New(sh.cfg.restart), requests: map[uint64]chan checkpointResult{},
-		triggeredAt: map[uint64]time.Time{},
+		triggeredAt: map[uint64]time.Time{}, inDoubt: map[uint64]inDoubt{},
+	}
+	if rp != nil {
+		ja.lastCompleted = rp.Manifest.GetCheckpointId()
 	}
 	for _, t := range sh.plan.Tasks {
 		ja.taskIDs = append(ja.taskIDs, t.ID)
@@ -105,6 +120,8 @@ func (j *jobActor) Receive(ctx actor.Context) {
 		}
 	case *manifestWrittenMsg:
 		j.onManifestWritten(m)
+	case *cleanedMsg:
+		j.onCleaned(m)
 	case *tickMsg:
 		if m.gen == j.timerGen && j.phase == phaseRunning {
 			j.timer = nil
@@ -240,6 +257,7 @@ func (j *jobActor) finish(err error) {
 	if err != nil { // abandon the uploads of the incarnation
 		j.sh.inc.Load().cancel()
 	}
+	j.cleanAtEnd()
 	j.stopTimer()
 	if j.restartTimer != nil {
 		j.restartTimer.Stop()

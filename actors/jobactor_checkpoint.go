@@ -32,6 +32,10 @@ func (j *jobActor) apply(acts []coordinator.Action) {
 			}
 		case coordinator.FailJob:
 			j.onFailure(fmt.Errorf("checkpoints keep failing: %w", a.Err))
+		case coordinator.InDoubt:
+			j.log.Warn("the failover came while the manifest of a checkpoint was being written: it counts as complete only if the manifest landed",
+				"checkpoint", a.Checkpoint)
+			j.inDoubt[a.Checkpoint] = inDoubt{final: a.Final, requests: a.Requests}
 		}
 	}
 	j.armTimer()
@@ -51,7 +55,7 @@ func (j *jobActor) trigger(a coordinator.Action) {
 func (j *jobActor) writeManifest(a coordinator.Action) {
 	m := &messages.Manifest{
 		Job: j.sh.job, CheckpointId: a.Checkpoint, Epoch: j.epoch, TimestampUnixNano: time.Now().UnixNano(),
-		TopologyFingerprint: j.sh.plan.Fingerprint, Final: a.Final,
+		TopologyFingerprint: j.sh.plan.Fingerprint, Final: a.Final, MaxParallelism: uint32(j.sh.plan.MaxParallelism),
 	}
 	for _, ack := range a.Acks {
 		t := j.sh.plan.Task(ack.TaskId)
@@ -68,6 +72,7 @@ func (j *jobActor) writeManifest(a coordinator.Action) {
 func (j *jobActor) completed(a coordinator.Action) {
 	took := time.Since(j.triggeredAt[a.Checkpoint])
 	delete(j.triggeredAt, a.Checkpoint)
+	j.lastCompleted = max(j.lastCompleted, a.Checkpoint)
 	j.log.Debug("checkpoint complete", "checkpoint", a.Checkpoint, "final", a.Final, "bytes", j.pendingBytes, "took", took)
 	j.emit(Event{Kind: EventCheckpointCompleted, Epoch: j.epoch, Checkpoint: a.Checkpoint, Final: a.Final, Bytes: j.pendingBytes,
 		Duration: took, Alignment: j.pendingAlign, Upload: j.pendingAsync})
@@ -101,6 +106,7 @@ func (j *jobActor) aborted(a coordinator.Action) {
 	delete(j.triggeredAt, a.Checkpoint)
 	j.log.Warn("checkpoint aborted", "checkpoint", a.Checkpoint, "reason", a.Reason)
 	j.emit(Event{Kind: EventCheckpointAborted, Epoch: j.epoch, Checkpoint: a.Checkpoint, Final: a.Final, Err: fmt.Errorf("checkpoint %d aborted: %s", a.Checkpoint, a.Reason)})
+	j.cleanAborted(a.Checkpoint)
 	if j.phase != phaseRunning {
 		return
 	}

@@ -2,13 +2,33 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime/debug"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/snapflow/snapflow/snapshots"
+	"github.com/snapflow/snapflow/topology"
 )
+
+// errCheckpointsGone: the job's complete checkpoints vanished from the store.
+var errCheckpointsGone = errors.New("actors: the job's checkpoints are gone")
+
+// permanent reports whether cause is a failure that no restart can cure,
+// with the reason the job fails.
+func permanent(cause error) (string, bool) {
+	switch {
+	case errors.Is(cause, topology.ErrIncompatibleState), errors.Is(cause, topology.ErrRestoreRefused):
+		return "the checkpoint cannot be restored into this job", true
+	case errors.Is(cause, snapshots.ErrNoUsableCheckpoint):
+		return "no checkpoint can be restored", true
+	case errors.Is(cause, errCheckpointsGone):
+		return "its checkpoints are gone", true
+	}
+	return "", false
+}
 
 // HandleFailure is called by protoactor-go, in the job actor, when a task
 // actor fails. Restarting only the failed task would lose or double-count the
@@ -45,6 +65,10 @@ func (j *jobActor) onFailure(cause error) {
 		j.emit(Event{Kind: EventTaskFailed, Epoch: j.epoch, Err: cause})
 	}
 	j.log.Error("task failed", attrs...)
+	if reason, ok := permanent(cause); ok {
+		j.fail(cause, reason)
+		return
+	}
 	wasRunning := j.phase == phaseRunning
 	j.phase = phaseBackoff // the tasks are not told about aborts: they are about to restart
 	j.restartDue = false
@@ -56,7 +80,11 @@ func (j *jobActor) onFailure(cause error) {
 	delay, ok := j.strategy.OnFailure(now, rand.Float64())
 	if !ok {
 		p := j.strategy.Policy()
-		j.fail(cause, fmt.Sprintf("restart strategy exhausted (more than %d failures within %v)", p.MaxFailures, p.Window))
+		reason := fmt.Sprintf("restart strategy exhausted (more than %d failures within %v)", p.MaxFailures, p.Window)
+		if p.MaxFailures < 0 {
+			reason = "restarts are disabled (restart.NoRestarts)"
+		}
+		j.fail(cause, reason)
 		return
 	}
 	j.epoch++
@@ -70,11 +98,18 @@ func (j *jobActor) onFailure(cause error) {
 func (j *jobActor) onManifestWritten(m *manifestWrittenMsg) {
 	j.manifests--
 	switch {
+	case m.epoch == j.epoch && j.phase == phaseRunning && errors.Is(m.err, snapshots.ErrManifestInDoubt):
+		// Whether the checkpoint completed is unknown: roll back, and let
+		// the checkpoint that recovery finds in the store decide.
+		j.onFailure(fmt.Errorf("checkpoint %d: %w", m.id, m.err))
 	case m.epoch == j.epoch && j.phase == phaseRunning:
 		j.apply(j.coord.ManifestWritten(time.Now(), m.id, m.err))
 	case m.err == nil:
-		j.log.Info("a checkpoint aborted by the failover completed after all: its manifest was being written", "checkpoint", m.id)
+		j.settle(m.id, true, "the manifest write succeeded")
+	case !errors.Is(m.err, snapshots.ErrManifestInDoubt):
+		j.settle(m.id, false, "the manifest write failed: "+m.err.Error())
 	}
+	j.maybeClean()
 	j.maybeLoadRestorePoint()
 }
 
@@ -106,11 +141,22 @@ func (j *jobActor) onRestorePoint(m *restorePointMsg) {
 		j.onFailure(fmt.Errorf("restore: load the newest checkpoint: %w", m.err))
 		return
 	}
-	j.restore = m.restore
 	var id uint64
-	if m.restore != nil {
-		id = m.restore.Manifest.GetCheckpointId()
+	if rp := m.restore; rp != nil {
+		id = rp.Manifest.GetCheckpointId()
+		if err := checkPoint(j.sh.cfg, j.sh.plan, j.sh.declared, rp); err != nil {
+			j.fail(fmt.Errorf("restore: %w", err), "the checkpoint cannot be restored into this job")
+			return
+		}
+	} else if j.lastCompleted > 0 {
+		j.fail(fmt.Errorf("restore: %w: checkpoint %d completed, but the store %s now holds no complete checkpoint of the job; refusing to start it over from the beginning",
+			errCheckpointsGone, j.lastCompleted, j.sh.cfg.store), "its checkpoints are gone")
+		return
 	}
+	for d := range j.inDoubt {
+		j.settle(d, d == id, "recovery found the newest usable checkpoint in the store")
+	}
+	j.restore = m.restore
 	j.log.Info("restoring the job", "epoch", j.epoch, "checkpoint", id)
 	j.emit(Event{Kind: EventRestoring, Epoch: j.epoch, Checkpoint: id})
 	j.sh.inc.Store(j.sh.newIncarnation(j.epoch, m.restore))

@@ -226,8 +226,12 @@ func (s *syncBuilder) String() string {
 	return s.b.String()
 }
 
-// killChildEnv makes the test binary run killedJob instead of the tests.
-const killChildEnv = "SNAPFLOW_KILL_CHILD_STORE"
+// killChildEnv makes the test binary run killedJob instead of the tests;
+// killHoldEnv makes its source stop half-way.
+const (
+	killChildEnv = "SNAPFLOW_KILL_CHILD_STORE"
+	killHoldEnv  = "SNAPFLOW_KILL_CHILD_HOLD"
+)
 
 // TestKilledProcessResumes SIGKILLs a process running a job on MinIO; a fresh
 // process with the same job name resumes from the newest complete checkpoint
@@ -241,7 +245,7 @@ func TestKilledProcessResumes(t *testing.T) {
 	srv.MakeBucket(t, "kill")
 	url := srv.URL("kill", "proc")
 
-	first := startChild(t, srv, url)
+	first := startChild(t, srv, url, true)
 	resumedFrom := uint64(0)
 	for line := range first.lines {
 		if strings.HasPrefix(line, "completed ") {
@@ -261,7 +265,7 @@ func TestKilledProcessResumes(t *testing.T) {
 		t.Fatalf("first process: %v, want killed", err)
 	}
 
-	second := startChild(t, srv, url)
+	second := startChild(t, srv, url, false)
 	var running string
 	for line := range second.lines {
 		if strings.HasPrefix(line, "running ") && running == "" {
@@ -288,10 +292,15 @@ type child struct {
 
 func (c *child) wait() error { return <-c.done }
 
-func startChild(t *testing.T, srv *miniotest.Server, url string) *child {
+// startChild runs killedJob in a child process; a held child's source stops
+// half-way and waits to be killed, so the kill never comes too late.
+func startChild(t *testing.T, srv *miniotest.Server, url string, hold bool) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledProcessResumes$", "-test.count=1")
 	cmd.Env = append(append(os.Environ(), srv.Env()...), killChildEnv+"="+url)
+	if hold {
+		cmd.Env = append(cmd.Env, killHoldEnv+"=1")
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -313,9 +322,10 @@ func startChild(t *testing.T, srv *miniotest.Server, url string) *child {
 	return c
 }
 
-// killedJob is the child process: the parity job over 1..killedN, paced so
-// that it is still running when the parent kills it, with a checkpoint every
-// 20ms. It prints "running <checkpoint>" and "completed <id>" lines.
+// killedJob is the child process: the parity job over 1..killedN with a
+// checkpoint every 20ms; a held child stops half-way, so that it is still
+// running when the parent kills it, whatever the machine's speed. It prints
+// "running <checkpoint>" and "completed <id>" lines.
 func killedJob(url string) {
 	ctx := context.Background()
 	store, err := snapshots.Open(ctx, url)
@@ -324,7 +334,12 @@ func killedJob(url string) {
 		os.Exit(2)
 	}
 	g := topology.New("killed")
-	src := topology.FromSource(g, "source", func(int, int) topology.Source[int64] { return testsrc.NewPaced(killedN, 1000, time.Millisecond) })
+	limit := int64(killedN)
+	if os.Getenv(killHoldEnv) != "" {
+		limit = killedN / 2 // and wait there to be killed
+	}
+	gate := testsrc.NewGate(limit)
+	src := topology.FromSource(g, "source", func(int, int) topology.Source[int64] { return &testsrc.Gated{N: killedN, Gate: gate} })
 	topology.Sink(keyedSum(topology.KeyBy(src, func(v int64) int64 { return v % 2 }), "sum", 2, nil), "sink", func(kv) error { return nil })
 	err = actors.Run(ctx, g, actors.WithStore(store), actors.WithCheckpointInterval(20*time.Millisecond),
 		actors.WithListener(func(e actors.Event) {

@@ -4,8 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
+	"reflect"
 	"time"
 
 	"github.com/snapflow/snapflow/actors/coordinator"
@@ -33,6 +32,8 @@ type Option func(*config)
 
 type config struct {
 	store            snapshots.Store
+	storeSet         bool // WithStore was given, perhaps with nil
+	startOver        bool
 	checkpoint       coordinator.Config
 	restart          restart.Policy
 	batchSize        int
@@ -59,9 +60,19 @@ func defaultConfig() config {
 	}
 }
 
-// WithStore sets the snapshot store. The default is a local directory,
-// snapflow under os.TempDir(), so a job started again resumes.
-func WithStore(s snapshots.Store) Option { return func(c *config) { c.store = s } }
+// WithStore sets the snapshot store. Without it the job uses the default
+// store, the local directory snapshots.DefaultDir ("snapflow-data", in the
+// working directory), the same default as snapshots.Open(""). A nil store,
+// or a nil pointer of a store type, makes Start fail.
+func WithStore(s snapshots.Store) Option {
+	return func(c *config) { c.store, c.storeSet = s, true }
+}
+
+// WithStartOver discards the job's checkpoints in its store before the job
+// starts, so that it runs from the beginning rather than resuming. Starting
+// a job whose newest checkpoint is its final one (it ran to the end) fails
+// with ErrAlreadyFinished unless this option is given.
+func WithStartOver() Option { return func(c *config) { c.startOver = true } }
 
 // WithCheckpointInterval sets the periodic checkpoint interval; 0 turns
 // periodic checkpoints off (manual and final checkpoints still run).
@@ -125,8 +136,12 @@ func WithListener(f func(Event)) Option { return func(c *config) { c.listener = 
 func WithSynchronousSnapshots() Option { return func(c *config) { c.syncSnapshots = true } }
 
 // WithAllowTopologyChange lets a job resume from a checkpoint taken by a
-// topology with a different fingerprint (same operator names and
-// parallelisms are still required to find each task's state).
+// topology with a different fingerprint, as long as the checkpoint can still
+// be restored exactly: every operator that holds state in it must still
+// exist with the same kind and parallelism, keyed state needs the same max
+// parallelism and the same state declarations (new states may be added).
+// Stateless operators and edges may change; new operators start empty. Start
+// refuses anything else, before any record flows, saying what changed.
 func WithAllowTopologyChange() Option { return func(c *config) { c.allowNewTopology = true } }
 
 func (c *config) finish() error {
@@ -154,12 +169,28 @@ func (c *config) finish() error {
 	if c.logger == nil {
 		c.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if c.store == nil {
-		s, err := snapshots.NewDir(filepath.Join(os.TempDir(), "snapflow"))
+	switch {
+	case c.storeSet && isNil(c.store):
+		return fmt.Errorf("actors: WithStore(%T(nil)): the store is nil; check the error of the function that opened it", c.store)
+	case c.store == nil:
+		s, err := snapshots.NewDir(snapshots.DefaultDir)
 		if err != nil {
-			return fmt.Errorf("actors: default store: %w", err)
+			return fmt.Errorf("actors: the default store (directory %s): %w", snapshots.DefaultDir, err)
 		}
 		c.store = s
 	}
 	return nil
+}
+
+// isNil reports whether s is nil or holds a nil pointer, map, slice, func or
+// channel.
+func isNil(s snapshots.Store) bool {
+	if s == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(s); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/snapflow/snapflow/actors/coordinator"
+	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
 )
@@ -25,6 +26,9 @@ type shared struct {
 	jobPID *actor.PID
 	pids   []*actor.PID // task actors by plan index; set before any runMsg
 	cps    *snapshots.Checkpoints
+	// declared are the states each keyed operator declares, checked against
+	// every checkpoint restored.
+	declared map[string][]*messages.StateDescriptor
 
 	inc   atomic.Pointer[incarnation]
 	stale atomic.Uint64 // messages of older epochs dropped
@@ -36,11 +40,17 @@ type shared struct {
 	uploads      sync.WaitGroup
 	uploadCtx    context.Context
 	cancelUpload context.CancelFunc
+	// runCtx is the parent of every incarnation's context. Stop cancels it
+	// first, so that a source blocked in Read on the context given to Open
+	// returns before the task actors are stopped.
+	runCtx  context.Context
+	stopRun context.CancelFunc
 }
 
 // incarnation is what tasks start with: the epoch and the checkpoint to load.
-// ctx is cancelled when the incarnation ends (a failover or the end of the
-// job), which abandons its uploads.
+// ctx is cancelled when the incarnation ends (a failover, a stop or a
+// failure of the job), which abandons its uploads and interrupts its
+// sources.
 type incarnation struct {
 	epoch   uint64
 	restore *snapshots.Restorable // nil: start empty
@@ -50,7 +60,7 @@ type incarnation struct {
 
 // newIncarnation returns the incarnation of epoch, restoring rp.
 func (sh *shared) newIncarnation(epoch uint64, rp *snapshots.Restorable) *incarnation {
-	ctx, cancel := context.WithCancel(sh.uploadCtx)
+	ctx, cancel := context.WithCancel(sh.runCtx)
 	return &incarnation{epoch: epoch, restore: rp, ctx: ctx, cancel: cancel}
 }
 
@@ -73,4 +83,13 @@ func (sh *shared) goUploadCtx(parent context.Context, f func(ctx context.Context
 		defer cancel()
 		f(ctx)
 	}()
+}
+
+// restoreState returns the state task id restores, or nil when it starts
+// empty.
+func (inc *incarnation) restoreState(id string) *messages.TaskState {
+	if inc.restore == nil {
+		return nil
+	}
+	return inc.restore.States[id]
 }

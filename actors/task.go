@@ -28,6 +28,9 @@ type task struct {
 	self  *actor.PID
 	root  *actor.RootContext
 	epoch uint64
+	// ctx ends with the incarnation (a failover, a stop or a failure of the
+	// job); a source gets it in Open.
+	ctx context.Context
 
 	inst topology.Instance
 	src  topology.SourceInstance
@@ -41,13 +44,14 @@ type task struct {
 	ready   []align.Action[*batchMsg] // actions waiting for output credit
 	head    int
 
-	running   bool
-	paused    bool // a source during a synchronous checkpoint
-	polling   bool
-	idle      bool
-	exhausted bool
-	ending    bool
-	finished  bool
+	running    bool
+	paused     bool // a source during a synchronous checkpoint
+	warnedSlow bool // a slow source read was logged
+	polling    bool
+	idle       bool
+	exhausted  bool
+	ending     bool
+	finished   bool
 
 	dirty       bool // records emitted since the last flush
 	lingerArmed bool
@@ -157,7 +161,7 @@ func (t *task) fail(err error) {
 func (t *task) onStarted(ctx actor.Context) {
 	t.self, t.root = ctx.Self(), t.sh.system.Root
 	inc := t.sh.inc.Load()
-	t.epoch = inc.epoch
+	t.epoch, t.ctx = inc.epoch, inc.ctx
 	inst, err := t.sh.plan.NewInstance(t.idx, topology.InstanceContext{
 		Job: t.sh.job, BatchSize: t.sh.cfg.batchSize, BatchBytes: t.sh.cfg.batchBytes, Sender: t, Logger: t.log,
 	})
@@ -166,11 +170,10 @@ func (t *task) onStarted(ctx actor.Context) {
 	}
 	t.inst = inst
 	t.src, _ = inst.(topology.SourceInstance)
-	if inc.restore != nil {
-		st := inc.restore.States[t.plan.ID]
-		if st == nil {
-			t.fail(fmt.Errorf("checkpoint %d holds no state for task %s", inc.restore.Manifest.GetCheckpointId(), t.plan.ID))
-		}
+	// A task without state in the checkpoint belongs to an operator that is
+	// new or held no state: topology.CheckRestore has refused any other
+	// checkpoint. It starts empty.
+	if st := inc.restoreState(t.plan.ID); st != nil {
 		if f := t.sh.cfg.faults; f != nil && f.Restore != nil {
 			f.Restore(t.plan.ID, inc.restore.Manifest.GetCheckpointId())
 		}
@@ -202,7 +205,10 @@ func (t *task) onRun(m *runMsg) {
 	}
 	if t.src != nil {
 		root, self, epoch := t.root, t.self, t.epoch
-		if err := t.src.Open(context.Background(), func() { root.Send(self, &wakeMsg{epoch: epoch}) }); err != nil {
+		if err := t.src.Open(t.ctx, func() { root.Send(self, &wakeMsg{epoch: epoch}) }); err != nil {
+			if t.ctx.Err() != nil {
+				return // stopping: not a failure
+			}
 			t.fail(fmt.Errorf("open source: %w", err))
 		}
 		t.schedulePoll()

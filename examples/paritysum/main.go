@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -27,11 +28,27 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "paritysum:", err)
-		os.Exit(1)
-	}
+	os.Exit(exitCode(run(os.Args[1:], os.Stdout), os.Stderr))
 }
+
+// exitCode is 0 for success and for -h, 2 for bad flags, 1 otherwise.
+func exitCode(err error, stderr io.Writer) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(stderr, "paritysum:", err)
+		return 2
+	}
+	fmt.Fprintln(stderr, "paritysum:", err)
+	return 1
+}
+
+// flagErrHelp is flag.ErrHelp (parseFlags shadows the package name).
+var flagErrHelp = flag.ErrHelp
+
+// errUsage is wrapped by errors about the command line.
+var errUsage = errors.New("usage")
 
 type options struct {
 	n         int64
@@ -46,15 +63,24 @@ type options struct {
 func parseFlags(args []string) (options, error) {
 	var o options
 	flag := flag.NewFlagSet("paritysum", flag.ContinueOnError)
+	errHelp := flagErrHelp
 	flag.Int64Var(&o.n, "n", 1_000_000, "the source emits 1..N")
-	flag.StringVar(&o.store, "store", "", "snapshot store URL: a directory, file://DIR, mem:// or s3://BUCKET/PREFIX?endpoint=HOST:PORT&secure=false (default: a fresh temporary directory)")
+	flag.StringVar(&o.store, "store", snapshots.DefaultDir, "snapshot store URL: a directory, file://DIR, mem:// or s3://BUCKET/PREFIX?endpoint=HOST:PORT&secure=false; every run discards the job's earlier checkpoints there and starts over")
 	flag.DurationVar(&o.interval, "interval", 50*time.Millisecond, "periodic checkpoint interval (0: off)")
 	flag.Int64Var(&o.failAt, "fail-at", 7, "the odd-sum task panics once on this record (0: no failure)")
 	flag.Int64Var(&o.cutAt, "cut-at", 5, "take the lecture's checkpoint right after the source emits this record")
 	flag.BoolVar(&o.verbose, "v", false, "log the runtime's debug messages to stderr")
 	flag.IntVar(&o.batchSize, "batch", actors.DefaultBatchSize, "records per batch")
-	err := flag.Parse(args)
-	return o, err
+	if err := flag.Parse(args); err != nil {
+		if errors.Is(err, errHelp) {
+			return o, err
+		}
+		return o, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if flag.NArg() > 0 {
+		return o, fmt.Errorf("%w: unexpected arguments %q", errUsage, flag.Args())
+	}
+	return o, nil
 }
 
 func run(args []string, stdout io.Writer) error {
@@ -63,20 +89,12 @@ func run(args []string, stdout io.Writer) error {
 		return err
 	}
 	if o.n < o.cutAt || o.cutAt < 1 {
-		return fmt.Errorf("-n %d must be at least -cut-at %d, which must be at least 1", o.n, o.cutAt)
+		return fmt.Errorf("%w: -n %d must be at least -cut-at %d, which must be at least 1", errUsage, o.n, o.cutAt)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
-	storeURL := o.store
-	if storeURL == "" {
-		dir, err := os.MkdirTemp("", "paritysum-")
-		if err != nil {
-			return err
-		}
-		storeURL = dir
-	}
-	store, err := snapshots.Open(ctx, storeURL)
+	store, err := snapshots.Open(ctx, o.store)
 	if err != nil {
 		return err
 	}
@@ -114,7 +132,9 @@ func run(args []string, stdout io.Writer) error {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel}))
 	story := &story{}
-	job, err := actors.Start(ctx, g,
+	// The lecture's story starts from the beginning on every run, so earlier
+	// checkpoints of the job in the store are discarded.
+	job, err := actors.Start(ctx, g, actors.WithStartOver(),
 		actors.WithStore(store), actors.WithCheckpointInterval(o.interval), actors.WithLogger(logger),
 		actors.WithListener(story.event), actors.WithBatchSize(o.batchSize))
 	if err != nil {
@@ -126,7 +146,10 @@ func run(args []string, stdout io.Writer) error {
 	select {
 	case <-gate.reached:
 	case <-job.Done():
-		return fmt.Errorf("job ended before the source reached %d: %w", o.cutAt, job.Wait())
+		if err := job.Wait(); err != nil {
+			return fmt.Errorf("job ended before the source reached %d: %w", o.cutAt, err)
+		}
+		return fmt.Errorf("job finished before the source reached %d", o.cutAt)
 	}
 	id, err := job.Checkpoint(ctx)
 	if err != nil {
@@ -141,7 +164,11 @@ func run(args []string, stdout io.Writer) error {
 		return err
 	}
 	story.print(stdout)
-	return verify(stdout, o.n, results)
+	if err := verify(stdout, o.n, results); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "the checkpoints stay in the store; list them with:\n  go run ./cmd/snapflow checkpoints list --store '%s'\n", o.store)
+	return nil
 }
 
 // printCut reads checkpoint id back from the store and prints what each

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"os"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/snapflow/snapflow/snapshots"
 )
 
 // TestParitySum runs the example as a user would and checks its story: the
@@ -25,6 +28,58 @@ func TestParitySum(t *testing.T) {
 	} {
 		if !regexp.MustCompile(re).MatchString(s) {
 			t.Errorf("output lacks %s:\n%s", re, s)
+		}
+	}
+}
+
+// TestParitySumRunsAgain: every run on the same store tells the whole
+// story again (a second run must not find the first one's final checkpoint
+// and end at once).
+func TestParitySumRunsAgain(t *testing.T) {
+	store := t.TempDir()
+	for i := range 2 {
+		var out strings.Builder
+		if err := run([]string{"-n", "20000", "-store", store}, &out); err != nil {
+			t.Fatalf("run %d: %v\n%s", i+1, err, out.String())
+		}
+		if !strings.Contains(out.String(), "source=5 sum_even=6 sum_odd=9") || !strings.Contains(out.String(), "exactly-once: OK") {
+			t.Fatalf("run %d:\n%s", i+1, out.String())
+		}
+	}
+}
+
+// TestParitySumDefaultStore: without -store the job uses the embedded
+// default store, snapflow-data in the working directory, and leaves nothing
+// else behind.
+func TestParitySumDefaultStore(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	var out strings.Builder
+	if err := run([]string{"-n", "10000"}, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Name() != snapshots.DefaultDir {
+		t.Fatalf("the working directory holds %v, want only %s", entries, snapshots.DefaultDir)
+	}
+}
+
+func TestParitySumExitCodes(t *testing.T) {
+	var out, stderr strings.Builder
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"-h"}, 0},
+		{[]string{"-n", "3"}, 2},
+		{[]string{"-no-such-flag"}, 2},
+		{[]string{"-store", "ftp://nope"}, 1},
+	} {
+		if got := exitCode(run(c.args, &out), &stderr); got != c.code {
+			t.Errorf("%v: exit code %d, want %d", c.args, got, c.code)
 		}
 	}
 }

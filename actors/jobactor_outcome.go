@@ -1,0 +1,111 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/snapflow/snapflow/actors/coordinator"
+)
+
+// inDoubt is a checkpoint abandoned by a failover while its manifest was
+// being written, with the manual requests waiting for its outcome.
+type inDoubt struct {
+	final    bool
+	requests []uint64
+}
+
+// settle reports the outcome of in-doubt checkpoint id, once known: complete
+// when its manifest landed, aborted otherwise. What the job reports matches
+// what recovery uses, because recovery reads the same store.
+func (j *jobActor) settle(id uint64, landed bool, why string) {
+	d, ok := j.inDoubt[id]
+	if !ok {
+		return
+	}
+	delete(j.inDoubt, id)
+	var err error
+	if landed {
+		j.lastCompleted = max(j.lastCompleted, id)
+		j.log.Info("a checkpoint abandoned by the failover is complete: its manifest landed", "checkpoint", id, "how", why)
+		ev := Event{Kind: EventCheckpointCompleted, Epoch: j.epoch, Checkpoint: id, Final: d.final}
+		if at, ok := j.triggeredAt[id]; ok {
+			ev.Duration = time.Since(at)
+		}
+		j.emit(ev)
+	} else {
+		err = fmt.Errorf("%w: checkpoint %d aborted: %s", coordinator.ErrFailover, id, why)
+		j.log.Warn("a checkpoint abandoned by the failover is aborted: its manifest did not land", "checkpoint", id, "how", why)
+		j.emit(Event{Kind: EventCheckpointAborted, Epoch: j.epoch, Checkpoint: id, Final: d.final, Err: err})
+		j.cleanAborted(id)
+	}
+	delete(j.triggeredAt, id)
+	for _, r := range d.requests {
+		if reply := j.requests[r]; reply != nil {
+			reply <- checkpointResult{id: id, err: err}
+			delete(j.requests, r)
+		}
+	}
+	j.maybeClean()
+}
+
+// cleanAborted asks for the objects of aborted checkpoint id, and of any
+// older checkpoint without a manifest, to be deleted, so that aborts do not
+// make the store grow. Uploads that land after the pass are caught by the
+// next one, or by retention after the next completed checkpoint.
+func (j *jobActor) cleanAborted(id uint64) {
+	j.cleanBelow = max(j.cleanBelow, id+1)
+	j.maybeClean()
+}
+
+// maybeClean starts a pass when one is wanted and none runs, and no manifest
+// is being written or in doubt: their checkpoints have no manifest yet, but
+// may be about to complete.
+func (j *jobActor) maybeClean() {
+	if j.cleaning || j.cleanBelow <= j.cleaned || j.manifests > 0 || len(j.inDoubt) > 0 {
+		return
+	}
+	j.cleaning = true
+	sh, root, self, below := j.sh, j.sh.system.Root, j.self, j.cleanBelow
+	sh.goUploadCtx(sh.uploadCtx, func(ctx context.Context) {
+		defer root.Send(self, &cleanedMsg{below: below})
+		n, err := sh.cps.DeleteIncomplete(ctx, below)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			sh.log.Warn("deleting aborted checkpoints failed", "below", below, "err", err)
+		case n > 0:
+			sh.log.Debug("deleted aborted checkpoints", "below", below, "checkpoints", n)
+		}
+	})
+}
+
+// cleanAtEnd runs a last pass when the job ends with aborted checkpoints
+// left to delete, so that a stopped or failed job leaves none behind that
+// had landed by then. It is bounded by endCleanTimeout, not by the job's
+// contexts, which are cancelled at the end.
+func (j *jobActor) cleanAtEnd() {
+	if j.cleanBelow <= j.cleaned && !j.cleaning || j.manifests > 0 || len(j.inDoubt) > 0 {
+		return
+	}
+	sh, below := j.sh, j.cleanBelow
+	sh.uploads.Add(1)
+	go func() {
+		defer sh.uploads.Done()
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(sh.uploadCtx), endCleanTimeout)
+		defer cancel()
+		if _, err := sh.cps.DeleteIncomplete(ctx, below); err != nil {
+			sh.log.Warn("deleting aborted checkpoints at the end of the job failed", "below", below, "err", err)
+		}
+	}()
+}
+
+// endCleanTimeout bounds the last pass of cleanAtEnd, which Stop waits for.
+const endCleanTimeout = 5 * time.Second
+
+func (j *jobActor) onCleaned(m *cleanedMsg) {
+	j.cleaning = false
+	j.cleaned = max(j.cleaned, m.below)
+	if j.phase != phaseDone {
+		j.maybeClean()
+	}
+}
