@@ -15,6 +15,7 @@ import (
 
 	"github.com/snapflow/snapflow/actors/baseline"
 	"github.com/snapflow/snapflow/internal/benchwork"
+	"github.com/snapflow/snapflow/snapshots"
 )
 
 func TestThousands(t *testing.T) {
@@ -271,5 +272,30 @@ func TestPlotLegendCoversNoData(t *testing.T) {
 	}
 	if err := plotRows(filepath.Join(t.TempDir(), "rows.png"), rows); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRowsOnADirectoryStoreAreIndependent runs two bounded rows one after
+// the other on the same directory: each is a job of its own that carries
+// all its records (the second does not resume the first's final
+// checkpoint), and neither leaves a checkpoint behind.
+func TestRowsOnADirectoryStoreAreIndependent(t *testing.T) {
+	dir := t.TempDir()
+	for i, mode := range []string{"abs", "sync"} {
+		row, err := runRow(context.Background(), rowConfig{Topology: "paritysum", Mode: mode, Interval: "100ms", Parallelism: 2,
+			RecordSize: 16, Keys: 64, Records: 3000, Store: dir})
+		if err != nil {
+			t.Fatalf("row %d (%s): %v", i, mode, err)
+		}
+		if row.Records != 3000 {
+			t.Fatalf("row %d (%s) carried %d records, want 3000", i, mode, row.Records)
+		}
+	}
+	store, err := snapshots.NewDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys, err := store.List(context.Background(), ""); err != nil || len(keys) != 0 {
+		t.Fatalf("left in the store: %v, %v", keys, err)
 	}
 }

@@ -21,10 +21,10 @@ type probe struct {
 	window  atomic.Bool // set while the measuring window is open: latencies count
 }
 
-// buildJob adds the topology of rc to a new graph. Every shape ends in a
-// keyed sum ("sum") feeding the sink.
-func buildJob(rc rowConfig, p *probe) (*topology.Graph, error) {
-	g := topology.New("bench-"+rc.Topology, topology.MaxParallelism(max(128, rc.Parallelism)))
+// buildJob adds the topology of rc to a new graph named job. Every shape
+// ends in a keyed sum ("sum") feeding the sink.
+func buildJob(job string, rc rowConfig, p *probe) (*topology.Graph, error) {
+	g := topology.New(job, topology.MaxParallelism(max(128, rc.Parallelism)))
 	gen := benchwork.NewGenerator(rc.Keys, rc.RecordSize)
 	// The rate and the record limit are the job's: they are shared by every
 	// source task of every source operator.

@@ -144,8 +144,13 @@ func runSnapflow(ctx context.Context, rc rowConfig) (Row, error) {
 		return Row{}, err
 	}
 	defer store.Close()
+	// Every run is a job of its own: on a store that outlives the process
+	// (a directory, s3) a run must not resume from the checkpoints of the
+	// run before it, and it leaves none behind.
+	name := fmt.Sprintf("bench-%s-%d", rc.Topology, time.Now().UnixNano())
+	defer removeJob(store, name)
 	var p probe
-	g, err := buildJob(rc, &p)
+	g, err := buildJob(name, rc, &p)
 	if err != nil {
 		return Row{}, err
 	}
@@ -180,6 +185,7 @@ func runSnapflow(ctx context.Context, rc rowConfig) (Row, error) {
 	if err != nil {
 		return Row{}, err
 	}
+	defer func() { _ = job.Stop() }() // on every path, before removeJob
 	start := time.Now()
 	var counted int64
 	var elapsed time.Duration
@@ -224,6 +230,19 @@ func runSnapflow(ctx context.Context, rc rowConfig) (Row, error) {
 		row.RecoveryMs = msOf(runningAt.Sub(failedAt))
 	}
 	return row, nil
+}
+
+// removeJob deletes every object of job from store; what it cannot delete
+// is reported on stderr and left.
+func removeJob(store snapshots.Store, job string) {
+	ctx := context.Background()
+	keys, err := store.List(ctx, job+"/")
+	for _, k := range keys {
+		err = errors.Join(err, store.Delete(ctx, k))
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: remove the checkpoints of job %s from %s: %v\n", job, store, err)
+	}
 }
 
 func isStopped(err error) bool { return errors.Is(err, actors.ErrStopped) }
