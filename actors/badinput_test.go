@@ -72,16 +72,25 @@ func TestStartFailsOnUnwritableStore(t *testing.T) {
 // into another unless the user allows it.
 func TestTopologyChangeIsRefused(t *testing.T) {
 	store := snapshots.NewMem()
+	gate := testsrc.NewGate(50)
 	build := func(p int) *topology.Graph {
 		g := topology.New("evolving")
-		src := topology.Sequence(g, "source", 1, 100)
+		src := topology.FromSource(g, "source", func(int, int) topology.Source[int64] { return &testsrc.Gated{N: 100, Gate: gate} })
 		topology.Sink(keyedSum(topology.KeyBy(src, func(v int64) int64 { return v % 3 }), "sum", p, nil), "sink", func(kv) error { return nil })
 		return g
 	}
-	if err := actors.Run(context.Background(), build(1), actors.WithStore(store)); err != nil {
+	j, err := actors.Start(context.Background(), build(1), actors.WithStore(store), actors.WithCheckpointInterval(0))
+	if err != nil {
 		t.Fatal(err)
 	}
-	_, err := actors.Start(context.Background(), build(2), actors.WithStore(store))
+	gate.WaitReached(t, 50)
+	if _, err := j.Checkpoint(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Stop(); !errors.Is(err, actors.ErrStopped) {
+		t.Fatal(err)
+	}
+	_, err = actors.Start(context.Background(), build(2), actors.WithStore(store))
 	if err == nil || !strings.Contains(err.Error(), "different topology") {
 		t.Fatalf("Start with another topology: %v", err)
 	}

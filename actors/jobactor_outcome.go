@@ -84,7 +84,8 @@ func (j *jobActor) maybeClean() {
 // had landed by then. It is bounded by endCleanTimeout, not by the job's
 // contexts, which are cancelled at the end.
 func (j *jobActor) cleanAtEnd() {
-	if j.cleanBelow <= j.cleaned && !j.cleaning || j.manifests > 0 || len(j.inDoubt) > 0 {
+	// Even after a pass up to cleanBelow, uploads may have landed since.
+	if j.cleanBelow == 0 || j.manifests > 0 || len(j.inDoubt) > 0 {
 		return
 	}
 	sh, below := j.sh, j.cleanBelow
