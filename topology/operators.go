@@ -13,8 +13,11 @@ type inputs[I any] struct{ pool *sync.Pool }
 func newInputs[I any]() inputs[I] { return inputs[I]{pool: poolOf[I]()} }
 
 // release returns a processed batch (the interface value it arrived in) to
-// the pool. Records were copied out by value, so nothing refers to it.
-func (in inputs[I]) release(batch any) { in.pool.Put(batch) }
+// the pool, cleared. Records were copied out by value, so nothing refers to it.
+func (in inputs[I]) release(batch any) {
+	clear(batch.([]I)) // pooled batches must not keep large records alive
+	in.pool.Put(batch)
+}
 
 // stateless supplies the state and lifecycle methods of operators without state.
 type stateless struct{}

@@ -21,13 +21,22 @@ var ErrSourceIdle = errors.New("topology: source idle")
 // task. The runtime calls its methods from one goroutine at a time.
 type Source[T any] interface {
 	// Open positions the source at offset, a value earlier returned by Offset,
-	// or at the beginning when offset is nil.
+	// or at the beginning when offset is nil. ctx stays valid until the task
+	// ends: it is cancelled when the job stops, fails or rolls back, and a
+	// source may keep it to interrupt a blocking Read.
 	Open(ctx context.Context, offset []byte) error
 	// Read fills buf with up to len(buf) records and returns how many. It
 	// returns io.EOF when the source is exhausted (possibly with n > 0), and
 	// ErrSourceIdle when no record is available yet. len(buf) varies: it is
 	// smaller when records are large, so that a read holds about the
 	// runtime's bound on batch bytes.
+	//
+	// Read must return promptly: while it runs, its task handles nothing
+	// else (no barrier, no credit, no stop). A source waiting for records
+	// returns ErrSourceIdle and calls the wake function (see Waker) once
+	// they arrive; one that must block returns as soon as the context given
+	// to Open is done (its error is then ignored). The runtime logs a warning
+	// when a Read takes a second or more.
 	Read(buf []T) (n int, err error)
 	// Offset is the position just after the last record Read returned.
 	Offset() []byte
