@@ -18,4 +18,13 @@
 // seek to their offsets, and messages of older epochs are dropped on arrival.
 // Restarts follow a restart.Policy; when it is exhausted, Wait returns a
 // *JobError carrying the failed task's operator, panic value and stack.
+//
+// A job resumes from the newest complete checkpoint of its name in its store
+// (by default the directory snapshots.DefaultDir). Start refuses, before any
+// record flows, a checkpoint that cannot be restored exactly
+// (topology.CheckRestore), a job that already finished (ErrAlreadyFinished;
+// see WithStartOver), and a store whose checkpoints are all unusable
+// (snapshots.ErrNoUsableCheckpoint). What the job reports about a checkpoint
+// (EventCheckpointCompleted or EventCheckpointAborted, and the answer of
+// Job.Checkpoint) always matches what recovery would restore.
 package actors
