@@ -42,6 +42,7 @@ func TestMetricJSON(t *testing.T) {
 	}{
 		{per(0, 0), "null"}, {per(5, 0), "null"}, {per(0, 2), "0"}, {per(10, 4), "2.5"},
 		{measured(math.NaN()), "null"}, {measured(math.Inf(1)), "null"}, {metric{}, "null"}, {msOf(1500), "0.001"},
+		{measured(12853847.71401543), "12853847.71401543"},
 	} {
 		b, err := json.Marshal(c.m)
 		if err != nil || string(b) != c.want {
@@ -124,6 +125,7 @@ func TestTableCells(t *testing.T) {
 		"latency p50/p99 ms": {"0.21 / 0.62", "0.22 / 0.62", "–", "0.11 / 0.31"},
 		"peak RSS MiB":       {"26.0", "–", "–", "–"},
 		"recovery ms":        {"–", "–", "–", "–"},
+		"offered/s":          {"–", "–", "–", "–"},
 	}
 	for name, cells := range want {
 		for i, r := range rows {
@@ -140,16 +142,19 @@ func TestTableCells(t *testing.T) {
 	if strings.Contains(s, "NaN") || !strings.Contains(s, "–: does not apply") || strings.Count(s, "\n") != len(rows)+1+strings.Count(tableNote, "\n") {
 		t.Errorf("table:\n%s", s)
 	}
-	if strings.Contains(s, "recovery") {
-		t.Errorf("a recovery column with no recovery measured:\n%s", s)
+	for _, col := range []string{"recovery", "offered", "sink limit"} {
+		if strings.Contains(s, col) {
+			t.Errorf("a %s column with no value in it:\n%s", col, s)
+		}
 	}
 	rows[1].RecoveryMs = measured(192.84)
+	rows[2].SinkRate = 1192879.4
 	out.Reset()
 	if err := printTable(&out, rows); err != nil {
 		t.Fatal(err)
 	}
-	if s := out.String(); !strings.Contains(s, "recovery ms") || !strings.Contains(s, "192.8") {
-		t.Errorf("no recovery column:\n%s", s)
+	if s := out.String(); !strings.Contains(s, "recovery ms") || !strings.Contains(s, "192.8") || !strings.Contains(s, "1,192,879") || strings.Contains(s, "offered") {
+		t.Errorf("no recovery or sink limit column, or an empty offered column:\n%s", s)
 	}
 }
 
@@ -297,5 +302,52 @@ func TestRowsOnADirectoryStoreAreIndependent(t *testing.T) {
 	}
 	if keys, err := store.List(context.Background(), ""); err != nil || len(keys) != 0 {
 		t.Fatalf("left in the store: %v, %v", keys, err)
+	}
+}
+
+// TestFromOldJSON reads rows written before metrics could be null (0 for
+// what was not measured, a ratio to off for baselines): they print "–"
+// where nothing was measured, and ratios are recomputed.
+func TestFromOldJSON(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.json")
+	old := `[
+  {"topology": "paritysum", "mode": "abs", "interval": "off", "parallelism": 2, "records": 1000, "seconds": 0.5, "records_per_sec": 2000,
+   "ratio_to_off": 1, "checkpoints": 0, "ckpt_p50_ms": 0, "ckpt_p99_ms": 0, "align_p50_ms": 0, "align_p99_ms": 0, "bytes_per_ckpt": 0,
+   "latency_p50_ms": 0.2, "latency_p99_ms": 0.6, "peak_rss_bytes": 1048576},
+  {"topology": "paritysum", "mode": "protoactor", "interval": "off", "parallelism": 2, "records": 0, "seconds": 0, "records_per_sec": 0,
+   "ratio_to_off": 2.5, "checkpoints": 0, "ckpt_p50_ms": 0, "ckpt_p99_ms": 0, "align_p50_ms": 0, "align_p99_ms": 0, "bytes_per_ckpt": 0,
+   "latency_p50_ms": 0, "latency_p99_ms": 0, "peak_rss_bytes": 1048576}
+]`
+	if err := os.WriteFile(path, []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := loadRows(path)
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("loadRows: %d rows, %v", len(rows), err)
+	}
+	ratios(rows)
+	for _, c := range []struct {
+		row       int
+		col, want string
+	}{
+		{0, "records/s", "2,000"}, {0, "% of off", "100.0%"}, {0, "ckpt p50/p99 ms", "–"}, {0, "bytes/ckpt", "–"}, {0, "latency p50/p99 ms", "0.20 / 0.60"},
+		{1, "records/s", "–"}, {1, "% of off", "–"}, {1, "latency p50/p99 ms", "–"}, {1, "peak RSS MiB", "1.0"},
+	} {
+		if got := cell(t, rows[c.row], c.col); got != c.want {
+			t.Errorf("row %d, %s: %q, want %q", c.row, c.col, got, c.want)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	out := filepath.Join(t.TempDir(), "new.json")
+	if err := run(context.Background(), []string{"-from", path, "-json", out}, &stdout, &stderr); err != nil {
+		t.Fatalf("run -from: %v\n%s", err, stderr.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m []map[string]any
+	if err := json.Unmarshal(b, &m); err != nil || m[1]["ratio_to_off"] != nil || m[1]["records_per_sec"] != nil || m[0]["ckpt_p50_ms"] != nil {
+		t.Fatalf("rewritten rows: %s (%v)", b, err)
 	}
 }

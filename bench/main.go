@@ -43,6 +43,7 @@ type flags struct {
 	plotOut     string
 	child       string
 	repeat      int
+	from        string
 }
 
 // Defaults of the flags that decide how long a run takes.
@@ -88,6 +89,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVar(&f.sweep, "sweep", "", "a sweep instead: state-size, fan-in, recovery, parallelism, backpressure or latency")
 	fs.StringVar(&f.jsonOut, "json", "", "write the rows as a JSON array to this file (a metric not measured is null)")
 	fs.StringVar(&f.plotOut, "plot", "", "draw throughput and p99 latency against the interval into this PNG")
+	fs.StringVar(&f.from, "from", "", "measure nothing: read the rows of a file written by -json, and print, -json and -plot them")
 	fs.StringVar(&f.child, "child", "", "internal: run one row given as JSON and print it")
 	fs.IntVar(&f.repeat, "repeat", defaultRepeat, "runs of each row, interleaved; a row reports its median run by records/s.\n"+
 		"On a shared machine one run of a row can differ from the next by 1.7x, so one run says\n"+
@@ -138,30 +140,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if f.child != "" {
 		return runChild(ctx, f.child, stdout)
 	}
-	configs, err := plan(f)
+	var rows []Row
+	if f.from != "" {
+		rows, err = loadRows(f.from)
+	} else {
+		rows, err = measureAll(ctx, stderr, f)
+	}
 	if err != nil {
 		return err
-	}
-	if f.records == 0 {
-		perRun := f.duration + min(time.Second, f.duration/5) + 300*time.Millisecond // warm-up, start and stop
-		total := time.Duration(len(configs)*f.repeat) * perRun
-		fmt.Fprintf(stderr, "bench: %s × %s of about %v each: about %v in all\n",
-			plural(len(configs), "row"), plural(f.repeat, "run"), perRun.Round(100*time.Millisecond), total.Round(100*time.Millisecond))
-	}
-	rows, err := measure(ctx, stderr, configs, f.repeat)
-	if err != nil {
-		return err
-	}
-	var more []rowConfig
-	for _, r := range rows {
-		more = append(more, followUps(stderr, f.sweep, r)...)
-	}
-	if len(more) > 0 {
-		extra, err := measure(ctx, stderr, more, f.repeat)
-		if err != nil {
-			return err
-		}
-		rows = append(rows, extra...)
 	}
 	ratios(rows)
 	if err := printTable(stdout, rows); err != nil {
@@ -182,6 +168,67 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// measureAll measures the rows that f asks for, and the follow-up rows of a
+// sweep.
+func measureAll(ctx context.Context, stderr io.Writer, f flags) ([]Row, error) {
+	configs, err := plan(f)
+	if err != nil {
+		return nil, err
+	}
+	if f.records == 0 {
+		perRun := f.duration + min(time.Second, f.duration/5) + 300*time.Millisecond // warm-up, start and stop
+		total := time.Duration(len(configs)*f.repeat) * perRun
+		fmt.Fprintf(stderr, "bench: %s × %s of about %v each: about %v in all\n",
+			plural(len(configs), "row"), plural(f.repeat, "run"), perRun.Round(100*time.Millisecond), total.Round(100*time.Millisecond))
+	}
+	rows, err := measure(ctx, stderr, configs, f.repeat)
+	if err != nil {
+		return nil, err
+	}
+	var more []rowConfig
+	for _, r := range rows {
+		more = append(more, followUps(stderr, f.sweep, r)...)
+	}
+	if len(more) > 0 {
+		extra, err := measure(ctx, stderr, more, f.repeat)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, extra...)
+	}
+	return rows, nil
+}
+
+// loadRows reads the rows of a JSON file written by -json. Files written
+// before metrics could be null hold 0 for what was not measured: a figure
+// of no checkpoint, no record or no recovery reads as not measured.
+func loadRows(path string) ([]Row, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("bench: -from: %w", err)
+	}
+	var rows []Row
+	if err := json.Unmarshal(b, &rows); err != nil {
+		return nil, fmt.Errorf("bench: -from %s: %w", path, err)
+	}
+	for i := range rows {
+		r := &rows[i]
+		if r.Checkpoints == 0 {
+			r.CkptP50Ms, r.CkptP99Ms, r.AlignP50Ms, r.AlignP99Ms, r.BytesPerCkpt = metric{}, metric{}, metric{}, metric{}, metric{}
+		}
+		if r.Records == 0 {
+			r.LatencyP50Ms, r.LatencyP99Ms = metric{}, metric{}
+			if r.Seconds == 0 {
+				r.RecordsPerSec = metric{}
+			}
+		}
+		if v, ok := r.RecoveryMs.value(); ok && v == 0 {
+			r.RecoveryMs = metric{}
+		}
+	}
+	return rows, nil
 }
 
 // plural is "1 row" or "n rows".
@@ -415,6 +462,7 @@ func runChild(ctx context.Context, spec string, stdout io.Writer) error {
 // baseline has none: it is not snapflow with checkpoints on.
 func ratios(rows []Row) {
 	for i := range rows {
+		rows[i].RatioToOff = metric{}
 		if rows[i].baseline() {
 			continue
 		}

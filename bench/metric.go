@@ -66,7 +66,7 @@ func (m metric) MarshalJSON() ([]byte, error) {
 	if !m.ok {
 		return []byte("null"), nil
 	}
-	return strconv.AppendFloat(nil, m.v, 'g', -1, 64), nil
+	return json.Marshal(m.v)
 }
 
 // UnmarshalJSON reads a number, or null as not measured.

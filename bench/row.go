@@ -37,7 +37,7 @@ type rowConfig struct {
 // ratio to snapflow's off row), is null in JSON and "–" in the table.
 type Row struct {
 	rowConfig
-	Runs          int     `json:"runs"` // runs this row is the median of
+	Runs          int     `json:"runs,omitempty"` // runs this row is the median of (0: not recorded)
 	Records       int64   `json:"records"`
 	Seconds       float64 `json:"seconds"`
 	RecordsPerSec metric  `json:"records_per_sec"`

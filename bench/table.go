@@ -21,6 +21,8 @@ var columns = []column{
 	{"interval", func(r Row) string { return ifSnapflow(r, r.Interval) }},
 	{"p", func(r Row) string { return count(int64(r.Parallelism)) }},
 	{"state/key B", func(r Row) string { return ifSnapflow(r, count(int64(r.StateSize))) }},
+	{"offered/s", func(r Row) string { return limit(r.Rate) }},
+	{"sink limit/s", func(r Row) string { return limit(r.SinkRate) }},
 	{"records/s", func(r Row) string { return r.RecordsPerSec.cell(0) }},
 	{"spread", func(r Row) string { return percent(r.Spread) }},
 	{"% of off", func(r Row) string { return percent(r.RatioToOff) }},
@@ -34,7 +36,7 @@ var columns = []column{
 }
 
 // optional columns are printed only when some row has a value in them.
-var optional = map[string]bool{"recovery ms": true}
+var optional = map[string]bool{"offered/s": true, "sink limit/s": true, "recovery ms": true}
 
 // tableNote explains the table's symbols and relative columns.
 const tableNote = `–: does not apply to the row, or was not measured (no record, no checkpoint, no time).
@@ -104,6 +106,14 @@ func rssCell(r Row) string {
 		return notMeasured
 	}
 	return thousands(float64(r.PeakRSSBytes)/(1<<20), 1)
+}
+
+// limit is a rate limit in records/s, or "–" for none.
+func limit(v float64) string {
+	if v <= 0 {
+		return notMeasured
+	}
+	return thousands(v, 0)
 }
 
 // percent is a ratio as a percentage with one decimal, or "–".
