@@ -227,6 +227,7 @@ func TestHelpExitsZero(t *testing.T) {
 		{[]string{"-no-such-flag"}, 2, "flag provided but not defined"},
 		{[]string{"-modes", "nope"}, 2, `unknown mode "nope"`},
 		{[]string{"stray"}, 2, "unexpected arguments"},
+		{[]string{"-from", "no-such-file.json"}, 1, "bench: -from: open no-such-file.json"},
 	} {
 		cmd := exec.Command(os.Args[0], c.args...)
 		cmd.Env = append(os.Environ(), "BENCH_TEST_MAIN=1")
@@ -240,7 +241,7 @@ func TestHelpExitsZero(t *testing.T) {
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		if code != c.code || !strings.Contains(stderr.String(), c.out) {
+		if code != c.code || !strings.Contains(stderr.String(), c.out) || strings.Contains(stderr.String(), "bench: bench:") {
 			t.Errorf("bench %s: exit %d, want %d, with %q in:\n%s", strings.Join(c.args, " "), code, c.code, c.out, stderr.String())
 		}
 	}

@@ -126,7 +126,11 @@ func exitCode(err error, stderr io.Writer) int {
 		}
 		return 2
 	default:
-		fmt.Fprintln(stderr, "bench:", err)
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "bench: ") {
+			msg = "bench: " + msg
+		}
+		fmt.Fprintln(stderr, msg)
 		return 1
 	}
 }
