@@ -24,7 +24,7 @@
 // record flows, a checkpoint that cannot be restored exactly
 // (topology.CheckRestore), a job that already finished (ErrAlreadyFinished;
 // see WithStartOver), and a store whose checkpoints are all unusable
-// (snapshots.ErrNoUsableCheckpoint). What the job reports about a checkpoint
-// (EventCheckpointCompleted or EventCheckpointAborted, and the answer of
-// Job.Checkpoint) always matches what recovery would restore.
+// (snapshots.ErrNoUsableCheckpoint). While the job runs, what it reports
+// about a checkpoint (EventCheckpointCompleted or EventCheckpointAborted, and
+// the answer of Job.Checkpoint) matches what recovery would restore.
 package actors

@@ -102,7 +102,6 @@ func (j *Job) release(ctx context.Context, ja *jobActor) {
 	select {
 	case <-j.stopped:
 	case <-ctx.Done():
-		j.sh.stopRun() // interrupt sources blocked in Read
 		j.system.Root.Send(j.pid, &stopRequest{cause: fmt.Errorf("%w: %w", ErrStopped, context.Cause(ctx))})
 		<-j.stopped
 	}
@@ -110,6 +109,7 @@ func (j *Job) release(ctx context.Context, ja *jobActor) {
 		j.sh.cancelUpload() // stopped or failed: abandon uploads in flight
 	}
 	j.sh.uploads.Wait() // finished: let the last retention pass end
+	j.sh.stopRun()
 	j.sh.cancelUpload()
 	j.system.Shutdown()
 	j.err = ja.result
@@ -131,15 +131,15 @@ func (j *Job) Done() <-chan struct{} { return j.done }
 // and returns what Wait returns. Its checkpoints stay in the store, so
 // starting the job again resumes from the newest complete one.
 func (j *Job) Stop() error {
-	j.once.Do(func() {
-		j.sh.stopRun() // interrupt sources blocked in Read
-		j.system.Root.Send(j.pid, &stopRequest{cause: ErrStopped})
-	})
+	j.once.Do(func() { j.system.Root.Send(j.pid, &stopRequest{cause: ErrStopped}) })
 	return j.Wait()
 }
 
 // Checkpoint triggers a checkpoint now (or as soon as the one in flight ends)
-// and returns its id once it is complete, or why it failed.
+// and returns its id once it is complete, or why it failed. When the job
+// stops or fails while the checkpoint's manifest is being written, it
+// returns the job's end (ErrStopped, say) although the manifest may land:
+// the next Start then resumes from that checkpoint.
 func (j *Job) Checkpoint(ctx context.Context) (uint64, error) {
 	reply := make(chan checkpointResult, 1)
 	j.system.Root.Send(j.pid, &checkpointRequest{reply: reply})

@@ -63,7 +63,9 @@ func (j *jobActor) writeManifest(a coordinator.Action) {
 	}
 	sh, root, self, epoch := j.sh, j.sh.system.Root, j.self, j.epoch
 	j.manifests++ // a failover waits for it: the manifest may still land
-	sh.goUploadCtx(sh.uploadCtx, func(ctx context.Context) {
+	// Not cancelled when the job stops: a manifest write is either done or
+	// not started, never abandoned half-way (Stop waits for it).
+	sh.goUploadCtx(context.WithoutCancel(sh.uploadCtx), func(ctx context.Context) {
 		err := sh.cps.PutManifest(ctx, m)
 		root.Send(self, &manifestWrittenMsg{epoch: epoch, id: m.CheckpointId, err: err})
 	})

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/restart"
 	"github.com/snapflow/snapflow/internal/testsrc"
 	"github.com/snapflow/snapflow/snapshots"
 )
@@ -391,4 +392,46 @@ func TestRetentionKeepsAUsableCheckpoint(t *testing.T) {
 		t.Fatalf("runs %+v, want both the start and the failover from checkpoint %d", r, older)
 	}
 	assertEqualMaps(t, "sink", out.snapshot(), parityWant(n))
+}
+
+// stallingStore blocks state Puts until their context ends, signalling
+// entered on the first.
+type stallingStore struct {
+	snapshots.Store
+	once    sync.Once
+	entered chan struct{}
+}
+
+func (s *stallingStore) Put(ctx context.Context, key string, data []byte) error {
+	if strings.HasSuffix(key, ".state") {
+		s.once.Do(func() { close(s.entered) })
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return s.Store.Put(ctx, key, data)
+}
+
+// TestStopDuringUploadIsAStop: Stop abandons the uploads in flight, and
+// that is not a checkpoint failure: with no failure tolerated and no
+// restart allowed, the job still ends with ErrStopped.
+func TestStopDuringUploadIsAStop(t *testing.T) {
+	gate := testsrc.NewGate(1000)
+	g, _ := paritySumJob("stopupload", 100_000, gate, nil)
+	store := &stallingStore{Store: snapshots.NewMem(), entered: make(chan struct{})}
+	var ev events
+	j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(testLogger(t)),
+		actors.WithCheckpointInterval(0), actors.WithTolerableCheckpointFailures(0), actors.WithListener(ev.listen),
+		actors.WithRestartPolicy(restart.Policy{MaxFailures: restart.NoRestarts}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate.WaitReached(t, 1000)
+	go func() { _, _ = j.Checkpoint(context.Background()) }()
+	<-store.entered
+	if err := j.Stop(); !errors.Is(err, actors.ErrStopped) {
+		t.Fatalf("Stop: %v, want ErrStopped", err)
+	}
+	if n := ev.count(actors.EventCheckpointAborted) + ev.count(actors.EventTaskFailed); n != 0 {
+		t.Fatalf("the stop produced %d abort or failure events", n)
+	}
 }

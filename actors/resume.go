@@ -61,6 +61,7 @@ func resume(ctx context.Context, cfg *config, plan *topology.Plan, declared map[
 	if err := checkPoint(cfg, plan, declared, rp); err != nil {
 		return nil, fmt.Errorf("actors: job %q: %w", job, err)
 	}
+	warnUndescribed(rp, log)
 	r.point, r.epoch = rp, m.GetEpoch()+1
 	log.Info("resuming from checkpoint", "checkpoint", m.GetCheckpointId(), "epoch", r.epoch)
 	retainAtStart(ctx, r, cfg, log)
@@ -101,4 +102,17 @@ func discard(ctx context.Context, cps *snapshots.Checkpoints, log *slog.Logger) 
 		log.Info("discarded the job's checkpoints (WithStartOver)", "checkpoints", len(infos))
 	}
 	return nil
+}
+
+// warnUndescribed warns about keyed state stored without descriptors (by a
+// version that did not record them): its types cannot be checked.
+func warnUndescribed(rp *snapshots.Restorable, log *slog.Logger) {
+	seen := map[string]bool{}
+	for _, st := range rp.States {
+		if len(st.GetKeyGroups()) > 0 && len(st.GetStateDescriptors()) == 0 && !seen[st.GetOperator()] {
+			seen[st.GetOperator()] = true
+			log.Warn("the checkpoint holds keyed state without state descriptors (taken by an older snapflow): its types cannot be checked; keep its state declarations unchanged",
+				"checkpoint", rp.Manifest.GetCheckpointId(), "operator", st.GetOperator())
+		}
+	}
 }

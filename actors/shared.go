@@ -40,9 +40,11 @@ type shared struct {
 	uploads      sync.WaitGroup
 	uploadCtx    context.Context
 	cancelUpload context.CancelFunc
-	// runCtx is the parent of every incarnation's context. Stop cancels it
-	// first, so that a source blocked in Read on the context given to Open
-	// returns before the task actors are stopped.
+	// runCtx is the parent of every incarnation's context, which the job
+	// actor cancels when the incarnation ends (a failover, or a stop or
+	// failure of the job): a source blocked in Read on the context given to
+	// Open returns then. Stop does not cancel it from outside, so that an
+	// upload cancelled by a stop is never counted as a failure of the job.
 	runCtx  context.Context
 	stopRun context.CancelFunc
 }

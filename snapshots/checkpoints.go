@@ -145,6 +145,11 @@ func (c *Checkpoints) resolveManifest(ctx context.Context, m *messages.Manifest,
 	defer cancel()
 	data, gerr := c.store.Get(rctx, key)
 	switch {
+	case errors.Is(gerr, ErrNotFound) && (errors.Is(perr, context.Canceled) || errors.Is(perr, context.DeadlineExceeded)):
+		// A write abandoned by its context may have sent the whole object:
+		// a server can still commit it after this read.
+		return fmt.Errorf("snapshots: put %s: the write was abandoned and the manifest is not there yet, "+
+			"but the server may still commit it, so checkpoint %d may or may not be complete: %w: %w", key, id, ErrManifestInDoubt, perr)
 	case errors.Is(gerr, ErrNotFound):
 		c.log.DebugContext(ctx, "snapshots: manifest write failed and the manifest is absent",
 			"checkpoint", id, "key", key, "err", perr)

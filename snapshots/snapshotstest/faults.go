@@ -24,6 +24,10 @@ type faultyStore struct {
 	cancelAfterPut context.CancelFunc
 	// getFails makes reading a manifest fail.
 	getFails bool
+	// abandoned makes a manifest Put fail with context.DeadlineExceeded
+	// without storing, as a write abandoned by its deadline whose bytes the
+	// server may still commit.
+	abandoned bool
 }
 
 func isManifest(key string) bool { return strings.HasSuffix(key, "/_manifest") }
@@ -33,6 +37,8 @@ func (f *faultyStore) Put(ctx context.Context, key string, data []byte) error {
 		return f.Store.Put(ctx, key, data)
 	}
 	switch {
+	case f.abandoned:
+		return context.DeadlineExceeded
 	case f.putFails:
 		return errInjected
 	case f.cancelAfterPut != nil:
@@ -96,6 +102,14 @@ func testManifestWriteFails(t *testing.T, newStore newStoreFunc) {
 		wantNotFound(t, s, snapshots.ManifestKey(job, 1))
 		if r := loadLatest(t, c); r != nil {
 			t.Errorf("LoadLatest = checkpoint %d, want none", r.Manifest.GetCheckpointId())
+		}
+	})
+	t.Run("abandoned by its context", func(t *testing.T) {
+		s := newStore(t)
+		c, _ := newCheckpoints(&faultyStore{Store: s, abandoned: true})
+		err := c.PutManifest(t.Context(), manifestOf(1, putStates(t, c, 1, defaultTasks...)))
+		if !errors.Is(err, snapshots.ErrManifestInDoubt) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("PutManifest = %v, want ErrManifestInDoubt: the server may still commit the write", err)
 		}
 	})
 	for _, landed := range []bool{true, false} {
