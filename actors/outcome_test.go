@@ -147,22 +147,31 @@ func outcomes(t *testing.T, ev *events) (completed, aborted map[uint64]bool) {
 	return completed, aborted
 }
 
+// runningParity starts the parity job name over 1..n on store with manual
+// checkpoints only, and returns once its source has emitted 1..1000 and
+// waits at its gate.
+func runningParity(t *testing.T, name string, n int64, store snapshots.Store, fail *failures, opts ...actors.Option) (*actors.Job, *testsrc.Gate, *latest, *events) {
+	t.Helper()
+	gate := testsrc.NewGate(1000)
+	g, out := paritySumJob(name, n, gate, fail)
+	ev := &events{}
+	j, err := actors.Start(context.Background(), g, append([]actors.Option{actors.WithStore(store), actors.WithLogger(testLogger(t)),
+		actors.WithCheckpointInterval(0), actors.WithListener(ev.listen)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate.WaitReached(t, 1000)
+	return j, gate, out, ev
+}
+
 // TestManifestWriteErrorAfterLanding: a manifest write that reports an error
 // after the manifest is in place completes the checkpoint, as recovery would
 // see it; one that did not land aborts it.
 func TestManifestWriteErrorAfterLanding(t *testing.T) {
 	const n = 20_000
-	gate := testsrc.NewGate(1000)
-	g, out := paritySumJob("landed", n, gate, nil)
 	mem := snapshots.NewMem()
 	store := newFaultyStore(mem)
-	var ev events
-	j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(testLogger(t)),
-		actors.WithCheckpointInterval(0), actors.WithListener(ev.listen))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gate.WaitReached(t, 1000)
+	j, gate, out, ev := runningParity(t, "landed", n, store, nil)
 	store.set(store.putThenFail, "_manifest", 1)
 	landed, err := j.Checkpoint(context.Background())
 	if err != nil {
@@ -176,7 +185,7 @@ func TestManifestWriteErrorAfterLanding(t *testing.T) {
 	if err := waitJob(t, j); err != nil {
 		t.Fatal(err)
 	}
-	completed, aborted := outcomes(t, &ev)
+	completed, aborted := outcomes(t, ev)
 	if !completed[landed] || aborted[landed] {
 		t.Fatalf("checkpoint %d: completed %v, aborted %v; want completed", landed, completed, aborted)
 	}
@@ -194,17 +203,9 @@ func TestManifestWriteErrorAfterLanding(t *testing.T) {
 // recovery finds: here the manifest landed, so it is complete, and restored.
 func TestManifestInDoubtFailsOver(t *testing.T) {
 	const n = 20_000
-	gate := testsrc.NewGate(1000)
-	g, out := paritySumJob("doubt", n, gate, nil)
 	mem := snapshots.NewMem()
 	store := newFaultyStore(mem)
-	var ev events
-	j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(testLogger(t)),
-		actors.WithCheckpointInterval(0), actors.WithListener(ev.listen))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gate.WaitReached(t, 1000)
+	j, gate, out, ev := runningParity(t, "doubt", n, store, nil)
 	store.set(store.putThenFail, "_manifest", 1)
 	store.set(store.getFail, "_manifest", 1) // the read-back fails once
 	id, err := j.Checkpoint(context.Background())
@@ -215,7 +216,7 @@ func TestManifestInDoubtFailsOver(t *testing.T) {
 	if err := waitJob(t, j); err != nil {
 		t.Fatal(err)
 	}
-	completed, aborted := outcomes(t, &ev)
+	completed, aborted := outcomes(t, ev)
 	if !completed[id] || aborted[id] {
 		t.Fatalf("checkpoint %d: completed %v, aborted %v", id, completed, aborted)
 	}
@@ -298,13 +299,7 @@ func TestStorePanicFailsOnlyTheCheckpoint(t *testing.T) {
 // verify make Start fail rather than start the job over empty.
 func TestStartRefusesUnusableCheckpoints(t *testing.T) {
 	store := snapshots.NewMem()
-	gate := testsrc.NewGate(1000)
-	g, _ := paritySumJob("unusable", 100_000, gate, nil)
-	j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithCheckpointInterval(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gate.WaitReached(t, 1000)
+	j, _, _, _ := runningParity(t, "unusable", 100_000, store, nil)
 	id, err := j.Checkpoint(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -330,15 +325,7 @@ func TestStartRefusesUnusableCheckpoints(t *testing.T) {
 // only checkpoint corrupt fails the job instead of rewinding to the start.
 func TestFailoverRefusesUnusableCheckpoints(t *testing.T) {
 	store := snapshots.NewMem()
-	gate := testsrc.NewGate(1000)
-	g, _ := paritySumJob("gone", 100_000, gate, newFailures(1500))
-	var ev events
-	j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(testLogger(t)),
-		actors.WithCheckpointInterval(0), actors.WithListener(ev.listen))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gate.WaitReached(t, 1000)
+	j, gate, _, ev := runningParity(t, "gone", 100_000, store, newFailures(1500))
 	id, err := j.Checkpoint(context.Background())
 	if err != nil {
 		t.Fatal(err)
