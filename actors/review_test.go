@@ -122,6 +122,10 @@ func TestFailoverWaitsForManifest(t *testing.T) {
 	if r := ev.of(actors.EventRestoring); len(r) != 1 || r[0].Checkpoint != 1 {
 		t.Fatalf("restores %+v, want one from checkpoint 1, whose manifest landed", r)
 	}
+	// The failover does not report checkpoint 1 aborted: it is complete.
+	if completed, aborted := outcomes(t, &ev); !completed[1] || aborted[1] {
+		t.Fatalf("checkpoint 1: completed %v, aborted %v; want completed only", completed, aborted)
+	}
 	assertEqualMaps(t, "final state", finalTotals(t, mem, "manifest", "sum"), parityWant(n))
 	assertEqualMaps(t, "sink", out.snapshot(), parityWant(n))
 }
