@@ -11,11 +11,11 @@ import (
 	"testing"
 
 	"github.com/minio/minio-go/v7"
+	"github.com/snapflow/snapflow/internal/leaktest"
 	"github.com/snapflow/snapflow/internal/miniotest"
-	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leaktest.Main(m) }
 
 func TestStartStopRestart(t *testing.T) {
 	srv := miniotest.Start(t)
