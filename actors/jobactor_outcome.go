@@ -69,13 +69,7 @@ func (j *jobActor) maybeClean() {
 	sh, root, self, below := j.sh, j.sh.system.Root, j.self, j.cleanBelow
 	sh.goUploadCtx(sh.uploadCtx, func(ctx context.Context) {
 		defer root.Send(self, &cleanedMsg{below: below})
-		n, err := sh.cps.DeleteIncomplete(ctx, below)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			sh.log.Warn("deleting aborted checkpoints failed", "below", below, "err", err)
-		case n > 0:
-			sh.log.Debug("deleted aborted checkpoints", "below", below, "checkpoints", n)
-		}
+		sh.deleteAborted(ctx, below)
 	})
 }
 
@@ -89,15 +83,18 @@ func (j *jobActor) cleanAtEnd() {
 		return
 	}
 	sh, below := j.sh, j.cleanBelow
-	sh.uploads.Add(1)
-	go func() {
-		defer sh.uploads.Done()
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(sh.uploadCtx), endCleanTimeout)
-		defer cancel()
-		if _, err := sh.cps.DeleteIncomplete(ctx, below); err != nil {
-			sh.log.Warn("deleting aborted checkpoints at the end of the job failed", "below", below, "err", err)
-		}
-	}()
+	sh.goWithin(context.WithoutCancel(sh.uploadCtx), endCleanTimeout, func(ctx context.Context) { sh.deleteAborted(ctx, below) })
+}
+
+// deleteAborted deletes the checkpoints without a manifest below below.
+func (sh *shared) deleteAborted(ctx context.Context, below uint64) {
+	n, err := sh.cps.DeleteIncomplete(ctx, below)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		sh.log.Warn("deleting aborted checkpoints failed", "below", below, "err", err)
+	case n > 0:
+		sh.log.Debug("deleted aborted checkpoints", "below", below, "checkpoints", n)
+	}
 }
 
 // endCleanTimeout bounds the last pass of cleanAtEnd, which Stop waits for.

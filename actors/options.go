@@ -189,7 +189,7 @@ func isNil(s snapshots.Store) bool {
 		return true
 	}
 	switch v := reflect.ValueOf(s); v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
 		return v.IsNil()
 	}
 	return false

@@ -85,23 +85,13 @@ func retainAtStart(ctx context.Context, r *resumed, cfg *config, log *slog.Logge
 	}
 }
 
-// discard deletes every checkpoint of the job, oldest first, so that an
-// interrupted discard leaves the newest checkpoints, never an older one
-// alone.
+// discard deletes every checkpoint of the job (WithStartOver).
 func discard(ctx context.Context, cps *snapshots.Checkpoints, log *slog.Logger) error {
-	infos, err := cps.List(ctx)
-	if err != nil {
-		return err
+	n, err := cps.DeleteAll(ctx)
+	if n > 0 {
+		log.Info("discarded the job's checkpoints (WithStartOver)", "checkpoints", n)
 	}
-	for _, info := range infos {
-		if err := cps.Delete(ctx, info.ID); err != nil {
-			return err
-		}
-	}
-	if len(infos) > 0 {
-		log.Info("discarded the job's checkpoints (WithStartOver)", "checkpoints", len(infos))
-	}
-	return nil
+	return err
 }
 
 // warnUndescribed warns about keyed state stored without descriptors (by a

@@ -78,10 +78,15 @@ func (sh *shared) timeout() time.Duration {
 // goUploadCtx runs f in a tracked goroutine with ctx bounded by the
 // checkpoint timeout.
 func (sh *shared) goUploadCtx(parent context.Context, f func(ctx context.Context)) {
+	sh.goWithin(parent, sh.timeout(), f)
+}
+
+// goWithin runs f in a tracked goroutine with ctx bounded by d.
+func (sh *shared) goWithin(parent context.Context, d time.Duration, f func(ctx context.Context)) {
 	sh.uploads.Add(1)
 	go func() {
 		defer sh.uploads.Done()
-		ctx, cancel := context.WithTimeout(parent, sh.timeout())
+		ctx, cancel := context.WithTimeout(parent, d)
 		defer cancel()
 		f(ctx)
 	}()

@@ -10,6 +10,24 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
+// DeleteAll deletes every checkpoint of the job, complete or not, oldest
+// first and each manifest before its objects, so that an interrupted call
+// leaves the newest checkpoints complete, never an older one alone. It
+// returns how many checkpoints it deleted.
+func (c *Checkpoints) DeleteAll(ctx context.Context) (deleted int, err error) {
+	chks, err := c.scan(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, chk := range chks {
+		if err := c.deleteKeys(ctx, chk.id, chk.keys, nil); err != nil {
+			return deleted, err
+		}
+		deleted++
+	}
+	return deleted, nil
+}
+
 // Delete deletes checkpoint id: the manifest first, so that the checkpoint
 // stops being complete before any of its objects goes, then its other
 // objects. It does not look at other manifests; use Retain to keep objects

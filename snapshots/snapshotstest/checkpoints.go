@@ -43,6 +43,7 @@ var checkpointTests = []test{
 	{"RetainVerifiesOnce", testRetainVerifiesOnce},
 	{"ManifestWriteFails", testManifestWriteFails},
 	{"DeleteIncomplete", testDeleteIncomplete},
+	{"DeleteAll", testDeleteAll},
 	{"Verify", testVerify},
 }
 

@@ -174,3 +174,29 @@ func testDeleteIncomplete(t *testing.T, newStore newStoreFunc) {
 	wantKeys(t, s, "", want...)
 	wantLoaded(t, c, 1)
 }
+
+// testDeleteAll checks that DeleteAll removes every checkpoint of the job,
+// complete or not, and nothing of another job.
+func testDeleteAll(t *testing.T, newStore newStoreFunc) {
+	s := newStore(t)
+	c, _ := newCheckpoints(s)
+	ctx := t.Context()
+	complete(t, c, 1)
+	putStates(t, c, 2, defaultTasks...) // aborted
+	complete(t, c, 3)
+	other := "other" + job
+	mustPut(t, s, snapshots.ManifestKey(other, 1), []byte("another job's"))
+	n, err := c.DeleteAll(ctx)
+	if err != nil || n != 3 {
+		t.Fatalf("DeleteAll = %d, %v; want 3 checkpoints", n, err)
+	}
+	if keys, err := s.List(ctx, snapshots.CheckpointsPrefix(job)); err != nil || len(keys) != 0 {
+		t.Fatalf("left %v (%v)", keys, err)
+	}
+	if _, err := s.Get(ctx, snapshots.ManifestKey(other, 1)); err != nil {
+		t.Fatalf("another job's object: %v", err)
+	}
+	if r := loadLatest(t, c); r != nil {
+		t.Fatalf("LoadLatest after DeleteAll = checkpoint %d", r.Manifest.GetCheckpointId())
+	}
+}
