@@ -1022,6 +1022,71 @@ func (x *JobDoneAck) GetWorkerId() string {
 	return ""
 }
 
+// Lease names the coordinator incarnation that owns a job in cluster mode.
+// A coordinator claims it when it starts and checks it before every
+// manifest it writes, so that a superseded coordinator stops.
+type Lease struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Holder string                 `protobuf:"bytes,1,opt,name=holder,proto3" json:"holder,omitempty"`
+	// first_epoch is the first epoch of the holder; its epochs are above those
+	// of every earlier holder.
+	FirstEpoch    uint64 `protobuf:"varint,2,opt,name=first_epoch,json=firstEpoch,proto3" json:"first_epoch,omitempty"`
+	TakenUnixNano int64  `protobuf:"varint,3,opt,name=taken_unix_nano,json=takenUnixNano,proto3" json:"taken_unix_nano,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Lease) Reset() {
+	*x = Lease{}
+	mi := &file_messages_cluster_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Lease) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Lease) ProtoMessage() {}
+
+func (x *Lease) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_cluster_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Lease.ProtoReflect.Descriptor instead.
+func (*Lease) Descriptor() ([]byte, []int) {
+	return file_messages_cluster_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *Lease) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+func (x *Lease) GetFirstEpoch() uint64 {
+	if x != nil {
+		return x.FirstEpoch
+	}
+	return 0
+}
+
+func (x *Lease) GetTakenUnixNano() int64 {
+	if x != nil {
+		return x.TakenUnixNano
+	}
+	return 0
+}
+
 var File_messages_cluster_proto protoreflect.FileDescriptor
 
 const file_messages_cluster_proto_rawDesc = "" +
@@ -1096,7 +1161,12 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\")\n" +
 	"\n" +
 	"JobDoneAck\x12\x1b\n" +
-	"\tworker_id\x18\x01 \x01(\tR\bworkerIdB'Z%github.com/snapflow/snapflow/messagesb\x06proto3"
+	"\tworker_id\x18\x01 \x01(\tR\bworkerId\"h\n" +
+	"\x05Lease\x12\x16\n" +
+	"\x06holder\x18\x01 \x01(\tR\x06holder\x12\x1f\n" +
+	"\vfirst_epoch\x18\x02 \x01(\x04R\n" +
+	"firstEpoch\x12&\n" +
+	"\x0ftaken_unix_nano\x18\x03 \x01(\x03R\rtakenUnixNanoB'Z%github.com/snapflow/snapflow/messagesb\x06proto3"
 
 var (
 	file_messages_cluster_proto_rawDescOnce sync.Once
@@ -1110,7 +1180,7 @@ func file_messages_cluster_proto_rawDescGZIP() []byte {
 	return file_messages_cluster_proto_rawDescData
 }
 
-var file_messages_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_messages_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_messages_cluster_proto_goTypes = []any{
 	(*TaskRestored)(nil),    // 0: snapflow.v1.TaskRestored
 	(*TaskExhausted)(nil),   // 1: snapflow.v1.TaskExhausted
@@ -1128,12 +1198,13 @@ var file_messages_cluster_proto_goTypes = []any{
 	(*TaskFailed)(nil),      // 13: snapflow.v1.TaskFailed
 	(*JobDone)(nil),         // 14: snapflow.v1.JobDone
 	(*JobDoneAck)(nil),      // 15: snapflow.v1.JobDoneAck
-	(*StateHandle)(nil),     // 16: snapflow.v1.StateHandle
+	(*Lease)(nil),           // 16: snapflow.v1.Lease
+	(*StateHandle)(nil),     // 17: snapflow.v1.StateHandle
 }
 var file_messages_cluster_proto_depIdxs = []int32{
 	5,  // 0: snapflow.v1.RegisterWorker.jobs:type_name -> snapflow.v1.JobFingerprint
 	7,  // 1: snapflow.v1.Registered.settings:type_name -> snapflow.v1.RuntimeSettings
-	16, // 2: snapflow.v1.DeployTask.state:type_name -> snapflow.v1.StateHandle
+	17, // 2: snapflow.v1.DeployTask.state:type_name -> snapflow.v1.StateHandle
 	11, // 3: snapflow.v1.Deploy.tasks:type_name -> snapflow.v1.DeployTask
 	4,  // [4:4] is the sub-list for method output_type
 	4,  // [4:4] is the sub-list for method input_type
@@ -1154,7 +1225,7 @@ func file_messages_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_cluster_proto_rawDesc), len(file_messages_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
