@@ -13,31 +13,6 @@ type batchMsg struct {
 	data  any
 }
 
-// runMsg tells a restored task that every task of its epoch is ready.
-type runMsg struct{ epoch uint64 }
-
-// restoredMsg reports that a task has loaded its state.
-type restoredMsg struct {
-	epoch uint64
-	task  int
-}
-
-// exhaustedMsg reports that a source task has read all its records.
-type exhaustedMsg struct {
-	epoch uint64
-	task  int
-}
-
-// finishedMsg reports that a task has ended all its outputs.
-type finishedMsg struct {
-	epoch uint64
-	task  int
-}
-
-// endSourceMsg tells an exhausted source to end its outputs: the final
-// checkpoint is complete.
-type endSourceMsg struct{ epoch uint64 }
-
 // pollMsg asks a source task to produce.
 type pollMsg struct{}
 

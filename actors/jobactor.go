@@ -104,7 +104,7 @@ func (j *jobActor) Receive(ctx actor.Context) {
 		}
 	}()
 	switch m := ctx.Message().(type) {
-	case *restoredMsg:
+	case *messages.TaskRestored:
 		j.onRestored(m)
 	case *messages.AckCheckpoint:
 		if m.Epoch == j.epoch && j.phase == phaseRunning {
@@ -127,11 +127,11 @@ func (j *jobActor) Receive(ctx actor.Context) {
 			j.timer = nil
 			j.apply(j.coord.Tick(time.Now()))
 		}
-	case *exhaustedMsg:
+	case *messages.TaskExhausted:
 		j.onExhausted(m)
-	case *finishedMsg:
-		if m.epoch == j.epoch && j.phase == phaseRunning {
-			j.finished[m.task] = true
+	case *messages.TaskFinished:
+		if m.Epoch == j.epoch && j.phase == phaseRunning {
+			j.finished[int(m.Task)] = true
 			j.checkDone()
 		}
 	case *checkpointRequest:
@@ -185,16 +185,16 @@ func (j *jobActor) beginRestore() {
 	j.finalComplete = false
 }
 
-func (j *jobActor) onRestored(m *restoredMsg) {
-	if m.epoch != j.epoch || j.phase != phaseRestoring {
+func (j *jobActor) onRestored(m *messages.TaskRestored) {
+	if m.Epoch != j.epoch || j.phase != phaseRestoring {
 		return
 	}
-	j.restored[m.task] = true
+	j.restored[int(m.Task)] = true
 	if len(j.restored) < len(j.sh.plan.Tasks) || len(j.sh.pids) < len(j.sh.plan.Tasks) {
 		return
 	}
 	j.phase = phaseRunning
-	run := &runMsg{epoch: j.epoch}
+	run := &messages.RunTasks{Epoch: j.epoch}
 	for _, pid := range j.sh.pids {
 		j.send(pid, run)
 	}
@@ -214,11 +214,11 @@ func (j *jobActor) onRestored(m *restoredMsg) {
 	j.apply(acts)
 }
 
-func (j *jobActor) onExhausted(m *exhaustedMsg) {
-	if m.epoch != j.epoch || j.phase != phaseRunning {
+func (j *jobActor) onExhausted(m *messages.TaskExhausted) {
+	if m.Epoch != j.epoch || j.phase != phaseRunning {
 		return
 	}
-	j.exhausted[m.task] = true
+	j.exhausted[int(m.Task)] = true
 	if len(j.exhausted) == len(j.sources) {
 		j.log.Info("every source has ended; taking the final checkpoint")
 		j.apply(j.coord.Finish(time.Now()))

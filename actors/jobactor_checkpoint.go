@@ -96,7 +96,7 @@ func (j *jobActor) completed(a coordinator.Action) {
 	}
 	if a.Final {
 		j.finalComplete = true
-		end := &endSourceMsg{epoch: j.epoch}
+		end := &messages.EndSource{Epoch: j.epoch}
 		for _, s := range j.sources {
 			j.send(j.sh.pids[s], end)
 		}

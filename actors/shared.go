@@ -24,7 +24,7 @@ type shared struct {
 	log    *slog.Logger
 	system *actor.ActorSystem
 	jobPID *actor.PID
-	pids   []*actor.PID // task actors by plan index; set before any runMsg
+	pids   []*actor.PID // task actors by plan index; set before any RunTasks
 	cps    *snapshots.Checkpoints
 	// declared are the states each keyed operator declares, checked against
 	// every checkpoint restored.

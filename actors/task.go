@@ -125,10 +125,10 @@ func (t *task) Receive(ctx actor.Context) {
 	case *messages.CompleteCheckpoint:
 		// Two-phase-commit sinks will commit here.
 		t.resume(m.Epoch)
-	case *runMsg:
+	case *messages.RunTasks:
 		t.onRun(m)
-	case *endSourceMsg:
-		if m.epoch == t.epoch && t.src != nil && t.exhausted && !t.ending {
+	case *messages.EndSource:
+		if m.Epoch == t.epoch && t.src != nil && t.exhausted && !t.ending {
 			t.endOutputs()
 		}
 	case *actor.Started:
@@ -186,11 +186,11 @@ func (t *task) onStarted(ctx actor.Context) {
 	if len(t.ins) > 0 {
 		t.aligner = align.New[*batchMsg](len(t.ins))
 	}
-	t.root.Send(t.sh.jobPID, &restoredMsg{epoch: t.epoch, task: t.idx})
+	t.root.Send(t.sh.jobPID, &messages.TaskRestored{Epoch: t.epoch, Task: uint32(t.idx)})
 }
 
-func (t *task) onRun(m *runMsg) {
-	if m.epoch != t.epoch || t.running {
+func (t *task) onRun(m *messages.RunTasks) {
+	if m.Epoch != t.epoch || t.running {
 		return
 	}
 	t.running = true

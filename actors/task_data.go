@@ -243,7 +243,7 @@ func (t *task) onPoll() {
 		case topology.SourceDone:
 			t.exhausted = true
 			t.flush()
-			t.root.Send(t.sh.jobPID, &exhaustedMsg{epoch: t.epoch, task: t.idx})
+			t.root.Send(t.sh.jobPID, &messages.TaskExhausted{Epoch: t.epoch, Task: uint32(t.idx)})
 		}
 	}
 	t.armLinger()
@@ -302,6 +302,6 @@ func (t *task) endOutputs() {
 func (t *task) checkFinished() {
 	if t.ending && !t.finished && t.backlogged == 0 {
 		t.finished = true
-		t.root.Send(t.sh.jobPID, &finishedMsg{epoch: t.epoch, task: t.idx})
+		t.root.Send(t.sh.jobPID, &messages.TaskFinished{Epoch: t.epoch, Task: uint32(t.idx)})
 	}
 }
