@@ -117,6 +117,9 @@ type edge struct {
 	// keyGroup is a func(T) int for Hash edges, T being the edge's element
 	// type; it is type-asserted once when an emitter is built.
 	keyGroup any
+	// codec turns the edge's batches into RecordBatches and back, for
+	// channels that cross nodes (see Plan.ChannelCodec).
+	codec edgeCodec
 }
 
 // factory creates the runtime instance of one task of a node.
@@ -150,6 +153,8 @@ func (g *Graph) problem(format string, args ...any) {
 func connect[T any](n *node, s Stream[T]) {
 	for _, p := range s.parts {
 		e := &edge{from: p.node, to: n, partition: p.partition, explicit: p.explicit, keyGroup: p.keyGroup}
+		c, _ := p.wire.(Codec[T]) // set by WithWireCodec for this T; nil for the default
+		e.codec = newBatchCodec(p.node.name, n.name, c)
 		p.node.outputs = append(p.node.outputs, e)
 		n.inputs = append(n.inputs, e)
 	}

@@ -16,6 +16,9 @@ type Plan struct {
 	// Fingerprint identifies the topology (operators, parallelisms, edges),
 	// so that a checkpoint is not restored into a different job by mistake.
 	Fingerprint string
+
+	edges  []*edge      // every edge, in plan order (see CheckWire)
+	codecs []BatchCodec // by channel id: the codec of the channel's edge
 }
 
 // TaskPlan is one task: one parallel instance of an operator.
@@ -87,6 +90,7 @@ func NewPlan(g *Graph) (*Plan, error) {
 	for _, n := range order {
 		for _, e := range n.outputs {
 			part := resolvePartition(e)
+			p.edges = append(p.edges, e)
 			for s := 0; s < n.parallelism; s++ {
 				from := p.Tasks[first[n.id]+s]
 				targets := targetsOf(part, s, e.to.parallelism)
@@ -99,6 +103,7 @@ func NewPlan(g *Graph) (*Plan, error) {
 					ch := ChannelPlan{ID: len(p.Channels), From: from.Index, To: to.Index, FromOutput: len(from.Outputs), Partition: part}
 					from.Outputs = append(from.Outputs, ch.ID)
 					p.Channels = append(p.Channels, ch)
+					p.codecs = append(p.codecs, e.codec)
 					chans[link{e, from.Index, to.Index}] = ch.ID
 				}
 			}

@@ -19,6 +19,8 @@ type part struct {
 	partition Partition // 0: chosen at planning (forward if parallelisms match, else rebalance)
 	explicit  bool
 	keyGroup  any
+	// wire is the Codec[T] given by WithWireCodec, nil for the default.
+	wire any
 }
 
 // Graph returns the graph the stream belongs to.
@@ -27,7 +29,7 @@ func (s Stream[T]) Graph() *Graph { return s.g }
 func (s Stream[T]) with(p Partition, keyGroup any) Stream[T] {
 	parts := make([]part, len(s.parts))
 	for i, pt := range s.parts {
-		parts[i] = part{node: pt.node, partition: p, explicit: true, keyGroup: keyGroup}
+		parts[i] = part{node: pt.node, partition: p, explicit: true, keyGroup: keyGroup, wire: pt.wire}
 	}
 	return Stream[T]{g: s.g, parts: parts}
 }
