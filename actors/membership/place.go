@@ -1,7 +1,9 @@
 package membership
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -32,7 +34,8 @@ type Placement struct {
 // hosts at most Slots tasks.
 //
 // Tasks are placed operator by operator, in the order each operator first
-// appears in tasks. Each task goes to the worker that, among those with a
+// appears in tasks, except that operators with more tasks than there are
+// workers, which cannot be spread, come last. Each task goes to the worker that, among those with a
 // free slot, hosts the fewest tasks of its operator so far, then has the
 // most free slots; a tie goes to the first worker in round-robin order,
 // starting after the worker that took the previous task. So an operator's
@@ -71,7 +74,7 @@ func Place(tasks []TaskRef, workers []Worker) (Placement, error) {
 	}
 	next := 0 // round-robin start
 	count := make([]int, len(workers))
-	for _, group := range byOperator(tasks) {
+	for _, group := range byOperator(tasks, len(workers)) {
 		clear(count)
 		for _, i := range group {
 			w := pick(free, count, next)
@@ -104,8 +107,10 @@ func pick(free, count []int, next int) int {
 }
 
 // byOperator groups the positions of tasks by operator, in the order each
-// operator first appears.
-func byOperator(tasks []TaskRef) [][]int {
+// operator first appears, except that the operators with more tasks than
+// there are workers come last: they cannot be spread anyway, and placed
+// first they could take the slots that spreading the others needs.
+func byOperator(tasks []TaskRef, workers int) [][]int {
 	var groups [][]int
 	at := make(map[string]int)
 	for i, t := range tasks {
@@ -117,7 +122,17 @@ func byOperator(tasks []TaskRef) [][]int {
 		}
 		groups[g] = append(groups[g], i)
 	}
+	slices.SortStableFunc(groups, func(a, b []int) int {
+		return cmp.Compare(boolInt(len(a) > workers), boolInt(len(b) > workers))
+	})
 	return groups
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // checkTasks validates the tasks given to Place.
