@@ -108,9 +108,9 @@ func checkRegistration(id, addr string, slots int) error {
 	return nil
 }
 
-// Heartbeat records a heartbeat ack from worker id at now. It returns false,
-// and changes nothing, for an unknown or lost id: the shell fences that
-// worker out.
+// Heartbeat records a heartbeat ack from worker id at now (the shell may
+// count any message from the worker as one). It returns false, and changes
+// nothing, for an unknown or lost id: the shell fences that worker out.
 func (m *Members) Heartbeat(now time.Time, id string) bool {
 	w, ok := m.byID[id]
 	if !ok || w.Lost {
