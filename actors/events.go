@@ -27,6 +27,14 @@ const (
 	EventFinished
 	// EventFailed: the job failed for good with Err.
 	EventFailed
+	// EventNodeJoined: a worker (Node) registered with the coordinator.
+	EventNodeJoined
+	// EventNodeLost: a worker (Node) was lost; Err says why. Its tasks
+	// fail.
+	EventNodeLost
+	// EventPlaced: the tasks of Epoch were placed on workers, restoring
+	// Checkpoint; Placement says where.
+	EventPlaced
 )
 
 func (k EventKind) String() string {
@@ -45,6 +53,12 @@ func (k EventKind) String() string {
 		return "finished"
 	case EventFailed:
 		return "failed"
+	case EventNodeJoined:
+		return "node-joined"
+	case EventNodeLost:
+		return "node-lost"
+	case EventPlaced:
+		return "placed"
 	}
 	return fmt.Sprintf("event(%d)", uint8(k))
 }
@@ -62,4 +76,6 @@ type Event struct {
 	Alignment  time.Duration // EventCheckpointCompleted: the longest alignment of any task
 	Upload     time.Duration // EventCheckpointCompleted: the longest state upload of any task
 	Err        error
+	Node       string // EventNodeJoined, EventNodeLost: "worker-id@host:port"
+	Placement  string // EventPlaced: "task,task -> worker; ..."
 }

@@ -21,6 +21,17 @@ type Job struct {
 	done    chan struct{} // closed when everything is released
 	once    sync.Once
 	err     error
+	// closeStore closes the store Start opened (cluster mode).
+	closeStore func()
+}
+
+// Address is the coordinator's address in cluster mode (see WithCluster),
+// where workers join; "" in one process.
+func (j *Job) Address() string {
+	if j.sh.node == nil {
+		return ""
+	}
+	return j.sh.node.addr
 }
 
 // Run starts the job and waits for it to end; see Start and Wait.
@@ -49,21 +60,48 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if err := cfg.finish(); err != nil {
-		return nil, err
-	}
 	plan, err := topology.NewPlan(g)
 	if err != nil {
 		return nil, err
 	}
+	var ownStore snapshots.Store // opened here, closed when the job ends
+	if cfg.cluster != nil {
+		if ownStore, err = cfg.openClusterStore(ctx, plan); err != nil {
+			return nil, err
+		}
+	}
+	closeStore := func() {
+		if ownStore != nil {
+			ownStore.Close()
+		}
+	}
+	if err := cfg.finish(); err != nil {
+		closeStore()
+		return nil, err
+	}
 	declared, err := plan.DeclaredStates()
 	if err != nil {
+		closeStore()
 		return nil, fmt.Errorf("actors: job %q: %w", plan.Job, err)
 	}
 	log := cfg.logger.With("job", plan.Job)
 	r, err := resume(ctx, &cfg, plan, declared, log)
 	if err != nil {
+		closeStore()
 		return nil, err
+	}
+	var coordinator string
+	if cfg.cluster != nil {
+		// The lease gives this coordinator epochs above any earlier one's,
+		// and stops a superseded coordinator from completing checkpoints.
+		coordinator = newNodeID("c")
+		lease, err := r.cps.ClaimLease(ctx, coordinator, r.epoch)
+		if err != nil {
+			closeStore()
+			return nil, fmt.Errorf("actors: job %q: claim the coordinator lease: %w", plan.Job, err)
+		}
+		r.epoch = lease.GetFirstEpoch()
+		log = log.With("coordinator", coordinator)
 	}
 
 	system := actor.NewActorSystem(
@@ -77,21 +115,36 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 	uctx, cancel := context.WithCancel(context.Background())
 	rctx, stopRun := context.WithCancel(uctx)
 	sh := &shared{job: plan.Job, plan: plan, cfg: &cfg, log: log, system: system, cps: r.cps, declared: declared,
-		uploadCtx: uctx, cancelUpload: cancel, runCtx: rctx, stopRun: stopRun}
+		uploadCtx: uctx, cancelUpload: cancel, runCtx: rctx, stopRun: stopRun, coordinator: coordinator}
+	name := "job-" + plan.Job
+	if cfg.cluster != nil {
+		n, err := startNode(system, "Cluster.Listen", cfg.cluster.Listen, cfg.cluster.TLS)
+		if err != nil {
+			stopRun()
+			cancel()
+			system.Shutdown()
+			closeStore()
+			return nil, err
+		}
+		sh.node, name = n, coordinatorName
+		log.Info("coordinator listening", "address", n.addr)
+	}
 	sh.inc.Store(sh.newIncarnation(r.epoch, r.point))
 	j := &Job{sh: sh, system: system, stopped: make(chan struct{}), done: make(chan struct{})}
 	ja := newJobActor(sh, j.stopped, r.maxID+1, r.point)
 	// The job actor recovers its own panics; should one escape anyway, stop
 	// it rather than let the root guardian restart it with stale state.
 	stopIt := actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.StopDirective })
-	pid, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return ja }, actor.WithGuardian(stopIt)), "job-"+plan.Job)
+	pid, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return ja }, actor.WithGuardian(stopIt)), name)
 	if err != nil {
 		stopRun()
 		cancel()
+		sh.node.shutdown()
 		system.Shutdown()
+		closeStore()
 		return nil, fmt.Errorf("actors: job %q: spawn: %w", plan.Job, err)
 	}
-	j.pid = pid
+	j.pid, j.closeStore = pid, closeStore
 	go j.release(ctx, ja)
 	return j, nil
 }
@@ -111,7 +164,16 @@ func (j *Job) release(ctx context.Context, ja *jobActor) {
 	j.sh.uploads.Wait() // finished: let the last retention pass end
 	j.sh.stopRun()
 	j.sh.cancelUpload()
+	if ja.cl != nil { // no worker is left running tasks
+		reason := "finished"
+		if ja.result != nil {
+			reason = ja.result.Error()
+		}
+		ja.cl.end(j.system, reason, ja.cl.spec.HeartbeatTimeout)
+	}
+	j.sh.node.shutdown()
 	j.system.Shutdown()
+	j.closeStore()
 	j.err = ja.result
 	close(j.done)
 }

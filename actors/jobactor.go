@@ -74,6 +74,9 @@ type jobActor struct {
 	pendingAsync time.Duration // longest upload among the acks so far
 
 	result error
+
+	// cl is the cluster side of a coordinator; nil in one process.
+	cl *clusterCoord
 }
 
 func newJobActor(sh *shared, stopped chan struct{}, nextID uint64, rp *snapshots.Restorable) *jobActor {
@@ -152,8 +155,14 @@ func (j *jobActor) Receive(ctx actor.Context) {
 		j.onStarted(ctx)
 	case *actor.Stopped:
 		close(j.stopped)
-	case *actor.Stopping, *actor.Restarting, *actor.Terminated:
+	case *actor.Stopping, *actor.Restarting:
 	default:
+		if j.cl != nil && j.cl.receive(ctx, m) {
+			return
+		}
+		if _, ok := m.(*actor.Terminated); ok {
+			return
+		}
 		j.log.Warn("job actor dropping a message of unknown type", "type", fmt.Sprintf("%T", m))
 	}
 }
@@ -164,6 +173,11 @@ func (j *jobActor) onStarted(ctx actor.Context) {
 	j.sup, _ = ctx.(actor.Supervisor)
 	j.epoch = j.sh.inc.Load().epoch
 	j.beginRestore()
+	if j.sh.cfg.cluster != nil { // the workers spawn the tasks
+		j.cl = newClusterCoord(j, j.sh.coordinator)
+		j.cl.start()
+		return
+	}
 	pids := make([]*actor.PID, len(j.sh.plan.Tasks))
 	for i, t := range j.sh.plan.Tasks {
 		idx := i

@@ -66,7 +66,10 @@ func (j *jobActor) writeManifest(a coordinator.Action) {
 	// Not cancelled when the job stops: a manifest write is either done or
 	// not started, never abandoned half-way (Stop waits for it).
 	sh.goUploadCtx(context.WithoutCancel(sh.uploadCtx), func(ctx context.Context) {
-		err := sh.cps.PutManifest(ctx, m)
+		err := sh.checkLease(ctx)
+		if err == nil {
+			err = sh.cps.PutManifest(ctx, m)
+		}
 		root.Send(self, &manifestWrittenMsg{epoch: epoch, id: m.CheckpointId, err: err})
 	})
 }

@@ -26,6 +26,8 @@ func permanent(cause error) (string, bool) {
 		return "no checkpoint can be restored", true
 	case errors.Is(cause, errCheckpointsGone):
 		return "its checkpoints are gone", true
+	case errors.Is(cause, snapshots.ErrLeaseLost):
+		return "another coordinator took over the job", true
 	}
 	return "", false
 }
@@ -98,6 +100,8 @@ func (j *jobActor) onFailure(cause error) {
 func (j *jobActor) onManifestWritten(m *manifestWrittenMsg) {
 	j.manifests--
 	switch {
+	case errors.Is(m.err, snapshots.ErrLeaseLost):
+		j.fail(fmt.Errorf("checkpoint %d: %w", m.id, m.err), "another coordinator took over the job")
 	case m.epoch == j.epoch && j.phase == phaseRunning && errors.Is(m.err, snapshots.ErrManifestInDoubt):
 		// Whether the checkpoint completed is unknown: roll back, and let
 		// the checkpoint that recovery finds in the store decide.
@@ -161,5 +165,11 @@ func (j *jobActor) onRestorePoint(m *restorePointMsg) {
 	j.emit(Event{Kind: EventRestoring, Epoch: j.epoch, Checkpoint: id})
 	j.sh.inc.Store(j.sh.newIncarnation(j.epoch, m.restore))
 	j.beginRestore()
+	if j.cl != nil {
+		if err := j.cl.deploy(j.epoch, m.restore); err != nil {
+			j.onFailure(err)
+		}
+		return
+	}
 	j.sup.RestartChildren(j.sh.pids...)
 }

@@ -46,6 +46,7 @@ type config struct {
 	allowNewTopology bool
 	syncSnapshots    bool
 	faults           *Faults
+	cluster          *Cluster
 }
 
 func defaultConfig() config {

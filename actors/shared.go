@@ -47,6 +47,21 @@ type shared struct {
 	// upload cancelled by a stop is never counted as a failure of the job.
 	runCtx  context.Context
 	stopRun context.CancelFunc
+
+	// In cluster mode: the node's remote endpoint, and the id of the
+	// coordinator incarnation, which holds the job's lease in the store.
+	node        *node
+	coordinator string
+}
+
+// checkLease returns an error wrapping snapshots.ErrLeaseLost when another
+// coordinator has taken the job over: a superseded coordinator must not
+// complete a checkpoint. Nil in one process.
+func (sh *shared) checkLease(ctx context.Context) error {
+	if sh.coordinator == "" {
+		return nil
+	}
+	return sh.cps.CheckLease(ctx, sh.coordinator)
 }
 
 // incarnation is what tasks start with: the epoch and the checkpoint to load.

@@ -69,6 +69,10 @@ type outChannel struct {
 	credits int
 	seq     uint64
 	queue   []outItem
+	// remote is set when the receiver runs in another process: batches
+	// are encoded by codec into RecordBatches.
+	remote bool
+	codec  topology.BatchCodec
 }
 
 // outItem is a batch, a barrier or an end of input waiting behind batches
@@ -84,6 +88,7 @@ type inChannel struct {
 	output   uint32 // sender's output index
 	seq      uint64
 	consumed int // batches processed since credit was last returned
+	codec    topology.BatchCodec
 }
 
 func newTask(sh *shared, idx int) *task {
@@ -98,6 +103,8 @@ func (t *task) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *batchMsg:
 		t.onBatch(m)
+	case *messages.RecordBatch:
+		t.onRecordBatch(m)
 	case *messages.Credit:
 		t.onCredit(m)
 	case *messages.Barrier:
@@ -196,11 +203,18 @@ func (t *task) onRun(m *messages.RunTasks) {
 	t.running = true
 	for i, id := range t.plan.Outputs {
 		ch := t.sh.plan.Channels[id]
-		t.outs[i].pid, t.outs[i].input, t.outs[i].to = t.sh.pids[ch.To], int32(ch.ToInput), t.sh.plan.Tasks[ch.To].ID
+		o := &t.outs[i]
+		o.pid, o.input, o.to = t.sh.pids[ch.To], int32(ch.ToInput), t.sh.plan.Tasks[ch.To].ID
+		if o.remote = o.pid.Address != t.sh.system.Address(); o.remote {
+			o.codec = t.sh.plan.ChannelCodec(id)
+		}
 	}
 	for i, id := range t.plan.Inputs {
 		ch := t.sh.plan.Channels[id]
 		t.ins[i].pid, t.ins[i].output = t.sh.pids[ch.From], uint32(ch.FromOutput)
+		if t.ins[i].pid.Address != t.sh.system.Address() {
+			t.ins[i].codec = t.sh.plan.ChannelCodec(id)
+		}
 		t.root.Send(t.ins[i].pid, &messages.Credit{Epoch: t.epoch, Channel: t.ins[i].output, Credits: uint32(t.sh.cfg.credits)})
 	}
 	if t.src != nil {

@@ -52,7 +52,20 @@ func (t *task) sendItem(o *outChannel, it outItem) {
 func (t *task) sendBatch(o *outChannel, batch any) {
 	o.credits--
 	o.seq++
-	m := &batchMsg{epoch: t.epoch, input: o.input, seq: o.seq, data: batch}
+	var m any
+	if o.remote {
+		rb := &messages.RecordBatch{Epoch: t.epoch, Channel: uint32(o.input), Seq: o.seq}
+		if err := o.codec.Encode(batch, rb); err != nil {
+			t.fail(fmt.Errorf("encode a batch for %s: %w", o.to, err))
+		}
+		if n := len(rb.Data); n > maxWireBatch {
+			t.fail(fmt.Errorf("a batch for %s encodes to %d bytes, over the %d that may cross nodes: records must encode to at most %d bytes",
+				o.to, n, maxWireBatch, MaxWireRecord))
+		}
+		m = rb
+	} else {
+		m = &batchMsg{epoch: t.epoch, input: o.input, seq: o.seq, data: batch}
+	}
 	if f := t.sh.cfg.faults; f != nil && f.Batch != nil {
 		switch f.Batch(t.plan.ID, o.to, o.seq) {
 		case Drop:
@@ -102,6 +115,22 @@ func (t *task) onCredit(m *messages.Credit) {
 		t.schedulePoll()
 		t.checkFinished()
 	}
+}
+
+// onRecordBatch decodes a batch from another process.
+func (t *task) onRecordBatch(m *messages.RecordBatch) {
+	if t.fenced(m.Epoch) || int(m.Channel) >= len(t.ins) {
+		return
+	}
+	in := &t.ins[m.Channel]
+	if in.codec == nil {
+		t.fail(fmt.Errorf("an encoded batch on input %d from %s, which runs in this process", m.Channel, t.inputName(int(m.Channel))))
+	}
+	data, err := in.codec.Decode(m)
+	if err != nil {
+		t.fail(fmt.Errorf("decode batch %d on input %d from %s: %w", m.Seq, m.Channel, t.inputName(int(m.Channel)), err))
+	}
+	t.onBatch(&batchMsg{epoch: m.Epoch, input: int32(m.Channel), seq: m.Seq, data: data})
 }
 
 func (t *task) onBatch(m *batchMsg) {

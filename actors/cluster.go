@@ -1,0 +1,272 @@
+package actors
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+	"github.com/snapflow/snapflow/actors/membership"
+	"github.com/snapflow/snapflow/snapshots"
+	"github.com/snapflow/snapflow/topology"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// Cluster runs a job's tasks on worker processes (see ServeWorker) over
+// protoactor-go remote, with the process that calls Start as the job's
+// coordinator: it places the tasks, runs the checkpoint coordinator and the
+// restart strategy, and writes the manifests. A lost worker (its process
+// died, hung or lost its network) is the failure of every task on it: the
+// job rolls back to the newest complete checkpoint and places its tasks on
+// the workers that remain.
+type Cluster struct {
+	// Listen is the coordinator's address, host:port. The default,
+	// "127.0.0.1:0", listens on loopback on a free port; Job.Address
+	// returns the address taken.
+	Listen string
+	// Workers is how many workers must register before the job starts
+	// (default 1). The job starts once at least this many have registered
+	// and their slots hold every task.
+	Workers int
+	// Store is the URL of the snapshot store that every node opens (see
+	// snapshots.Open): s3://..., or a directory every node shares. mem://
+	// is refused: the workers could not see it. Credentials come from each
+	// node's environment and are never sent.
+	Store string
+	// HeartbeatInterval is how often the coordinator and the workers check
+	// on each other (default 1s); a node silent for HeartbeatTimeout
+	// (default 5s) is lost.
+	HeartbeatInterval, HeartbeatTimeout time.Duration
+	// TLS, when set, makes every connection between nodes mutual TLS.
+	TLS *TLS
+}
+
+// TLS names the PEM files of mutual TLS between nodes: every node presents
+// CertFile/KeyFile and accepts only peers whose certificate CAFile signed.
+type TLS struct {
+	CertFile, KeyFile, CAFile string
+	// ServerName is the name the peers' certificates must carry (default:
+	// the host of the address dialled).
+	ServerName string
+}
+
+// Defaults of cluster mode.
+const (
+	DefaultListen            = "127.0.0.1:0"
+	DefaultHeartbeatInterval = time.Second
+	DefaultHeartbeatTimeout  = 5 * time.Second
+	// maxWireMessage bounds the gRPC messages between nodes: the endpoint
+	// writer packs up to wireWriterBatch messages into one, each a batch
+	// bounded by WithBatchBytes plus one record of at most MaxWireRecord.
+	maxWireMessage  = 512 << 20
+	wireWriterBatch = 16
+	// MaxWireRecord is the largest encoded record that may cross nodes.
+	MaxWireRecord = 16 << 20
+)
+
+// coordinatorName is the id of a coordinator's job actor, and workerName
+// that of a worker's host actor: nodes address each other by them.
+const (
+	coordinatorName = "snapflow-coordinator"
+	workerName      = "snapflow-worker"
+)
+
+// ErrNodeLost is wrapped by the failure of the tasks of a lost worker.
+var ErrNodeLost = errors.New("actors: worker lost")
+
+// NodeLostError is the failure of every task of a lost worker.
+type NodeLostError struct {
+	Worker  string // the worker's id
+	Address string
+	Reason  string // e.g. "no heartbeat for 5.1s"
+	Tasks   []string
+}
+
+func (e *NodeLostError) Error() string {
+	return fmt.Sprintf("actors: worker %s at %s lost (%s); its tasks %v fail", e.Worker, e.Address, e.Reason, e.Tasks)
+}
+
+// Unwrap returns ErrNodeLost.
+func (e *NodeLostError) Unwrap() error { return ErrNodeLost }
+
+// WithCluster makes the job's process the coordinator of a cluster: see
+// Cluster. The store is opened from c.Store (WithStore must not be given).
+func WithCluster(c Cluster) Option {
+	return func(cfg *config) { cc := c; cfg.cluster = &cc }
+}
+
+func (c *Cluster) finish() error {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.Workers == 0 {
+		c.Workers = 1
+	}
+	if c.Workers < 0 {
+		return fmt.Errorf("actors: Cluster.Workers %d: must be at least 1", c.Workers)
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if c.HeartbeatTimeout == 0 {
+		c.HeartbeatTimeout = DefaultHeartbeatTimeout
+	}
+	if err := (membership.Config{HeartbeatInterval: c.HeartbeatInterval, HeartbeatTimeout: c.HeartbeatTimeout}).Validate(); err != nil {
+		return fmt.Errorf("actors: Cluster: %w", err)
+	}
+	if c.Store == "" {
+		return errors.New("actors: Cluster.Store is empty: every node must open the same store (s3://... or a shared directory)")
+	}
+	if _, err := splitHostPort("Cluster.Listen", c.Listen); err != nil {
+		return err
+	}
+	return nil
+}
+
+func splitHostPort(option, addr string) (int, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return 0, fmt.Errorf("actors: %s %q: want host:port (port 0 picks a free port)", option, addr)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 0 || p > 65535 {
+		return 0, fmt.Errorf("actors: %s %q: bad port", option, addr)
+	}
+	return p, nil
+}
+
+// node is one process's remote endpoint.
+type node struct {
+	remote *remote.Remote
+	addr   string
+}
+
+// startNode makes system reachable from other nodes on listen.
+func startNode(system *actor.ActorSystem, option, listen string, t *TLS) (*node, error) {
+	port, err := splitHostPort(option, listen)
+	if err != nil {
+		return nil, err
+	}
+	host, _, _ := net.SplitHostPort(listen)
+	creds, dialCreds, err := t.credentials()
+	if err != nil {
+		return nil, err
+	}
+	// remote.Start panics when it cannot listen: try first, for a clear
+	// error.
+	probe, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("actors: %s %q: %w", option, listen, err)
+	}
+	port = probe.Addr().(*net.TCPAddr).Port // the free port found for port 0
+	probe.Close()
+	cfg := remote.Configure(host, port,
+		remote.WithServerOptions(grpc.MaxRecvMsgSize(maxWireMessage), grpc.Creds(creds)),
+		remote.WithDialOptions(grpc.WithTransportCredentials(dialCreds),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxWireMessage), grpc.MaxCallSendMsgSize(maxWireMessage))),
+		remote.WithEndpointWriterBatchSize(wireWriterBatch),
+	)
+	// A dead peer stalls its writer for MaxRetryCount attempts 2s apart;
+	// the heartbeat notices a lost node sooner.
+	cfg.MaxRetryCount = 1
+	r := remote.NewRemote(system, cfg)
+	if err := func() (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("actors: %s %q: %v", option, listen, p)
+			}
+		}()
+		r.Start()
+		return nil
+	}(); err != nil {
+		return nil, err
+	}
+	return &node{remote: r, addr: system.Address()}, nil
+}
+
+// credentials returns the server and client transport credentials.
+func (t *TLS) credentials() (credentials.TransportCredentials, credentials.TransportCredentials, error) {
+	if t == nil {
+		return insecure.NewCredentials(), insecure.NewCredentials(), nil
+	}
+	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("actors: TLS: load the certificate %s and key %s: %w", t.CertFile, t.KeyFile, err)
+	}
+	pem, err := os.ReadFile(t.CAFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("actors: TLS: read the CA file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, nil, fmt.Errorf("actors: TLS: the CA file %s holds no PEM certificate", t.CAFile)
+	}
+	server := &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS13}
+	client := &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, ServerName: t.ServerName, MinVersion: tls.VersionTLS13}
+	return credentials.NewTLS(server), credentials.NewTLS(client), nil
+}
+
+// shutdown stops the node's server and connections.
+func (n *node) shutdown() {
+	if n != nil {
+		n.remote.Shutdown(true)
+	}
+}
+
+// taskActorName is the name, under its worker's host actor, of a task of
+// one coordinator incarnation and epoch: a stale task can never receive
+// the messages of a newer incarnation.
+func taskActorName(coordinator string, epoch uint64, task string) string {
+	return fmt.Sprintf("%s-e%d-%s", coordinator, epoch, task)
+}
+
+// taskPID is the address of a task actor placed on the worker at addr.
+func taskPID(addr, coordinator string, epoch uint64, task string) *actor.PID {
+	return actor.NewPID(addr, workerName+"/"+taskActorName(coordinator, epoch, task))
+}
+
+// newNodeID returns a random id for a node incarnation, e.g. "c-3f9a1b2c".
+func newNodeID(prefix string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "-" + hex.EncodeToString(b[:])
+}
+
+// openClusterStore opens the store every node of the cluster shares.
+func (cfg *config) openClusterStore(ctx context.Context, plan *topology.Plan) (snapshots.Store, error) {
+	c := cfg.cluster
+	if cfg.storeSet {
+		return nil, errors.New("actors: WithStore and WithCluster: in cluster mode every node opens the store from Cluster.Store; drop WithStore")
+	}
+	if err := c.finish(); err != nil {
+		return nil, err
+	}
+	if strings.HasPrefix(c.Store, "mem:") {
+		return nil, fmt.Errorf("actors: Cluster.Store %q: a memory store lives in one process and the workers could not read or write it; use s3://... or a directory every node shares", c.Store)
+	}
+	if err := plan.CheckWire(); err != nil {
+		return nil, fmt.Errorf("actors: job %q in cluster mode: %w", plan.Job, err)
+	}
+	s, err := snapshots.Open(ctx, c.Store)
+	if err != nil {
+		return nil, fmt.Errorf("actors: Cluster.Store: %w", err)
+	}
+	cfg.store, cfg.storeSet = s, true
+	return s, nil
+}
+
+// maxWireBatch bounds the encoded bytes of one batch that crosses nodes: a
+// full batch of WithBatchBytes plus a record of MaxWireRecord fits.
+const maxWireBatch = 2 * MaxWireRecord

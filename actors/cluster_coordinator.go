@@ -1,0 +1,254 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/snapflow/snapflow/actors/membership"
+	"github.com/snapflow/snapflow/messages"
+	"github.com/snapflow/snapflow/snapshots"
+)
+
+// clusterCoord is the cluster side of a coordinator's job actor: the
+// workers' registrations and heartbeats, placement and deployment. It runs
+// in the job actor.
+type clusterCoord struct {
+	j        *jobActor
+	spec     *Cluster
+	id       string // this coordinator incarnation
+	settings *messages.RuntimeSettings
+	members  *membership.Members
+	pids     map[string]*actor.PID // worker host actors by worker id
+	ids      map[string]string     // worker id by address, for Terminated
+	// deployed is the epoch deployed last (0: none), placed where its tasks
+	// run.
+	deployed uint64
+	placed   membership.Placement
+	// waiting is set until the first deployment, which waits for workers.
+	waiting bool
+	hbSeq   uint64
+	hbTimer *time.Timer
+}
+
+type heartbeatTick struct{}
+
+func newClusterCoord(j *jobActor, id string) *clusterCoord {
+	c := j.sh.cfg
+	spec := c.cluster
+	return &clusterCoord{
+		j: j, spec: spec, id: id,
+		members: membership.New(membership.Config{HeartbeatInterval: spec.HeartbeatInterval, HeartbeatTimeout: spec.HeartbeatTimeout}),
+		pids:    map[string]*actor.PID{}, ids: map[string]string{}, waiting: true,
+		settings: &messages.RuntimeSettings{
+			BatchSize: uint32(c.batchSize), BatchBytes: uint64(c.batchBytes), Credits: uint32(c.credits),
+			LingerNanos: c.linger.Nanoseconds(), CheckpointTimeoutNanos: j.sh.timeout().Nanoseconds(),
+			SynchronousSnapshots: c.syncSnapshots,
+			HeartbeatIntervalNanos: spec.HeartbeatInterval.Nanoseconds(), HeartbeatTimeoutNanos: spec.HeartbeatTimeout.Nanoseconds(),
+		},
+	}
+}
+
+// start begins the wait for workers.
+func (c *clusterCoord) start() {
+	c.j.log.Info("coordinator waiting for workers", "address", c.j.sh.system.Address(), "workers", c.spec.Workers,
+		"tasks", len(c.j.sh.plan.Tasks), "coordinator", c.id)
+	c.armHeartbeat()
+}
+
+// receive handles the cluster's messages; it reports whether m was one.
+func (c *clusterCoord) receive(ctx actor.Context, m any) bool {
+	switch m := m.(type) {
+	case *messages.RegisterWorker:
+		c.onRegister(ctx, m)
+	case *messages.HeartbeatAck:
+		c.members.Heartbeat(time.Now(), m.WorkerId)
+	case *heartbeatTick:
+		c.onHeartbeatTick()
+	case *messages.TaskFailed:
+		c.onTaskFailed(m)
+	case *actor.Terminated:
+		if id, ok := c.ids[m.Who.GetAddress()]; ok && m.Who.GetId() == workerName {
+			c.lose(id, "its connection broke (process ended or network lost)")
+		}
+	case *messages.JobDoneAck:
+	default:
+		return false
+	}
+	return true
+}
+
+func (c *clusterCoord) onRegister(ctx actor.Context, m *messages.RegisterWorker) {
+	reply := &messages.Registered{WorkerId: m.WorkerId, Job: c.j.sh.job, Fingerprint: c.j.sh.plan.Fingerprint,
+		Store: c.spec.Store, Coordinator: c.id, Settings: c.settings}
+	to := actor.NewPID(m.Address, workerName)
+	if refused := c.refusal(m); refused != "" {
+		c.j.log.Error("refusing a worker", "worker", m.WorkerId, "address", m.Address, "reason", refused)
+		reply.Refused = refused
+		c.j.send(to, reply)
+		return
+	}
+	w, replaced, err := c.members.Register(time.Now(), m.WorkerId, m.Address, int(m.Slots))
+	if err != nil {
+		c.j.log.Error("refusing a worker", "worker", m.WorkerId, "address", m.Address, "err", err)
+		reply.Refused = err.Error()
+		c.j.send(to, reply)
+		return
+	}
+	for _, old := range replaced {
+		c.onLost(old)
+	}
+	if _, known := c.pids[w.ID]; !known {
+		c.pids[w.ID], c.ids[w.Addr] = to, w.ID
+		ctx.Watch(to)
+		c.j.log.Info("worker joined", "worker", w.ID, "address", w.Addr, "slots", w.Slots,
+			"live_workers", len(c.members.Live()), "slots_total", c.members.Slots())
+		c.j.emit(Event{Kind: EventNodeJoined, Epoch: c.j.epoch, Node: w.String()})
+	}
+	c.j.send(to, reply)
+	if c.waiting && len(c.members.Live()) >= c.spec.Workers && c.members.Slots() >= len(c.j.sh.plan.Tasks) {
+		c.waiting = false
+		if err := c.deploy(c.j.epoch, c.j.restore); err != nil {
+			c.j.fail(err, "could not place the tasks")
+		}
+	}
+}
+
+// refusal says why the worker cannot run this job, or "".
+func (c *clusterCoord) refusal(m *messages.RegisterWorker) string {
+	var known []string
+	for _, jf := range m.Jobs {
+		if jf.Job != c.j.sh.job {
+			known = append(known, jf.Job)
+			continue
+		}
+		if jf.Fingerprint != c.j.sh.plan.Fingerprint {
+			return fmt.Sprintf("job %q has topology fingerprint %s on worker %s but %s on the coordinator: every node must run the same binary",
+				c.j.sh.job, jf.Fingerprint, m.WorkerId, c.j.sh.plan.Fingerprint)
+		}
+		return ""
+	}
+	sort.Strings(known)
+	return fmt.Sprintf("worker %s does not know job %q (it knows %s): every node must run the same binary",
+		m.WorkerId, c.j.sh.job, strings.Join(known, ", "))
+}
+
+func (c *clusterCoord) armHeartbeat() {
+	root, self := c.j.sh.system.Root, c.j.self
+	c.hbTimer = time.AfterFunc(c.spec.HeartbeatInterval, func() { root.Send(self, &heartbeatTick{}) })
+}
+
+func (c *clusterCoord) onHeartbeatTick() {
+	if c.j.phase == phaseDone {
+		return
+	}
+	now := time.Now()
+	for _, w := range c.members.Expired(now) {
+		c.onLost(w)
+	}
+	c.hbSeq++
+	hb := &messages.Heartbeat{Coordinator: c.id, Seq: c.hbSeq}
+	for _, w := range c.members.Live() {
+		c.j.send(c.pids[w.ID], hb)
+	}
+	c.armHeartbeat()
+}
+
+// lose declares worker id lost.
+func (c *clusterCoord) lose(id, reason string) {
+	if w, ok := c.members.Lose(id, reason); ok {
+		c.onLost(w)
+	}
+}
+
+// onLost fails the tasks of a worker declared lost.
+func (c *clusterCoord) onLost(w membership.Worker) {
+	var tasks []string
+	if c.deployed == c.j.epoch {
+		for _, t := range c.placed.Tasks(w.ID) {
+			tasks = append(tasks, t.String())
+		}
+	}
+	c.j.log.Error("worker lost", "worker", w.ID, "address", w.Addr, "reason", w.Reason, "tasks", tasks, "epoch", c.j.epoch)
+	c.j.emit(Event{Kind: EventNodeLost, Epoch: c.j.epoch, Node: w.String(), Err: w.Err()})
+	if pid := c.pids[w.ID]; pid != nil {
+		c.j.sh.system.Root.Send(pid, &messages.JobDone{Coordinator: c.id, Reason: "declared lost: " + w.Reason})
+	}
+	if len(tasks) == 0 || (c.j.phase != phaseRunning && c.j.phase != phaseRestoring) {
+		return
+	}
+	c.j.onFailure(&NodeLostError{Worker: w.ID, Address: w.Addr, Reason: w.Reason, Tasks: tasks})
+}
+
+func (c *clusterCoord) onTaskFailed(m *messages.TaskFailed) {
+	j := c.j
+	if m.Epoch != j.epoch || (j.phase != phaseRunning && j.phase != phaseRestoring) {
+		return
+	}
+	t := j.sh.plan.Task(m.TaskId)
+	op := ""
+	if t != nil {
+		op = t.Operator
+	}
+	w, _ := c.members.Get(m.WorkerId)
+	j.log.Error("task failed on a worker", "task", m.TaskId, "worker", w.String())
+	j.onFailure(&TaskError{Task: m.TaskId, Operator: op, Epoch: m.Epoch, Value: errors.New(m.Reason)})
+}
+
+// deploy places the tasks of epoch on the live workers and tells every
+// worker to start its part, restoring rp (nil: empty state).
+func (c *clusterCoord) deploy(epoch uint64, rp *snapshots.Restorable) error {
+	j := c.j
+	live := c.members.Live()
+	refs := make([]membership.TaskRef, len(j.sh.plan.Tasks))
+	for i, t := range j.sh.plan.Tasks {
+		refs[i] = membership.TaskRef{Index: i, Operator: t.Operator, Subtask: t.Subtask}
+	}
+	placed, err := membership.Place(refs, live)
+	if err != nil {
+		return fmt.Errorf("actors: epoch %d: %w", epoch, err)
+	}
+	c.deployed, c.placed = epoch, placed
+	var states map[string]*messages.StateHandle
+	var id uint64
+	if rp != nil {
+		id = rp.Manifest.GetCheckpointId()
+		states = map[string]*messages.StateHandle{}
+		for _, e := range rp.Manifest.GetTasks() {
+			states[e.TaskId] = e.State
+		}
+	}
+	pids := make([]*actor.PID, len(j.sh.plan.Tasks))
+	d := &messages.Deploy{Coordinator: c.id, Epoch: epoch, CheckpointId: id}
+	for i, t := range j.sh.plan.Tasks {
+		w, _ := placed.Worker(i)
+		pids[i] = taskPID(w.Addr, c.id, epoch, t.ID)
+		d.Tasks = append(d.Tasks, &messages.DeployTask{Task: uint32(i), WorkerAddress: w.Addr, State: states[t.ID]})
+	}
+	j.sh.pids = pids
+	j.log.Info("placing the tasks", "epoch", epoch, "checkpoint", id, "placement", placed.String())
+	j.emit(Event{Kind: EventPlaced, Epoch: epoch, Checkpoint: id, Placement: placed.String()})
+	for _, w := range live {
+		j.send(c.pids[w.ID], d)
+	}
+	return nil
+}
+
+// end tells every live worker that the job has ended and waits, within
+// wait, for their answers, so that no worker is left running tasks.
+func (c *clusterCoord) end(system *actor.ActorSystem, reason string, wait time.Duration) {
+	done := &messages.JobDone{Coordinator: c.id, Reason: reason}
+	var futures []*actor.Future
+	for _, w := range c.members.Live() {
+		futures = append(futures, system.Root.RequestFuture(c.pids[w.ID], done, wait))
+	}
+	for _, f := range futures {
+		_, _ = f.Result()
+	}
+	if c.hbTimer != nil {
+		c.hbTimer.Stop()
+	}
+}

@@ -1,0 +1,96 @@
+package actors_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/internal/racedetect"
+	"github.com/snapflow/snapflow/snapshots"
+	"github.com/snapflow/snapflow/topology"
+)
+
+// clusterJob is a keyed sum with a shuffle: records 1..n keyed by v%keys.
+func clusterJob(n int64, keys int64) func() *topology.Graph {
+	return func() *topology.Graph {
+		g := topology.New("cluster-sum")
+		src := topology.Generate(g, "src", n, func(i int64) int64 { return i + 1 }, topology.Parallelism(2))
+		keyed := topology.KeyBy(src, func(v int64) int64 { return v % keys })
+		sums := keyedSum(keyed, "sum", 3, nil)
+		topology.Sink(sums, "sink", func(kv) error { return nil })
+		return g
+	}
+}
+
+func wantKeyed(n, keys int64) map[int64]int64 {
+	want := map[int64]int64{}
+	for v := int64(1); v <= n; v++ {
+		want[v%keys] += v
+	}
+	return want
+}
+
+// startWorkers runs n workers joining addr until ctx ends; wait returns
+// their errors.
+func startWorkers(t *testing.T, ctx context.Context, addr string, n int, job func() *topology.Graph) (wait func() []error) {
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = actors.ServeWorker(ctx, actors.Worker{Join: addr, Slots: 3, Jobs: []func() *topology.Graph{job}, Logger: testLogger(t)})
+		}()
+	}
+	return func() []error { wg.Wait(); return errs }
+}
+
+// inProcessCluster skips a test that runs several nodes in this process
+// under the race detector: see package racedetect.
+func inProcessCluster(t *testing.T) {
+	if racedetect.Enabled {
+		t.Skip("several cluster nodes in one process trip protoactor-go remote's own data races; examples/cluster runs the cluster as processes")
+	}
+}
+
+func TestClusterInProcessExact(t *testing.T) {
+	inProcessCluster(t)
+	const n, keys = 200_000, 64
+	dir := t.TempDir()
+	job := clusterJob(n, keys)
+	ev := &events{}
+	j, err := actors.Start(context.Background(), job(), actors.WithCluster(actors.Cluster{Workers: 2, Store: dir}),
+		actors.WithCheckpointInterval(20e6), actors.WithLogger(testLogger(t)), actors.WithListener(ev.listen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wait := startWorkers(t, ctx, j.Address(), 2, job)
+	if err := waitJob(t, j); err != nil {
+		t.Fatalf("job: %v", err)
+	}
+	for i, err := range wait() {
+		if err != nil {
+			t.Errorf("worker %d: %v", i, err)
+		}
+	}
+	store, err := snapshots.NewDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertEqualMaps(t, "final totals", finalTotals(t, store, "cluster-sum", "sum"), wantKeyed(n, keys))
+	if ev.count(actors.EventNodeJoined) != 2 || ev.count(actors.EventPlaced) < 1 {
+		t.Errorf("events: %d joined, %d placed", ev.count(actors.EventNodeJoined), ev.count(actors.EventPlaced))
+	}
+}
+
+func TestClusterRefusesMemStore(t *testing.T) {
+	_, err := actors.Start(context.Background(), clusterJob(10, 2)(), actors.WithCluster(actors.Cluster{Store: "mem://x"}))
+	if err == nil || !errors.Is(err, err) {
+		t.Fatalf("mem:// store accepted: %v", err)
+	}
+	t.Log(err)
+}

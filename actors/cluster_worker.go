@@ -1,0 +1,482 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/snapflow/snapflow/messages"
+	"github.com/snapflow/snapflow/snapshots"
+	"github.com/snapflow/snapflow/topology"
+)
+
+// Worker configures a worker process of a cluster: see ServeWorker.
+type Worker struct {
+	// Join is the coordinator's address, host:port.
+	Join string
+	// Listen is the worker's own address (default "127.0.0.1:0": loopback,
+	// a free port).
+	Listen string
+	// Slots is how many tasks the worker runs at most (default 4).
+	Slots int
+	// Jobs are the jobs this worker can run, by the name of their graph.
+	// The coordinator checks that its job is among them with the same
+	// topology fingerprint: run the same binary on every node.
+	Jobs []func() *topology.Graph
+	// TLS, when set, makes the connections to other nodes mutual TLS.
+	TLS *TLS
+	// RegisterTimeout bounds how long the worker tries to register with
+	// the coordinator, at start and again after losing it (default 30s).
+	RegisterTimeout time.Duration
+	// Logger receives the worker's logs (default: discarded).
+	Logger *slog.Logger
+	// Listening, when set, is called with the worker's address once it
+	// listens.
+	Listening func(addr string)
+}
+
+// Defaults of a worker.
+const (
+	DefaultSlots           = 4
+	DefaultRegisterTimeout = 30 * time.Second
+	registerRetry          = 250 * time.Millisecond
+)
+
+// ErrRegister is wrapped by ServeWorker's error when the worker could not
+// register: the coordinator is unreachable or refused it.
+var ErrRegister = errors.New("actors: worker registration")
+
+// ServeWorker runs a worker: it registers with the coordinator at w.Join,
+// runs the tasks the coordinator places on it and returns nil when the
+// coordinator says the job has ended. It returns ctx's cause when ctx ends,
+// and an error wrapping ErrRegister when the coordinator cannot be reached
+// within w.RegisterTimeout or refuses the worker (another binary, another
+// job). A worker that loses its coordinator drops its tasks and registers
+// again, so that a restarted coordinator finds it.
+func ServeWorker(ctx context.Context, w Worker) error {
+	if w.Listen == "" {
+		w.Listen = DefaultListen
+	}
+	if w.Slots == 0 {
+		w.Slots = DefaultSlots
+	}
+	if w.Slots < 0 {
+		return fmt.Errorf("actors: Worker.Slots %d: must be at least 1", w.Slots)
+	}
+	if w.RegisterTimeout <= 0 {
+		w.RegisterTimeout = DefaultRegisterTimeout
+	}
+	if w.Logger == nil {
+		w.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if _, err := splitHostPort("Worker.Join", w.Join); err != nil {
+		return err
+	}
+	jobs := map[string]*topology.Plan{}
+	var offered []*messages.JobFingerprint
+	for i, mk := range w.Jobs {
+		g := mk()
+		if g == nil {
+			return fmt.Errorf("actors: Worker.Jobs[%d] returned a nil graph", i)
+		}
+		p, err := topology.NewPlan(g)
+		if err != nil {
+			return fmt.Errorf("actors: Worker.Jobs[%d]: %w", i, err)
+		}
+		if _, dup := jobs[p.Job]; dup {
+			return fmt.Errorf("actors: Worker.Jobs: job %q twice", p.Job)
+		}
+		jobs[p.Job] = p
+		offered = append(offered, &messages.JobFingerprint{Job: p.Job, Fingerprint: p.Fingerprint})
+	}
+	if len(jobs) == 0 {
+		return errors.New("actors: Worker.Jobs is empty: the worker must know the coordinator's job")
+	}
+	system := actor.NewActorSystem(
+		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return w.Logger.With("component", "protoactor") }),
+		actor.WithDeadLetterThrottleInterval(50*time.Millisecond),
+	)
+	n, err := startNode(system, "Worker.Listen", w.Listen, w.TLS)
+	if err != nil {
+		system.Shutdown()
+		return err
+	}
+	id := newNodeID("w")
+	log := w.Logger.With("worker", id, "address", n.addr)
+	log.Info("worker listening", "join", w.Join, "slots", w.Slots)
+	if w.Listening != nil {
+		w.Listening(n.addr)
+	}
+	h := &workerHost{
+		cfg: &w, id: id, log: log, system: system, jobs: jobs, offered: offered,
+		coordPID: actor.NewPID(w.Join, coordinatorName), done: make(chan error, 1),
+	}
+	stopIt := actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.StopDirective })
+	pid, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return h }, actor.WithGuardian(stopIt)), workerName)
+	if err != nil {
+		n.shutdown()
+		system.Shutdown()
+		return fmt.Errorf("actors: worker: spawn: %w", err)
+	}
+	var result error
+	select {
+	case result = <-h.done:
+	case <-ctx.Done():
+		result = context.Cause(ctx)
+	}
+	_ = system.Root.PoisonFuture(pid).Wait()
+	h.mu.Lock()
+	deps := h.ended
+	h.mu.Unlock()
+	for _, d := range deps {
+		d.uploads.Wait()
+	}
+	n.shutdown()
+	system.Shutdown()
+	if h.store != nil {
+		h.store.Close()
+	}
+	log.Info("worker stopped", "result", result)
+	return result
+}
+
+// workerHost is a worker's host actor: it registers with the coordinator,
+// answers its heartbeats, and spawns and supervises the tasks placed on it.
+type workerHost struct {
+	cfg      *Worker
+	id       string
+	log      *slog.Logger
+	system   *actor.ActorSystem
+	self     *actor.PID
+	jobs     map[string]*topology.Plan
+	offered  []*messages.JobFingerprint
+	coordPID *actor.PID
+	done     chan error
+
+	// registered is the coordinator's answer; nil while registering.
+	registered *messages.Registered
+	// coordinator is the id of the coordinator registered with last; it
+	// may still end the job after the worker has noticed it gone.
+	coordinator string
+	finished    bool // the coordinator ended the job
+	regSince   time.Time // when the current registration attempts began
+	attempt    uint64
+	lastHeard  time.Time // the coordinator's last heartbeat
+	plan       *topology.Plan
+	store      snapshots.Store
+	storeURL   string
+	cps        *snapshots.Checkpoints
+	runtime    config
+
+	dep   *shared // the tasks' shared state of the deployment running
+	tasks map[string]*actor.PID
+	timer *time.Timer
+
+	mu    sync.Mutex
+	ended []*shared // every deployment, so that ServeWorker waits for its uploads
+}
+
+type workerTick struct{}
+
+// deployLoaded carries the states loaded for a deployment.
+type deployLoaded struct {
+	dep    *shared
+	deploy *messages.Deploy
+	states map[string]*messages.TaskState
+	err    error
+}
+
+func (h *workerHost) Receive(ctx actor.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			h.end(fmt.Errorf("actors: worker %s: internal error: %v\n%s", h.id, r, debug.Stack()))
+		}
+	}()
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		h.self = ctx.Self()
+		h.startRegistering()
+	case *workerTick:
+		h.onTick(ctx)
+	case *messages.Registered:
+		h.onRegistered(ctx, m)
+	case *messages.Heartbeat:
+		if h.registered != nil && m.Coordinator == h.registered.Coordinator {
+			h.lastHeard = time.Now()
+			h.system.Root.Send(h.coordPID, &messages.HeartbeatAck{WorkerId: h.id, Seq: m.Seq})
+		}
+	case *messages.Deploy:
+		h.onDeploy(ctx, m)
+	case *deployLoaded:
+		h.onLoaded(ctx, m)
+	case *messages.JobDone:
+		// The coordinator may have been noticed gone (its connection
+		// closes as it ends) before its JobDone is read.
+		if m.Coordinator != "" && m.Coordinator == h.coordinator && !h.finished {
+			h.finished = true
+			h.log.Info("the coordinator ended the job", "reason", m.Reason)
+			h.stopDeployment(ctx)
+			if ctx.Sender() != nil {
+				ctx.Respond(&messages.JobDoneAck{WorkerId: h.id})
+			}
+			h.end(nil)
+		}
+	case *actor.Terminated:
+		if m.Who.GetId() == coordinatorName && h.registered != nil && !h.finished {
+			h.lostCoordinator(ctx, "its connection broke")
+		}
+	case *actor.Stopping:
+		h.stopDeployment(ctx)
+		if h.timer != nil {
+			h.timer.Stop()
+		}
+	case *actor.Stopped, *actor.Restarting:
+	default:
+		h.log.Warn("worker dropping a message of unknown type", "type", fmt.Sprintf("%T", m))
+	}
+}
+
+// end makes ServeWorker return err.
+func (h *workerHost) end(err error) {
+	select {
+	case h.done <- err:
+	default:
+	}
+}
+
+func (h *workerHost) startRegistering() {
+	h.registered, h.regSince, h.attempt = nil, time.Now(), 0
+	h.register()
+}
+
+func (h *workerHost) register() {
+	h.attempt++
+	h.system.Root.Send(h.coordPID, &messages.RegisterWorker{WorkerId: h.id, Address: h.system.Address(),
+		Slots: uint32(h.cfg.Slots), Jobs: h.offered, Attempt: h.attempt})
+	h.arm(registerRetry)
+}
+
+func (h *workerHost) arm(d time.Duration) {
+	root, self := h.system.Root, h.self
+	h.timer = time.AfterFunc(d, func() { root.Send(self, &workerTick{}) })
+}
+
+func (h *workerHost) onTick(ctx actor.Context) {
+	if h.finished {
+		return
+	}
+	if h.registered == nil {
+		if since := time.Since(h.regSince); since > h.cfg.RegisterTimeout {
+			h.end(fmt.Errorf("%w: no answer from the coordinator at %s within %v (%d attempts): is it running, and do both sides use the same TLS settings?",
+				ErrRegister, h.cfg.Join, h.cfg.RegisterTimeout, h.attempt))
+			return
+		}
+		h.register()
+		return
+	}
+	timeout := time.Duration(h.registered.GetSettings().GetHeartbeatTimeoutNanos())
+	if silent := time.Since(h.lastHeard); silent > timeout {
+		h.lostCoordinator(ctx, fmt.Sprintf("no heartbeat for %v", silent.Round(time.Millisecond)))
+		return
+	}
+	h.arm(time.Duration(h.registered.GetSettings().GetHeartbeatIntervalNanos()))
+}
+
+// lostCoordinator drops the tasks and registers again.
+func (h *workerHost) lostCoordinator(ctx actor.Context, reason string) {
+	h.log.Warn("lost the coordinator; dropping the tasks and registering again", "coordinator", h.registered.Coordinator, "reason", reason)
+	ctx.Unwatch(h.coordPID)
+	h.stopDeployment(ctx)
+	if h.timer != nil {
+		h.timer.Stop()
+	}
+	h.startRegistering()
+}
+
+func (h *workerHost) onRegistered(ctx actor.Context, m *messages.Registered) {
+	if m.WorkerId != h.id || h.registered != nil {
+		return
+	}
+	if m.Refused != "" {
+		h.end(fmt.Errorf("%w: the coordinator at %s refused worker %s: %s", ErrRegister, h.cfg.Join, h.id, m.Refused))
+		return
+	}
+	plan := h.jobs[m.Job]
+	switch {
+	case plan == nil:
+		h.end(fmt.Errorf("%w: the coordinator runs job %q, which this worker does not know", ErrRegister, m.Job))
+		return
+	case plan.Fingerprint != m.Fingerprint:
+		h.end(fmt.Errorf("%w: job %q has topology fingerprint %s here but %s on the coordinator: run the same binary on every node",
+			ErrRegister, m.Job, plan.Fingerprint, m.Fingerprint))
+		return
+	}
+	if err := h.openStore(m); err != nil {
+		h.end(fmt.Errorf("%w: %w", ErrRegister, err))
+		return
+	}
+	h.registered, h.coordinator, h.plan, h.lastHeard = m, m.Coordinator, plan, time.Now()
+	h.runtime = workerRuntime(m.Settings, h.cfg.Logger, h.store)
+	ctx.Watch(h.coordPID)
+	h.log.Info("registered with the coordinator", "coordinator", m.Coordinator, "job", m.Job, "store", h.store.String())
+	if h.timer != nil {
+		h.timer.Stop()
+	}
+	h.arm(time.Duration(m.GetSettings().GetHeartbeatIntervalNanos()))
+}
+
+// openStore opens the job's store, once per URL.
+func (h *workerHost) openStore(m *messages.Registered) error {
+	if h.store != nil && h.storeURL == m.Store {
+		h.cps = snapshots.NewCheckpoints(h.store, m.Job, h.log)
+		return nil
+	}
+	if h.store != nil {
+		h.store.Close()
+		h.store = nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := snapshots.Open(ctx, m.Store)
+	if err != nil {
+		return fmt.Errorf("open the job's store: %w", err)
+	}
+	h.store, h.storeURL = s, m.Store
+	h.cps = snapshots.NewCheckpoints(s, m.Job, h.log)
+	return nil
+}
+
+// workerRuntime is the configuration of the tasks, from the coordinator's.
+func workerRuntime(s *messages.RuntimeSettings, log *slog.Logger, store snapshots.Store) config {
+	c := defaultConfig()
+	c.batchSize, c.batchBytes, c.credits = int(s.GetBatchSize()), int(s.GetBatchBytes()), int(s.GetCredits())
+	c.linger = time.Duration(s.GetLingerNanos())
+	c.checkpoint.Timeout = time.Duration(s.GetCheckpointTimeoutNanos())
+	c.syncSnapshots = s.GetSynchronousSnapshots()
+	c.logger, c.store = log, store
+	return c
+}
+
+func (h *workerHost) onDeploy(ctx actor.Context, m *messages.Deploy) {
+	if h.registered == nil || m.Coordinator != h.registered.Coordinator {
+		return
+	}
+	if h.dep != nil && m.Epoch <= h.dep.inc.Load().epoch {
+		return
+	}
+	h.stopDeployment(ctx)
+	cfg := h.runtime
+	uctx, cancel := context.WithCancel(context.Background())
+	rctx, stopRun := context.WithCancel(uctx)
+	sh := &shared{job: h.plan.Job, plan: h.plan, cfg: &cfg, log: h.log.With("job", h.plan.Job), system: h.system, cps: h.cps,
+		uploadCtx: uctx, cancelUpload: cancel, runCtx: rctx, stopRun: stopRun, jobPID: h.coordPID}
+	sh.pids = make([]*actor.PID, len(h.plan.Tasks))
+	var mine []*messages.DeployTask
+	for _, dt := range m.Tasks {
+		if int(dt.Task) >= len(h.plan.Tasks) {
+			h.log.Error("deploy names an unknown task; ignoring it", "task", dt.Task)
+			return
+		}
+		t := h.plan.Tasks[dt.Task]
+		sh.pids[dt.Task] = taskPID(dt.WorkerAddress, m.Coordinator, m.Epoch, t.ID)
+		if dt.WorkerAddress == h.system.Address() {
+			mine = append(mine, dt)
+		}
+	}
+	sh.inc.Store(sh.newIncarnation(m.Epoch, nil))
+	h.dep = sh
+	h.mu.Lock()
+	h.ended = append(h.ended, sh)
+	h.mu.Unlock()
+	if len(mine) == 0 {
+		h.log.Info("no task placed here in this epoch", "epoch", m.Epoch)
+		return
+	}
+	// Load the states off the actor: reading the store may take a while.
+	root, self, inc := h.system.Root, h.self, sh.inc.Load()
+	sh.goUploadCtx(inc.ctx, func(ctx context.Context) {
+		states := map[string]*messages.TaskState{}
+		for _, dt := range mine {
+			if dt.State == nil {
+				continue
+			}
+			st, err := sh.cps.ReadTaskState(ctx, dt.State)
+			if err != nil {
+				root.Send(self, &deployLoaded{dep: sh, deploy: m, err: fmt.Errorf("load the state of task %s: %w", h.plan.Tasks[dt.Task].ID, err)})
+				return
+			}
+			states[h.plan.Tasks[dt.Task].ID] = st
+		}
+		root.Send(self, &deployLoaded{dep: sh, deploy: m, states: states})
+	})
+}
+
+func (h *workerHost) onLoaded(ctx actor.Context, m *deployLoaded) {
+	if m.dep != h.dep {
+		return // superseded
+	}
+	epoch := m.deploy.Epoch
+	if m.err != nil {
+		h.log.Error("could not load the tasks' state", "epoch", epoch, "err", m.err)
+		h.system.Root.Send(h.coordPID, &messages.TaskFailed{WorkerId: h.id, Epoch: epoch, TaskId: "", Reason: m.err.Error()})
+		return
+	}
+	inc := m.dep.inc.Load()
+	if len(m.states) > 0 {
+		inc.restore = &snapshots.Restorable{Manifest: &messages.Manifest{Job: h.plan.Job, CheckpointId: m.deploy.CheckpointId}, States: m.states}
+	}
+	h.tasks = map[string]*actor.PID{}
+	var placed []string
+	for _, dt := range m.deploy.Tasks {
+		if dt.WorkerAddress != h.system.Address() {
+			continue
+		}
+		idx, t := int(dt.Task), h.plan.Tasks[dt.Task]
+		sh := m.dep
+		pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return newTask(sh, idx) }),
+			taskActorName(m.deploy.Coordinator, epoch, t.ID))
+		if err != nil {
+			h.system.Root.Send(h.coordPID, &messages.TaskFailed{WorkerId: h.id, Epoch: epoch, TaskId: t.ID, Reason: "spawn: " + err.Error()})
+			continue
+		}
+		h.tasks[t.ID] = pid
+		placed = append(placed, t.ID)
+	}
+	sort.Strings(placed)
+	h.log.Info("running tasks", "epoch", epoch, "checkpoint", m.deploy.CheckpointId, "tasks", placed)
+}
+
+// stopDeployment stops the tasks of the deployment running, if any.
+func (h *workerHost) stopDeployment(ctx actor.Context) {
+	if h.dep == nil {
+		return
+	}
+	h.dep.inc.Load().cancel()
+	for _, pid := range h.tasks {
+		ctx.Stop(pid)
+	}
+	h.dep.stopRun()
+	h.dep, h.tasks = nil, nil
+}
+
+// HandleFailure reports a failed task to the coordinator, which rolls the
+// job back; the task is stopped meanwhile.
+func (h *workerHost) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason any, _ any) {
+	te, ok := reason.(*TaskError)
+	if !ok {
+		te = &TaskError{Task: child.GetId(), Value: reason}
+	}
+	h.log.Error("task failed", "task", te.Task, "epoch", te.Epoch, "err", te.Value, "stack", string(te.Stack))
+	sup.StopChildren(child)
+	if h.dep == nil || te.Epoch != h.dep.inc.Load().epoch {
+		return
+	}
+	h.system.Root.Send(h.coordPID, &messages.TaskFailed{WorkerId: h.id, Epoch: te.Epoch, TaskId: te.Task, Reason: fmt.Sprint(te.Value)})
+}
