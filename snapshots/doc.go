@@ -12,6 +12,7 @@
 //
 //	<job>/checkpoints/chk-<id, 20 digits>/<task-id>.state   one per task
 //	<job>/checkpoints/chk-<id, 20 digits>/_manifest         written last
+//	<job>/lease                                             the coordinator lease
 //
 // Ids start at 1 and are zero-padded so that key order is id order.
 //
@@ -57,6 +58,20 @@
 // the newest usable checkpoint nor any object that a retained manifest
 // references; [Checkpoints.Delete] removes the manifest before the objects,
 // so a checkpoint stops being complete before it loses any object.
+//
+// # The coordinator lease
+//
+// In cluster mode a coordinator can be replaced while the old one is only
+// paused or cut off. [Checkpoints.ClaimLease] records the new coordinator
+// as the holder of the job's lease, with a first epoch at least
+// [EpochsPerLease] above the previous holder's, so epochs order the
+// incarnations of different coordinators. A coordinator checks the lease
+// with [Checkpoints.CheckLease] before every manifest it writes and stops
+// on [ErrLeaseLost]; CheckLease says what a manifest written between the
+// check and the write can be. The lease lies outside the checkpoints'
+// keys: listing, retention and cleanup ignore it, and
+// [Checkpoints.DeleteAll] leaves it, so that starting a job over never
+// lets a superseded coordinator take it back.
 //
 // # A guarded store
 //

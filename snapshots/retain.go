@@ -13,7 +13,9 @@ import (
 // DeleteAll deletes every checkpoint of the job, complete or not, oldest
 // first and each manifest before its objects, so that an interrupted call
 // leaves the newest checkpoints complete, never an older one alone. It
-// returns how many checkpoints it deleted.
+// returns how many checkpoints it deleted. It leaves the job's lease (see
+// LeaseKey): starting a job over must not let a superseded coordinator
+// take it back.
 func (c *Checkpoints) DeleteAll(ctx context.Context) (deleted int, err error) {
 	chks, err := c.scan(ctx)
 	if err != nil {

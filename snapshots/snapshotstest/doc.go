@@ -20,5 +20,8 @@
 // corrupt or missing objects, the error when no complete checkpoint is
 // usable, retention of the newest usable checkpoints, the truth of a
 // manifest write that failed (through a wrapper that injects faults around
-// the store), the cleanup of aborted checkpoints and verification.
+// the store), the cleanup of aborted checkpoints and verification; and
+// last the coordinator lease: claims, checks, corrupt lease objects, a
+// lease that the checkpoint scans and deletions leave alone, and the
+// window between a check and a manifest write.
 package snapshotstest
