@@ -32,6 +32,7 @@ type clusterCoord struct {
 	waiting bool
 	hbSeq   uint64
 	hbTimer *time.Timer
+	hbDue   time.Time // when the heartbeat tick is due
 }
 
 type heartbeatTick struct{}
@@ -46,7 +47,7 @@ func newClusterCoord(j *jobActor, id string) *clusterCoord {
 		settings: &messages.RuntimeSettings{
 			BatchSize: uint32(c.batchSize), BatchBytes: uint64(c.batchBytes), Credits: uint32(c.credits),
 			LingerNanos: c.linger.Nanoseconds(), CheckpointTimeoutNanos: j.sh.timeout().Nanoseconds(),
-			SynchronousSnapshots: c.syncSnapshots,
+			SynchronousSnapshots:   c.syncSnapshots,
 			HeartbeatIntervalNanos: spec.HeartbeatInterval.Nanoseconds(), HeartbeatTimeoutNanos: spec.HeartbeatTimeout.Nanoseconds(),
 		},
 	}
@@ -138,6 +139,7 @@ func (c *clusterCoord) refusal(m *messages.RegisterWorker) string {
 
 func (c *clusterCoord) armHeartbeat() {
 	root, self := c.j.sh.system.Root, c.j.self
+	c.hbDue = time.Now().Add(c.spec.HeartbeatInterval)
 	c.hbTimer = time.AfterFunc(c.spec.HeartbeatInterval, func() { root.Send(self, &heartbeatTick{}) })
 }
 
@@ -146,8 +148,15 @@ func (c *clusterCoord) onHeartbeatTick() {
 		return
 	}
 	now := time.Now()
-	for _, w := range c.members.Expired(now) {
-		c.onLost(w)
+	// A tick that comes a whole interval late means that this process was
+	// not running (descheduled, paused): the acks waiting in the mailbox
+	// would be read after the expiry. Skip the expiry once.
+	if late := now.Sub(c.hbDue); late < c.spec.HeartbeatInterval {
+		for _, w := range c.members.Expired(now) {
+			c.onLost(w)
+		}
+	} else {
+		c.j.log.Warn("the coordinator's heartbeat tick came late; not expiring workers on it", "late", late.Round(time.Millisecond))
 	}
 	c.hbSeq++
 	hb := &messages.Heartbeat{Coordinator: c.id, Seq: c.hbSeq}
@@ -174,9 +183,8 @@ func (c *clusterCoord) onLost(w membership.Worker) {
 	}
 	c.j.log.Error("worker lost", "worker", w.ID, "address", w.Addr, "reason", w.Reason, "tasks", tasks, "epoch", c.j.epoch)
 	c.j.emit(Event{Kind: EventNodeLost, Epoch: c.j.epoch, Node: w.String(), Err: w.Err()})
-	if pid := c.pids[w.ID]; pid != nil {
-		c.j.sh.system.Root.Send(pid, &messages.JobDone{Coordinator: c.id, Reason: "declared lost: " + w.Reason})
-	}
+	// Nothing is sent to it: a hung worker that wakes up finds the
+	// heartbeats gone, drops its tasks and registers under a new id.
 	if len(tasks) == 0 || (c.j.phase != phaseRunning && c.j.phase != phaseRestoring) {
 		return
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/snapflow/snapflow/actors"
 	"github.com/snapflow/snapflow/internal/racedetect"
+	"github.com/snapflow/snapflow/internal/testsrc"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
 )
@@ -41,7 +42,7 @@ func startWorkers(t *testing.T, ctx context.Context, addr string, n int, job fun
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = actors.ServeWorker(ctx, actors.Worker{Join: addr, Slots: 3, Jobs: []func() *topology.Graph{job}, Logger: testLogger(t)})
+			errs[i] = actors.ServeWorker(ctx, actors.Worker{Join: addr, Slots: 6, Jobs: []func() *topology.Graph{job}, Logger: testLogger(t)})
 		}()
 	}
 	return func() []error { wg.Wait(); return errs }
@@ -93,4 +94,54 @@ func TestClusterRefusesMemStore(t *testing.T) {
 		t.Fatalf("mem:// store accepted: %v", err)
 	}
 	t.Log(err)
+}
+
+func TestClusterWorkerLeavesInProcess(t *testing.T) {
+	inProcessCluster(t)
+	const n, keys = 20_000, 16
+	gate := testsrc.NewGate(1000)
+	job := func() *topology.Graph {
+		g := topology.New("cluster-gated")
+		src := topology.FromSource(g, "src", func(int, int) topology.Source[int64] { return &testsrc.Gated{N: n, Gate: gate} })
+		sums := keyedSum(topology.KeyBy(src, func(v int64) int64 { return v % keys }), "sum", 3, nil)
+		topology.Sink(sums, "sink", func(kv) error { return nil })
+		return g
+	}
+	dir := t.TempDir()
+	ev := &events{}
+	j, err := actors.Start(context.Background(), job(), actors.WithCluster(actors.Cluster{Workers: 2, Store: dir}),
+		actors.WithCheckpointInterval(0), actors.WithLogger(testLogger(t)), actors.WithListener(ev.listen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctxA, leave := context.WithCancel(context.Background())
+	ctxB, cancelB := context.WithCancel(context.Background())
+	defer cancelB()
+	waitA := startWorkers(t, ctxA, j.Address(), 1, job)
+	waitB := startWorkers(t, ctxB, j.Address(), 1, job)
+	gate.WaitReached(t, 1000)
+	if _, err := j.Checkpoint(context.Background()); err != nil {
+		t.Fatalf("checkpoint: %v", err)
+	}
+	lost := ev.subscribe()
+	leave()
+	waitFor(t, lost, "the node-lost event", func(e actors.Event) bool { return e.Kind == actors.EventNodeLost })
+	if errs := waitA(); !errors.Is(errs[0], context.Canceled) {
+		t.Errorf("worker A: %v, want context.Canceled", errs[0])
+	}
+	gate.SetLimit(n)
+	if err := waitJob(t, j); err != nil {
+		t.Fatalf("job: %v", err)
+	}
+	if errs := waitB(); errs[0] != nil {
+		t.Errorf("worker B: %v", errs[0])
+	}
+	store, err := snapshots.NewDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertEqualMaps(t, "final totals", finalTotals(t, store, "cluster-gated", "sum"), wantKeyed(n, keys))
+	if ev.count(actors.EventRestoring) < 1 || ev.count(actors.EventPlaced) < 2 {
+		t.Errorf("events: %d restoring, %d placed, want a rollback and a new placement", ev.count(actors.EventRestoring), ev.count(actors.EventPlaced))
+	}
 }

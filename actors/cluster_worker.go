@@ -109,8 +109,8 @@ func ServeWorker(ctx context.Context, w Worker) error {
 		return err
 	}
 	id := newNodeID("w")
-	log := w.Logger.With("worker", id, "address", n.addr)
-	log.Info("worker listening", "join", w.Join, "slots", w.Slots)
+	log := w.Logger.With("address", n.addr)
+	log.Info("worker listening", "worker", id, "join", w.Join, "slots", w.Slots)
 	if w.Listening != nil {
 		w.Listening(n.addr)
 	}
@@ -165,19 +165,20 @@ type workerHost struct {
 	// coordinator is the id of the coordinator registered with last; it
 	// may still end the job after the worker has noticed it gone.
 	coordinator string
-	finished    bool // the coordinator ended the job
-	regSince   time.Time // when the current registration attempts began
-	attempt    uint64
-	lastHeard  time.Time // the coordinator's last heartbeat
-	plan       *topology.Plan
-	store      snapshots.Store
-	storeURL   string
-	cps        *snapshots.Checkpoints
-	runtime    config
+	finished    bool      // the coordinator ended the job
+	regSince    time.Time // when the current registration attempts began
+	attempt     uint64
+	lastHeard   time.Time // the coordinator's last heartbeat
+	plan        *topology.Plan
+	store       snapshots.Store
+	storeURL    string
+	cps         *snapshots.Checkpoints
+	runtime     config
 
-	dep   *shared // the tasks' shared state of the deployment running
-	tasks map[string]*actor.PID
-	timer *time.Timer
+	dep     *shared // the tasks' shared state of the deployment running
+	tasks   map[string]*actor.PID
+	timer   *time.Timer
+	tickDue time.Time
 
 	mu    sync.Mutex
 	ended []*shared // every deployment, so that ServeWorker waits for its uploads
@@ -251,7 +252,13 @@ func (h *workerHost) end(err error) {
 	}
 }
 
+// startRegistering registers under a new worker id: a coordinator that
+// declared the previous incarnation lost refuses its id for good.
 func (h *workerHost) startRegistering() {
+	if h.registered != nil || h.attempt > 0 {
+		h.id = newNodeID("w")
+		h.log.Info("registering under a new worker id", "worker", h.id)
+	}
 	h.registered, h.regSince, h.attempt = nil, time.Now(), 0
 	h.register()
 }
@@ -265,6 +272,7 @@ func (h *workerHost) register() {
 
 func (h *workerHost) arm(d time.Duration) {
 	root, self := h.system.Root, h.self
+	h.tickDue = time.Now().Add(d)
 	h.timer = time.AfterFunc(d, func() { root.Send(self, &workerTick{}) })
 }
 
@@ -282,11 +290,16 @@ func (h *workerHost) onTick(ctx actor.Context) {
 		return
 	}
 	timeout := time.Duration(h.registered.GetSettings().GetHeartbeatTimeoutNanos())
-	if silent := time.Since(h.lastHeard); silent > timeout {
+	interval := time.Duration(h.registered.GetSettings().GetHeartbeatIntervalNanos())
+	if late := time.Since(h.tickDue); late >= interval {
+		// This process was not running (descheduled, paused): heartbeats
+		// may wait in the mailbox. Check on the next tick.
+		h.log.Warn("the worker's tick came late; not checking the coordinator on it", "late", late.Round(time.Millisecond))
+	} else if silent := time.Since(h.lastHeard); silent > timeout {
 		h.lostCoordinator(ctx, fmt.Sprintf("no heartbeat for %v", silent.Round(time.Millisecond)))
 		return
 	}
-	h.arm(time.Duration(h.registered.GetSettings().GetHeartbeatIntervalNanos()))
+	h.arm(interval)
 }
 
 // lostCoordinator drops the tasks and registers again.
@@ -325,7 +338,7 @@ func (h *workerHost) onRegistered(ctx actor.Context, m *messages.Registered) {
 	h.registered, h.coordinator, h.plan, h.lastHeard = m, m.Coordinator, plan, time.Now()
 	h.runtime = workerRuntime(m.Settings, h.cfg.Logger, h.store)
 	ctx.Watch(h.coordPID)
-	h.log.Info("registered with the coordinator", "coordinator", m.Coordinator, "job", m.Job, "store", h.store.String())
+	h.log.Info("registered with the coordinator", "worker", h.id, "coordinator", m.Coordinator, "job", m.Job, "store", h.store.String())
 	if h.timer != nil {
 		h.timer.Stop()
 	}
