@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
 )
@@ -85,23 +86,33 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 		return nil, fmt.Errorf("actors: job %q: %w", plan.Job, err)
 	}
 	log := cfg.logger.With("job", plan.Job)
+	var coordinator string
+	var lease *messages.Lease
+	if cfg.cluster != nil {
+		// The lease stops a superseded coordinator from completing
+		// checkpoints, and gives this one epochs above any earlier one's.
+		// It is claimed before the store is read, so that the checkpoint
+		// ids this coordinator takes are above any the old one completes.
+		coordinator = newNodeID("c")
+		log = log.With("coordinator", coordinator)
+		if lease, err = snapshots.NewCheckpoints(cfg.store, plan.Job, log).ClaimLease(ctx, coordinator, 1); err != nil {
+			closeStore()
+			return nil, fmt.Errorf("actors: job %q: claim the coordinator lease: %w", plan.Job, err)
+		}
+	}
 	r, err := resume(ctx, &cfg, plan, declared, log)
 	if err != nil {
 		closeStore()
 		return nil, err
 	}
-	var coordinator string
-	if cfg.cluster != nil {
-		// The lease gives this coordinator epochs above any earlier one's,
-		// and stops a superseded coordinator from completing checkpoints.
-		coordinator = newNodeID("c")
-		lease, err := r.cps.ClaimLease(ctx, coordinator, r.epoch)
-		if err != nil {
-			closeStore()
-			return nil, fmt.Errorf("actors: job %q: claim the coordinator lease: %w", plan.Job, err)
+	if lease != nil {
+		if r.epoch > lease.GetFirstEpoch() { // checkpoints from before leases
+			if lease, err = r.cps.ClaimLease(ctx, coordinator, r.epoch); err != nil {
+				closeStore()
+				return nil, fmt.Errorf("actors: job %q: claim the coordinator lease: %w", plan.Job, err)
+			}
 		}
 		r.epoch = lease.GetFirstEpoch()
-		log = log.With("coordinator", coordinator)
 	}
 
 	system := actor.NewActorSystem(
