@@ -1,0 +1,236 @@
+// Command cluster runs one snapflow job across several processes: a
+// coordinator and workers, each a process of this same binary, talking over
+// protoactor-go remote.
+//
+// The job: two source tasks emit the records 0..N-1 (paced by -rate), keyed
+// by i % keys into a keyed sum of parallelism 3 that keeps each key's count
+// and sum in keyed state, into a sink. The KeyBy is a shuffle: every source
+// task sends to every sum task, across nodes. When the job ends, the
+// coordinator reads the final checkpoint back from the store and checks
+// every key's count and sum against the closed form.
+//
+// With no flags (or -role demo) it is a demo: it starts a coordinator and 3
+// workers as child processes on loopback, with a temporary directory as the
+// shared store, SIGKILLs a worker once a checkpoint has completed, and tells
+// what happened, down to "exactly-once: OK".
+//
+// By hand, in three shells (every node gets the same job flags):
+//
+//	go run ./examples/cluster -role coordinator -listen 127.0.0.1:7070 -store /tmp/snapflow-cluster -workers 2
+//	go run ./examples/cluster -role worker -join 127.0.0.1:7070
+//	go run ./examples/cluster -role worker -join 127.0.0.1:7070
+//
+// The lines printed on stdout are described in lines.go.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/snapflow/snapflow/actors"
+)
+
+func main() {
+	os.Exit(exitCode(run(os.Args[1:], os.Stdout, os.Stderr), os.Stderr))
+}
+
+// errUsage is wrapped by errors about the command line.
+var errUsage = errors.New("usage")
+
+// exitCode is 0 for success and for -h, 2 for bad usage, 1 otherwise.
+func exitCode(err error, stderr io.Writer) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(stderr, "cluster:", err)
+		return 2
+	}
+	fmt.Fprintln(stderr, "cluster:", err)
+	return 1
+}
+
+// options are the command line's.
+type options struct {
+	role             string
+	listen, join     string
+	store            string
+	workers, slots   int
+	interval         time.Duration
+	batch            int
+	batchBytes       int
+	heartbeat        time.Duration
+	heartbeatTimeout time.Duration
+	registerTimeout  time.Duration
+	tlsCert, tlsKey  string
+	tlsCA            string
+	startOver        bool
+	verbose          bool
+	job              jobParams
+}
+
+// hiddenFlags are for the tests only and left out of -h.
+var hiddenFlags = map[string]bool{"variant": true}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.role, "role", "demo", "demo, coordinator or worker")
+	fs.StringVar(&o.listen, "listen", actors.DefaultListen, "this node's address, host:port (port 0 picks a free port)")
+	fs.StringVar(&o.join, "join", "", "worker: the coordinator's address, host:port")
+	fs.StringVar(&o.store, "store", "", "coordinator: the snapshot store every node opens: a shared directory, file://DIR or s3://BUCKET/PREFIX?endpoint=HOST:PORT")
+	fs.IntVar(&o.workers, "workers", 3, "coordinator: how many workers to wait for")
+	fs.IntVar(&o.slots, "slots", actors.DefaultSlots, "worker: how many tasks it runs at most")
+	fs.DurationVar(&o.interval, "interval", 200*time.Millisecond, "coordinator: the checkpoint interval")
+	fs.IntVar(&o.batch, "batch", actors.DefaultBatchSize, "coordinator: records per batch")
+	fs.IntVar(&o.batchBytes, "batch-bytes", 0, "coordinator: bytes per batch (0: the runtime's default)")
+	fs.DurationVar(&o.heartbeat, "heartbeat", actors.DefaultHeartbeatInterval, "coordinator: the heartbeat interval")
+	fs.DurationVar(&o.heartbeatTimeout, "heartbeat-timeout", actors.DefaultHeartbeatTimeout, "coordinator: a worker silent this long is lost")
+	fs.DurationVar(&o.registerTimeout, "register-timeout", actors.DefaultRegisterTimeout, "worker: how long it tries to register with the coordinator")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "mutual TLS: this node's certificate (PEM)")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "mutual TLS: this node's private key (PEM)")
+	fs.StringVar(&o.tlsCA, "tls-ca", "", "mutual TLS: the CA that signs every node's certificate (PEM)")
+	fs.BoolVar(&o.startOver, "start-over", false, "coordinator: discard the job's checkpoints in the store and run it from the beginning")
+	fs.BoolVar(&o.verbose, "v", false, "log the runtime's debug messages")
+	fs.Int64Var(&o.job.records, "records", 20_000, "job: the records in all (the same on every node)")
+	fs.Int64Var(&o.job.keys, "keys", 1000, "job: the number of keys (the same on every node)")
+	fs.Float64Var(&o.job.rate, "rate", 5000, "job: records/s of all the sources together, so that a run lasts a while (0: as fast as possible)")
+	fs.IntVar(&o.job.recordBytes, "record-bytes", 0, "job: pad each record to this many bytes (the same on every node)")
+	fs.StringVar(&o.job.hold, "hold", "", "job: the sources pause halfway until this file exists (the demo and the tests use it to act while the job runs)")
+	fs.IntVar(&o.job.variant, "variant", 1, "test only: 2 changes the sum's parallelism, and so the topology's fingerprint")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: cluster [-role demo|coordinator|worker] [flags]")
+		fs.VisitAll(func(f *flag.Flag) {
+			if hiddenFlags[f.Name] {
+				return
+			}
+			name, usage := flag.UnquoteUsage(f)
+			fmt.Fprintf(fs.Output(), "  -%s %s\n    \t%s (default %q)\n", f.Name, name, usage, f.DefValue)
+		})
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return o, err
+		}
+		return o, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	o.job.holdPoll = 20 * time.Millisecond
+	return o, o.check()
+}
+
+// check refuses inconsistent options.
+func (o options) check() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{errUsage}, args...)...)
+	}
+	switch o.role {
+	case "demo":
+	case "coordinator":
+		if o.store == "" {
+			return bad("-role coordinator needs -store: a store every node opens (a shared directory or s3://...)")
+		}
+		if o.workers < 1 {
+			return bad("-workers %d: want at least 1", o.workers)
+		}
+	case "worker":
+		if o.join == "" {
+			return bad("-role worker needs -join HOST:PORT, the coordinator's address")
+		}
+		if _, _, err := net.SplitHostPort(o.join); err != nil {
+			return bad("-join %q: want host:port", o.join)
+		}
+		if o.slots < 1 {
+			return bad("-slots %d: want at least 1", o.slots)
+		}
+	default:
+		return bad("-role %q: want demo, coordinator or worker", o.role)
+	}
+	if _, _, err := net.SplitHostPort(o.listen); err != nil {
+		return bad("-listen %q: want host:port (port 0 picks a free port)", o.listen)
+	}
+	switch {
+	case o.job.records < 1:
+		return bad("-records %d: want at least 1", o.job.records)
+	case o.job.keys < 1:
+		return bad("-keys %d: want at least 1", o.job.keys)
+	case o.job.rate < 0:
+		return bad("-rate %v: want 0 (unpaced) or more", o.job.rate)
+	case o.job.recordBytes < 0 || o.job.recordBytes > actors.MaxWireRecord:
+		return bad("-record-bytes %d: want 0..%d", o.job.recordBytes, actors.MaxWireRecord)
+	case o.job.variant != 1 && o.job.variant != 2:
+		return bad("-variant %d: want 1 or 2", o.job.variant)
+	case o.interval <= 0:
+		return bad("-interval %v: want a positive duration", o.interval)
+	}
+	if n := countSet(o.tlsCert, o.tlsKey, o.tlsCA); n != 0 && n != 3 {
+		return bad("mutual TLS needs -tls-cert, -tls-key and -tls-ca together")
+	}
+	return nil
+}
+
+func countSet(s ...string) int {
+	n := 0
+	for _, x := range s {
+		if x != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// tls returns the TLS settings, nil without TLS.
+func (o options) tls() *actors.TLS {
+	if o.tlsCert == "" {
+		return nil
+	}
+	return &actors.TLS{CertFile: o.tlsCert, KeyFile: o.tlsKey, CAFile: o.tlsCA}
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	// SIGINT and SIGTERM end ctx with errSignalled as its cause.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case s := <-sigs:
+			cancel(fmt.Errorf("%w (%v)", errSignalled, s))
+		case <-ctx.Done():
+		}
+	}()
+	// Info by default, without protoactor-go's own Info lines; -v logs
+	// everything down to Debug.
+	var h slog.Handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})
+	if o.verbose {
+		h = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug})
+	} else {
+		h = quietProtoactor{Handler: h}
+	}
+	logger := slog.New(h).With("role", o.role)
+	switch o.role {
+	case "coordinator":
+		return runCoordinator(ctx, o, stdout, logger)
+	case "worker":
+		return runWorker(ctx, o, stdout, logger)
+	}
+	return runDemo(ctx, o, stdout, stderr)
+}
