@@ -33,9 +33,10 @@ var ErrCorruptBatch = errors.New("topology: corrupt record batch")
 // starts, naming the operators and the type. The wire is never persisted and
 // every node runs the same binary, so the default encodes in its own
 // compact binary layout the types made of booleans, numbers, strings, and
-// slices, arrays and structs of them (little-endian, the same on every
-// platform), and uses DefaultCodec (JSON) for the other types, such as
-// those holding pointers, maps or time.Time.
+// slices, arrays and structs of them (field by field, little-endian, the
+// same on every platform: JSON methods and tags play no part), and uses
+// DefaultCodec (JSON) for the other types, such as those holding pointers,
+// maps or time.Time.
 //
 // Give a codec for a type the default refuses (one with unexported fields,
 // say), or for a faster or smaller encoding. c is called from several tasks
