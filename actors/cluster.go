@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -270,3 +271,19 @@ func (cfg *config) openClusterStore(ctx context.Context, plan *topology.Plan) (s
 // maxWireBatch bounds the encoded bytes of one batch that crosses nodes: a
 // full batch of WithBatchBytes plus a record of MaxWireRecord fits.
 const maxWireBatch = 2 * MaxWireRecord
+
+// WireStats counts the batches this process's tasks encoded for tasks on
+// other nodes, since the process started.
+type WireStats struct {
+	Batches, Records uint64
+	// Bytes are the encoded record bytes (RecordBatch data and ends), not
+	// counting gRPC framing.
+	Bytes uint64
+}
+
+var wireBatches, wireRecords, wireBytes atomic.Uint64
+
+// ReadWireStats returns the process's WireStats.
+func ReadWireStats() WireStats {
+	return WireStats{Batches: wireBatches.Load(), Records: wireRecords.Load(), Bytes: wireBytes.Load()}
+}

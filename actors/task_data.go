@@ -62,6 +62,9 @@ func (t *task) sendBatch(o *outChannel, batch any) {
 			t.fail(fmt.Errorf("a batch for %s encodes to %d bytes, over the %d that may cross nodes: records must encode to at most %d bytes",
 				o.to, n, maxWireBatch, MaxWireRecord))
 		}
+		wireBatches.Add(1)
+		wireRecords.Add(uint64(len(rb.Ends)))
+		wireBytes.Add(uint64(len(rb.Data) + 4*len(rb.Ends)))
 		m = rb
 	} else {
 		m = &batchMsg{epoch: t.epoch, input: o.input, seq: o.seq, data: batch}
