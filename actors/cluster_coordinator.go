@@ -148,10 +148,10 @@ func (c *clusterCoord) onHeartbeatTick() {
 		return
 	}
 	now := time.Now()
-	// A tick that comes a whole interval late means that this process was
+	// A tick that comes half a timeout late means that this process was
 	// not running (descheduled, paused): the acks waiting in the mailbox
 	// would be read after the expiry. Skip the expiry once.
-	if late := now.Sub(c.hbDue); late < c.spec.HeartbeatInterval {
+	if late := now.Sub(c.hbDue); late < c.spec.HeartbeatTimeout/2 {
 		for _, w := range c.members.Expired(now) {
 			c.onLost(w)
 		}

@@ -291,7 +291,7 @@ func (h *workerHost) onTick(ctx actor.Context) {
 	}
 	timeout := time.Duration(h.registered.GetSettings().GetHeartbeatTimeoutNanos())
 	interval := time.Duration(h.registered.GetSettings().GetHeartbeatIntervalNanos())
-	if late := time.Since(h.tickDue); late >= interval {
+	if late := time.Since(h.tickDue); late >= timeout/2 {
 		// This process was not running (descheduled, paused): heartbeats
 		// may wait in the mailbox. Check on the next tick.
 		h.log.Warn("the worker's tick came late; not checking the coordinator on it", "late", late.Round(time.Millisecond))

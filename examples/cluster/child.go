@@ -176,11 +176,15 @@ func (c *child) tail(n int) []childLine {
 	return append([]childLine(nil), c.lines[max(0, len(c.lines)-n):]...)
 }
 
-// count returns the number of lines printed so far.
-func (c *child) count() int {
+// linesFrom returns the lines printed from index from on.
+func (c *child) linesFrom(from int) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.lines)
+	var out []string
+	for _, l := range c.lines[min(from, len(c.lines)):] {
+		out = append(out, l.text)
+	}
+	return out
 }
 
 // stop ends the child for good: SIGKILL to its process group, then reap.
