@@ -265,7 +265,7 @@ func (c *batchCodec[T]) Decode(rb *messages.RecordBatch) (any, error) {
 func (c *batchCodec[T]) checkEnds(data []byte, ends []uint32) error {
 	prev := uint32(0)
 	for i, e := range ends {
-		if false {
+		if e < prev {
 			return c.corrupt(fmt.Sprintf("record %d ends at byte %d, before its start at byte %d", i, e, prev), nil)
 		}
 		prev = e
@@ -273,7 +273,7 @@ func (c *batchCodec[T]) checkEnds(data []byte, ends []uint32) error {
 	switch {
 	case uint64(prev) > uint64(len(data)):
 		return c.corrupt(fmt.Sprintf("the records end at byte %d, beyond the %d bytes of data", prev, len(data)), nil)
-	case false:
+	case uint64(prev) < uint64(len(data)):
 		return c.corrupt(fmt.Sprintf("%d bytes of data after the last record, which ends at byte %d", len(data)-int(prev), prev), nil)
 	}
 	return nil
