@@ -27,4 +27,37 @@
 // (snapshots.ErrNoUsableCheckpoint). While the job runs, what it reports
 // about a checkpoint (EventCheckpointCompleted or EventCheckpointAborted, and
 // the answer of Job.Checkpoint) matches what recovery would restore.
+//
+// # Cluster mode
+//
+// WithCluster runs the same job across processes over protoactor-go's
+// remote (gRPC). The process that calls Start is the coordinator: it hosts
+// the job actor, which keeps the checkpoint coordinator, the restart
+// strategy and the manifest writes. Worker processes (ServeWorker, the same
+// binary with the same job constructors) register with it and offer task
+// slots. The decisions are pure types of package actors/membership: the
+// table of workers with its heartbeat expiry, and the deterministic
+// placement that spreads each operator's tasks across workers.
+//
+// For every epoch the coordinator places the tasks on the live workers and
+// sends every worker a Deploy listing each task's worker; each worker spawns
+// and supervises its own tasks, which load their state from the shared
+// store. Task actors are named after the coordinator incarnation and the
+// epoch, so a stale task can never receive a newer one's messages, and
+// every message still carries its epoch. Tasks on one node pass Go values;
+// across nodes a batch is a messages.RecordBatch encoded by the stream's
+// wire codec (topology.WithWireCodec), on the same ordered stream as the
+// barriers, ends of input and credits that follow it.
+//
+// A worker is lost when its connection breaks (remote watch) or it misses
+// heartbeats for Cluster.HeartbeatTimeout (a hung or stopped process): that
+// is the failure of every task on it, and the job rolls back as in one
+// process, with its tasks placed on the workers that remain (waiting, within
+// the restart strategy, for slots). A worker that loses its coordinator
+// drops its tasks and registers again under a new id, so that a restarted
+// coordinator finds it. A coordinator claims the job's lease in the store
+// when it starts (snapshots.Checkpoints.ClaimLease), which gives it epochs
+// above every earlier coordinator's, and checks it before every manifest it
+// writes: a superseded coordinator fails with snapshots.ErrLeaseLost rather
+// than complete a checkpoint.
 package actors
