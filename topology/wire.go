@@ -65,18 +65,22 @@ func WithWireCodec[T any](s Stream[T], c Codec[T]) Stream[T] {
 // task's Collector hands to Sender.Send and that the receiving task's
 // Instance.ProcessBatch takes, T being the channel's element type.
 //
-// Batches are pooled per element type: a Collector takes the slices it fills
-// from the pool, and ProcessBatch returns each batch it has processed to it.
-// A BatchCodec keeps that cycle on both nodes: Encode returns the batch it
-// has encoded to the pool on the sending node, and Decode takes the batch it
-// fills from the pool on the receiving node.
+// Batches are pooled per element type: the Collector of every source and
+// operator takes the slices it fills from the pool, and the ProcessBatch of
+// every operator and sink (Map, Filter, FlatMap, Process, Sink) returns each
+// batch it has processed to it, cleared; a batch whose processing fails is
+// left to the garbage collector. A BatchCodec keeps that cycle on both
+// nodes: Encode returns the batch it has encoded to the pool on the sending
+// node, and Decode takes the batch it fills from the pool on the receiving
+// node.
 //
 // A BatchCodec is safe for concurrent use.
 type BatchCodec interface {
 	// Encode appends the records of batch to rb.Data, and the end offset of
 	// each in rb.Data to rb.Ends; it sets no other field. Ends count from
 	// the start of rb.Data, so that a caller reusing a RecordBatch truncates
-	// Data and Ends to length 0 and keeps their capacity.
+	// Data and Ends to length 0 and keeps their capacity (once the message
+	// it was sent in has been marshalled: remote sends are asynchronous).
 	//
 	// Encode takes ownership of batch: once it returns, with or without an
 	// error, the batch has been cleared and returned to its pool, and the
