@@ -34,12 +34,16 @@ type childLine struct {
 // errChildExited is returned by waitLine when the child exits first.
 var errChildExited = errors.New("the process exited")
 
-// startChild starts exe with args in a process group of its own (so that
-// killing it kills everything it started), killed when this process dies
-// where the platform allows.
-func startChild(name, exe string, args ...string) (*child, error) {
+// startChild starts exe with args, and env added to this process's
+// environment, in a process group of its own (so that killing it kills
+// everything it started), killed when this process dies where the platform
+// allows.
+func startChild(name string, env []string, exe string, args ...string) (*child, error) {
 	c := &child{name: name, cmd: exec.Command(exe, args...), changed: make(chan struct{}), exited: make(chan struct{})}
 	c.cmd.SysProcAttr = childAttr()
+	if len(env) > 0 {
+		c.cmd.Env = append(os.Environ(), env...)
+	}
 	stdout, err := c.cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

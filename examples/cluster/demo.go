@@ -87,7 +87,7 @@ func (d *demo) jobArgs() []string {
 func (d *demo) startProcesses(ctx context.Context) error {
 	args := append([]string{"-role", "coordinator", "-listen", "127.0.0.1:0", "-store", d.store,
 		"-workers", strconv.Itoa(demoWorkers), "-interval", d.o.interval.String(), "-v=" + strconv.FormatBool(d.o.verbose)}, d.jobArgs()...)
-	c, err := startChild("coordinator", d.exe, args...)
+	c, err := startChild("coordinator", nil, d.exe, args...)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
@@ -100,7 +100,7 @@ func (d *demo) startProcesses(ctx context.Context) error {
 	d.victim = -1
 	for i := range demoWorkers {
 		args := append([]string{"-role", "worker", "-join", addr, "-listen", "127.0.0.1:0", "-v=" + strconv.FormatBool(d.o.verbose)}, d.jobArgs()...)
-		w, err := startChild(fmt.Sprintf("worker %d", i+1), d.exe, args...)
+		w, err := startChild(fmt.Sprintf("worker %d", i+1), nil, d.exe, args...)
 		if err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
