@@ -1,9 +1,10 @@
 // Command bench measures snapflow's barrier overhead. Every configuration is
 // a row, measured side by side in one run: snapflow with asynchronous barrier
 // snapshots (abs) at each checkpoint interval, the stop-the-world synchronous
-// mode (sync), a hand-written protoactor-go pipeline of the same shape and
-// work (protoactor), and a Go-channels pipeline (channels). Each run of a row
-// is its own child process, so that its peak RSS is its own. The rows are
+// mode (sync), the same job across a coordinator and two worker processes
+// on loopback (cluster), a hand-written protoactor-go pipeline of the same
+// shape and work (protoactor), and a Go-channels pipeline (channels). Each
+// run of a row is its own child process, so that its peak RSS is its own. The rows are
 // run -repeat times (5 by default), interleaved, and each reports its median
 // run and the spread of its runs. `go run ./bench -h` lists the flags.
 //
@@ -21,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -44,6 +46,7 @@ type flags struct {
 	child       string
 	repeat      int
 	from        string
+	cpuprofile  string
 }
 
 // Defaults of the flags that decide how long a run takes.
@@ -59,8 +62,8 @@ const usageHead = `usage: go run ./bench [flags]
 
 bench measures snapflow's barrier overhead. Every configuration is a row: snapflow
 with asynchronous barrier snapshots (abs) at each checkpoint interval, stop-the-world
-snapshots (sync), and two hand-written baselines of the same work (protoactor,
-channels). Each run of a row is its own child process; the rows are run -repeat times,
+snapshots (sync), the same job across a coordinator and 2 worker processes (cluster),
+and two hand-written baselines of the same work (protoactor, channels). Each run of a row is its own child process; the rows are run -repeat times,
 interleaved, and each row reports its median run. With the defaults this takes about
 two minutes.
 
@@ -76,7 +79,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&f.topology, "topology", "paritysum", "paritysum, chain-N, fanout, union, diamond or fanin-F")
-	fs.StringVar(&f.modes, "modes", "abs,sync,protoactor,channels", "modes to run, comma-separated (protoactor and channels: paritysum only)")
+	fs.StringVar(&f.modes, "modes", "abs,sync,cluster,protoactor,channels", "modes to run, comma-separated (cluster, protoactor and channels: paritysum only)")
 	fs.StringVar(&f.intervals, "intervals", "off,1s,100ms,20ms", "checkpoint intervals, comma-separated (off: no periodic checkpoint)")
 	fs.IntVar(&f.parallelism, "parallelism", 2, "parallelism of the keyed sum")
 	fs.IntVar(&f.recordSize, "record-size", 16, "bytes per record")
@@ -90,7 +93,9 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVar(&f.jsonOut, "json", "", "write the rows as a JSON array to this file (a metric not measured is null)")
 	fs.StringVar(&f.plotOut, "plot", "", "draw throughput and p99 latency against the interval into this PNG")
 	fs.StringVar(&f.from, "from", "", "measure nothing: read the rows of a file written by -json, and print, -json and -plot them")
-	fs.StringVar(&f.child, "child", "", "internal: run one row given as JSON and print it")
+	fs.StringVar(&f.child, "child", "", "internal: run one row given as JSON and print it, or a cluster row's worker ("+clusterWorkerPrefix+"JSON)")
+	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of every run into this directory: TOPOLOGY-MODE-INTERVAL-runK.pprof,\n"+
+		"and for a cluster row one for the coordinator (-coordinator.pprof) and each worker (-workerI.pprof)")
 	fs.IntVar(&f.repeat, "repeat", defaultRepeat, "runs of each row, interleaved; a row reports its median run by records/s.\n"+
 		"On a shared machine one run of a row can differ from the next by 1.7x, so one run says\n"+
 		"little; the median of 5 keeps one outlier from deciding a row, and the spread column\n"+
@@ -144,6 +149,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if f.child != "" {
 		return runChild(ctx, f.child, stdout)
 	}
+	if f.cpuprofile != "" {
+		if err := os.MkdirAll(f.cpuprofile, 0o755); err != nil {
+			return fmt.Errorf("bench: -cpuprofile: %w", err)
+		}
+	}
 	var rows []Row
 	if f.from != "" {
 		rows, err = loadRows(f.from)
@@ -187,7 +197,7 @@ func measureAll(ctx context.Context, stderr io.Writer, f flags) ([]Row, error) {
 		fmt.Fprintf(stderr, "bench: %s × %s of about %v each: about %v in all\n",
 			plural(len(configs), "row"), plural(f.repeat, "run"), perRun.Round(100*time.Millisecond), total.Round(100*time.Millisecond))
 	}
-	rows, err := measure(ctx, stderr, configs, f.repeat)
+	rows, err := measure(ctx, stderr, configs, f.repeat, f.cpuprofile)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +206,7 @@ func measureAll(ctx context.Context, stderr io.Writer, f flags) ([]Row, error) {
 		more = append(more, followUps(stderr, f.sweep, r)...)
 	}
 	if len(more) > 0 {
-		extra, err := measure(ctx, stderr, more, f.repeat)
+		extra, err := measure(ctx, stderr, more, f.repeat, f.cpuprofile)
 		if err != nil {
 			return nil, err
 		}
@@ -245,12 +255,16 @@ func plural(n int, noun string) string {
 
 // measure runs every configuration repeat times, round robin so that the
 // machine's drifts spread evenly, and keeps each one's median run, with the
-// spread of the runs' records/s.
-func measure(ctx context.Context, progress io.Writer, configs []rowConfig, repeat int) ([]Row, error) {
+// spread of the runs' records/s. With a profile directory, each run writes
+// its CPU profiles there.
+func measure(ctx context.Context, progress io.Writer, configs []rowConfig, repeat int, profiles string) ([]Row, error) {
 	runs := make([][]Row, len(configs))
 	for k := range repeat {
 		for i, rc := range configs {
 			fmt.Fprintf(progress, "[%d/%d] %s ...", k*len(configs)+i+1, repeat*len(configs), describe(rc))
+			if profiles != "" {
+				rc.CPUProfile = filepath.Join(profiles, profileName(rc, k))
+			}
 			row, err := runInChild(ctx, progress, rc)
 			if err != nil {
 				fmt.Fprintln(progress, " failed")
@@ -261,6 +275,7 @@ func measure(ctx context.Context, progress io.Writer, configs []rowConfig, repea
 			} else {
 				fmt.Fprintf(progress, " records/s not measured (%s records in %.3fs)\n", count(row.Records), row.Seconds)
 			}
+			row.CPUProfile = ""
 			runs[i] = append(runs[i], row)
 		}
 	}
@@ -307,7 +322,7 @@ func median(rs []Row) Row {
 // unset (no rate limit, no state) or does not apply (a baseline's interval).
 func describe(rc rowConfig) string {
 	parts := []string{rc.Topology, rc.Mode}
-	if rc.Mode == "abs" || rc.Mode == "sync" {
+	if !rc.baseline() {
 		parts = append(parts, "interval="+rc.Interval)
 	}
 	parts = append(parts, fmt.Sprintf("p=%d", rc.Parallelism))
@@ -388,12 +403,23 @@ func plan(f flags) ([]rowConfig, error) {
 				}
 				add(func(rc *rowConfig) { rc.Mode, rc.Interval = m, iv })
 			}
+		case "cluster":
+			if f.topology != "paritysum" {
+				continue
+			}
+			for _, iv := range strings.Split(f.intervals, ",") {
+				iv = strings.TrimSpace(iv)
+				if _, err := parseInterval(iv); err != nil {
+					return nil, fmt.Errorf("%w: -intervals: %v", errUsage, err)
+				}
+				add(func(rc *rowConfig) { rc.Mode, rc.Interval = m, iv })
+			}
 		case "protoactor", "channels":
 			if f.topology == "paritysum" {
 				add(func(rc *rowConfig) { rc.Mode = m })
 			}
 		default:
-			return nil, fmt.Errorf("%w: unknown mode %q in -modes (abs, sync, protoactor, channels)", errUsage, m)
+			return nil, fmt.Errorf("%w: unknown mode %q in -modes (abs, sync, cluster, protoactor, channels)", errUsage, m)
 		}
 	}
 	return out, nil
@@ -423,21 +449,39 @@ func followUps(progress io.Writer, sweep string, first Row) []rowConfig {
 // childConfig is a rowConfig with the fields JSON leaves out of rows.
 type childConfig struct {
 	rowConfig
-	Records  int64         `json:"records_limit"`
-	Duration time.Duration `json:"duration_ns"`
-	Recovery bool          `json:"recovery"`
+	Records    int64         `json:"records_limit"`
+	Duration   time.Duration `json:"duration_ns"`
+	Recovery   bool          `json:"recovery"`
+	CPUProfile string        `json:"cpuprofile,omitempty"`
+}
+
+// profileName is the name, without its ending, of the CPU profiles of run
+// k of rc.
+func profileName(rc rowConfig, k int) string {
+	iv := rc.Interval
+	if rc.baseline() {
+		iv = "none"
+	}
+	return fmt.Sprintf("%s-%s-%s-run%d", rc.Topology, rc.Mode, iv, k+1)
 }
 
 func runInChild(ctx context.Context, stderr io.Writer, rc rowConfig) (Row, error) {
-	cc, err := json.Marshal(childConfig{rowConfig: rc, Records: rc.Records, Duration: rc.Duration, Recovery: rc.Recovery})
+	cc, err := json.Marshal(childConfig{rowConfig: rc, Records: rc.Records, Duration: rc.Duration, Recovery: rc.Recovery, CPUProfile: rc.CPUProfile})
 	if err != nil {
 		return Row{}, err
 	}
 	cmd := exec.CommandContext(ctx, os.Args[0], "-child", string(cc))
 	cmd.Stderr = stderr
+	var races strings.Builder // see clusterEnv
+	if cmd.Env = clusterEnv(rc); cmd.Env != nil {
+		cmd.Stderr = io.MultiWriter(stderr, &races)
+	}
 	out, err := cmd.Output()
 	if err != nil {
 		return Row{}, fmt.Errorf("child: %w", err)
+	}
+	if r := foreignRaces(races.String()); len(r) > 0 {
+		return Row{}, fmt.Errorf("child: %d data races, the first:\n%s", len(r), r[0])
 	}
 	var row Row
 	if err := json.Unmarshal(out, &row); err != nil {
@@ -447,13 +491,31 @@ func runInChild(ctx context.Context, stderr io.Writer, rc rowConfig) (Row, error
 	return row, nil
 }
 
+// runChild is a child process: it runs the row of spec and prints it as
+// JSON, or, for a spec with clusterWorkerPrefix, serves as a worker of a
+// cluster row, taking its commands on stdin.
 func runChild(ctx context.Context, spec string, stdout io.Writer) error {
+	if ws, ok := strings.CutPrefix(spec, clusterWorkerPrefix); ok {
+		return runClusterWorker(ctx, ws, os.Stdin, stdout)
+	}
 	var cc childConfig
 	if err := json.Unmarshal([]byte(spec), &cc); err != nil {
 		return err
 	}
 	rc := cc.rowConfig
 	rc.Records, rc.Duration, rc.Recovery = cc.Records, cc.Duration, cc.Recovery
+	if cc.CPUProfile != "" {
+		rc.CPUProfile = cc.CPUProfile
+		path := cc.CPUProfile + ".pprof"
+		if rc.Mode == "cluster" {
+			path = cc.CPUProfile + "-coordinator.pprof"
+		}
+		stop, err := startProfile(path)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	row, err := runRow(ctx, rc)
 	if err != nil {
 		return err
@@ -462,22 +524,42 @@ func runChild(ctx context.Context, spec string, stdout io.Writer) error {
 }
 
 // ratios sets each snapflow row's throughput relative to the unthrottled
-// abs row with checkpoints off of its topology, parallelism and state. A
-// baseline has none: it is not snapflow with checkpoints on.
+// row with checkpoints off of its mode (abs for sync), topology,
+// parallelism and state, and a cluster row's also relative to the abs one
+// (in one process). A baseline has none: it is not snapflow with
+// checkpoints on.
 func ratios(rows []Row) {
 	for i := range rows {
-		rows[i].RatioToOff = metric{}
-		if rows[i].baseline() {
+		r := &rows[i]
+		r.RatioToOff, r.RatioToInProcess = metric{}, metric{}
+		if r.baseline() {
 			continue
 		}
-		for _, o := range rows {
-			if o.Mode == "abs" && o.Interval == "off" && o.Topology == rows[i].Topology && o.Parallelism == rows[i].Parallelism &&
-				o.StateSize == rows[i].StateSize && o.SinkRate == 0 && o.Rate == 0 {
-				off, offOK := o.RecordsPerSec.value()
-				if v, ok := rows[i].RecordsPerSec.value(); ok && offOK {
-					rows[i].RatioToOff = per(v, off)
-				}
+		v, ok := r.RecordsPerSec.value()
+		if !ok {
+			continue
+		}
+		offMode := "abs"
+		if r.Mode == "cluster" {
+			offMode = "cluster"
+			if off, ok := offRate(rows, *r, "abs"); ok {
+				r.RatioToInProcess = per(v, off)
 			}
 		}
+		if off, ok := offRate(rows, *r, offMode); ok {
+			r.RatioToOff = per(v, off)
+		}
 	}
+}
+
+// offRate is the records/s of the unthrottled row of mode with checkpoints
+// off and r's topology, parallelism and state, if rows hold one measured.
+func offRate(rows []Row, r Row, mode string) (float64, bool) {
+	for _, o := range rows {
+		if o.Mode == mode && o.Interval == "off" && o.Topology == r.Topology && o.Parallelism == r.Parallelism &&
+			o.StateSize == r.StateSize && o.SinkRate == 0 && o.Rate == 0 {
+			return o.RecordsPerSec.value()
+		}
+	}
+	return 0, false
 }

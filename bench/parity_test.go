@@ -58,6 +58,7 @@ func BenchmarkParity(b *testing.B) {
 }
 
 // TestBenchSmoke keeps the bench program from rotting: a run of every mode
+// (cluster rows start a coordinator and two workers, this test binary too)
 // writes a table, JSON rows with the documented fields, and a plot. Each row
 // runs a fixed number of records, so that what it checks holds however slow
 // the machine: every row carried exactly those records, and a figure is
@@ -99,6 +100,12 @@ func TestBenchSmoke(t *testing.T) {
 			}
 		}
 		baseline := mode == "protoactor" || mode == "channels"
+		if _, ok := r["ratio_to_in_process"].(float64); ok != (mode == "cluster") {
+			t.Errorf("%s row: ratio_to_in_process = %v: want a ratio for cluster rows only", mode, r["ratio_to_in_process"])
+		}
+		if v, ok := r["wire_bytes_per_record"].(float64); ok != (mode == "cluster") || (ok && v <= 0) {
+			t.Errorf("%s row: wire_bytes_per_record = %v: want a positive number for cluster rows only", mode, r["wire_bytes_per_record"])
+		}
 		if _, ok := r["ratio_to_off"].(float64); ok == baseline {
 			t.Errorf("%s row: ratio_to_off = %v: want a ratio for snapflow rows and null for baselines", mode, r["ratio_to_off"])
 		}
@@ -113,7 +120,7 @@ func TestBenchSmoke(t *testing.T) {
 		}
 		t.Logf("%s %s: %v records/s, %v checkpoints", mode, r["interval"], r["records_per_sec"], ckpts)
 	}
-	for _, m := range []string{"abs", "sync", "protoactor", "channels"} {
+	for _, m := range []string{"abs", "sync", "cluster", "protoactor", "channels"} {
 		if !modes[m] {
 			t.Errorf("no %s row", m)
 		}

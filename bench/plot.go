@@ -28,6 +28,7 @@ var plotModes = []struct {
 }{
 	{"abs", color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}},
 	{"sync", color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}},
+	{"cluster", color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}},
 	{"protoactor", color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}},
 	{"channels", color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}},
 }
@@ -47,7 +48,7 @@ type plotLayout struct {
 	data   [2]vg.Rectangle
 }
 
-// drawRows draws, for the abs and sync rows, throughput and p99 latency
+// drawRows draws, for the abs, sync and cluster rows, throughput and p99 latency
 // against the checkpoint interval, with the baselines as flat lines, and one
 // legend beside both panels. A value that was not measured is left out.
 func drawRows(rows []Row) (*vgimg.Canvas, plotLayout, error) {
@@ -61,7 +62,7 @@ func drawRows(rows []Row) (*vgimg.Canvas, plotLayout, error) {
 		}
 	}
 	if len(intervals) == 0 {
-		return nil, layout, fmt.Errorf("bench: plot: no abs or sync rows to draw")
+		return nil, layout, fmt.Errorf("bench: plot: no abs, sync or cluster rows to draw")
 	}
 	index := map[string]float64{}
 	for i, iv := range intervals {

@@ -18,7 +18,7 @@ import (
 // rowConfig is one configuration of the benchmark: a row of the table.
 type rowConfig struct {
 	Topology    string        `json:"topology"`
-	Mode        string        `json:"mode"`     // abs, sync, protoactor, channels
+	Mode        string        `json:"mode"`     // abs, sync, cluster, protoactor, channels
 	Interval    string        `json:"interval"` // off, 1s, 100ms, 20ms, as given
 	Parallelism int           `json:"parallelism"`
 	RecordSize  int           `json:"record_size"`
@@ -30,6 +30,7 @@ type rowConfig struct {
 	Store       string        `json:"store"`
 	SinkRate    float64       `json:"sink_rate,omitempty"` // records/s the sink is limited to (0: unlimited)
 	Recovery    bool          `json:"-"`                   // inject one failure and measure the recovery
+	CPUProfile  string        `json:"-"`                   // the run's CPU profiles: this path and an ending ("": none)
 }
 
 // Row is a measured configuration. A metric that was not measured, or does
@@ -42,22 +43,31 @@ type Row struct {
 	Seconds       float64 `json:"seconds"`
 	RecordsPerSec metric  `json:"records_per_sec"`
 	Spread        metric  `json:"records_per_sec_spread"` // (max-min)/median of the runs' records/s
-	RatioToOff    metric  `json:"ratio_to_off"`           // records/s against abs with checkpoints off
-	Checkpoints   int     `json:"checkpoints"`
-	CkptP50Ms     metric  `json:"ckpt_p50_ms"`
-	CkptP99Ms     metric  `json:"ckpt_p99_ms"`
-	AlignP50Ms    metric  `json:"align_p50_ms"`
-	AlignP99Ms    metric  `json:"align_p99_ms"`
-	BytesPerCkpt  metric  `json:"bytes_per_ckpt"`
-	LatencyP50Ms  metric  `json:"latency_p50_ms"`
-	LatencyP99Ms  metric  `json:"latency_p99_ms"`
-	PeakRSSBytes  int64   `json:"peak_rss_bytes"` // 0: not measured (no /proc)
-	RecoveryMs    metric  `json:"recovery_ms"`
+	RatioToOff    metric  `json:"ratio_to_off"`           // records/s against abs (cluster: cluster) with checkpoints off
+	// RatioToInProcess is a cluster row's records/s against abs with
+	// checkpoints off, in one process.
+	RatioToInProcess metric `json:"ratio_to_in_process"`
+	Checkpoints      int    `json:"checkpoints"`
+	CkptP50Ms        metric `json:"ckpt_p50_ms"`
+	CkptP99Ms        metric `json:"ckpt_p99_ms"`
+	AlignP50Ms       metric `json:"align_p50_ms"`
+	AlignP99Ms       metric `json:"align_p99_ms"`
+	BytesPerCkpt     metric `json:"bytes_per_ckpt"`
+	LatencyP50Ms     metric `json:"latency_p50_ms"`
+	LatencyP99Ms     metric `json:"latency_p99_ms"`
+	PeakRSSBytes     int64  `json:"peak_rss_bytes"` // 0: not measured (no /proc)
+	RecoveryMs       metric `json:"recovery_ms"`
+	// WireBytesPerRecord is, for a cluster row, the bytes of records the
+	// workers encoded for another node per record that reached the sink.
+	WireBytesPerRecord metric `json:"wire_bytes_per_record"`
+	// Placement is, for a cluster row, where its tasks ran: "task,task ->
+	// worker; ..." (actors.EventPlaced).
+	Placement string `json:"placement,omitempty"`
 }
 
 // baseline reports whether the row is a hand-written baseline, which takes
 // no checkpoint.
-func (r Row) baseline() bool { return r.Mode == "protoactor" || r.Mode == "channels" }
+func (r rowConfig) baseline() bool { return r.Mode == "protoactor" || r.Mode == "channels" }
 
 // latencies is the p50 and p99 of h, not measured when h is empty.
 func latencies(h *benchwork.Histogram) (p50, p99 metric) {
@@ -95,13 +105,15 @@ func runRow(ctx context.Context, rc rowConfig) (Row, error) {
 	switch rc.Mode {
 	case "abs", "sync":
 		row, err = runSnapflow(ctx, rc)
+	case "cluster":
+		row, err = runCluster(ctx, rc)
 	case "protoactor", "channels":
 		row, err = runBaseline(ctx, rc)
 	default:
-		return row, fmt.Errorf("unknown mode %q (abs, sync, protoactor, channels)", rc.Mode)
+		return row, fmt.Errorf("unknown mode %q (abs, sync, cluster, protoactor, channels)", rc.Mode)
 	}
 	row.rowConfig = rc
-	row.PeakRSSBytes = peakRSS()
+	row.PeakRSSBytes += peakRSS() // a cluster row has its workers' peaks already
 	return row, err
 }
 

@@ -26,17 +26,19 @@ var columns = []column{
 	{"records/s", func(r Row) string { return r.RecordsPerSec.cell(0) }},
 	{"spread", func(r Row) string { return percent(r.Spread) }},
 	{"% of off", func(r Row) string { return percent(r.RatioToOff) }},
+	{"% of in-proc off", func(r Row) string { return percent(r.RatioToInProcess) }},
 	{"ckpts", checkpointsCell},
 	{"ckpt p50/p99 ms", func(r Row) string { return pair(r.CkptP50Ms, r.CkptP99Ms) }},
 	{"align p50/p99 ms", func(r Row) string { return pair(r.AlignP50Ms, r.AlignP99Ms) }},
 	{"bytes/ckpt", func(r Row) string { return r.BytesPerCkpt.cell(0) }},
+	{"wire B/record", func(r Row) string { return r.WireBytesPerRecord.cell(1) }},
 	{"latency p50/p99 ms", func(r Row) string { return pair(r.LatencyP50Ms, r.LatencyP99Ms) }},
 	{"peak RSS MiB", rssCell},
 	{"recovery ms", func(r Row) string { return r.RecoveryMs.cell(1) }},
 }
 
 // optional columns are printed only when some row has a value in them.
-var optional = map[string]bool{"offered/s": true, "sink limit/s": true, "recovery ms": true}
+var optional = map[string]bool{"offered/s": true, "sink limit/s": true, "recovery ms": true, "% of in-proc off": true, "wire B/record": true}
 
 // tableNote explains the table's symbols and relative columns.
 const tableNote = `–: does not apply to the row, or was not measured (no record, no checkpoint, no time).
@@ -44,7 +46,9 @@ spread: (max - min) / median of the runs' records/s; the row is the median run.
 % of off: records/s against the unthrottled abs row with checkpoints off of the same topology, parallelism and state.
 `
 
-// printTable writes rows as an aligned table with a note on its symbols.
+// printTable writes rows as an aligned table with a note on its symbols,
+// and on the cluster rows when there are some.
+
 func printTable(w io.Writer, rows []Row) error {
 	cols := tableColumns(rows)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -63,7 +67,7 @@ func printTable(w io.Writer, rows []Row) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := io.WriteString(w, tableNote)
+	_, err := io.WriteString(w, tableNote+clusterNote(rows))
 	return err
 }
 
