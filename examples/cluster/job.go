@@ -160,8 +160,10 @@ func (s *pacedSource) Read(buf []record) (int, error) {
 	}
 	limit := s.count
 	held := false
-	if !s.released && s.emitted >= s.holdAt {
-		if _, err := os.Stat(s.p.hold); err == nil {
+	if !s.released {
+		if s.emitted < s.holdAt {
+			limit = s.holdAt
+		} else if _, err := os.Stat(s.p.hold); err == nil {
 			s.released = true
 		} else {
 			limit, held = s.holdAt, true
