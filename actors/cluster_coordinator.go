@@ -33,7 +33,12 @@ type clusterCoord struct {
 	hbSeq   uint64
 	hbTimer *time.Timer
 	hbDue   time.Time // when the heartbeat tick is due
+	// ending holds the workers yet to let go of the ended job.
+	ending map[string]bool
 }
+
+// endTick ends the wait for the workers to let go of the ended job.
+type endTick struct{}
 
 type heartbeatTick struct{}
 
@@ -65,6 +70,14 @@ func (c *clusterCoord) receive(ctx actor.Context, m any) bool {
 	switch m := m.(type) {
 	case *messages.RegisterWorker:
 		c.onRegister(ctx, m)
+	case *messages.JobDoneAck:
+		c.released(m.WorkerId)
+	case *endTick:
+		if c.ending != nil {
+			c.j.log.Warn("workers did not acknowledge the end of the job in time", "workers", len(c.ending))
+			c.ending = nil
+			c.j.sh.system.Root.Stop(c.j.self)
+		}
 	case *messages.HeartbeatAck:
 		c.members.Heartbeat(time.Now(), m.WorkerId)
 	case *heartbeatTick:
@@ -73,9 +86,12 @@ func (c *clusterCoord) receive(ctx actor.Context, m any) bool {
 		c.onTaskFailed(m)
 	case *actor.Terminated:
 		if id, ok := c.ids[m.Who.GetAddress()]; ok && m.Who.GetId() == workerName {
+			if c.ending != nil {
+				c.released(id) // it ended
+				return true
+			}
 			c.lose(id, "its connection broke (process ended or network lost)")
 		}
-	case *messages.JobDoneAck:
 	default:
 		return false
 	}
@@ -245,18 +261,41 @@ func (c *clusterCoord) deploy(epoch uint64, rp *snapshots.Restorable) error {
 	return nil
 }
 
-// end tells every live worker that the job has ended and waits, within
-// wait, for their answers, so that no worker is left running tasks.
-func (c *clusterCoord) end(system *actor.ActorSystem, reason string, wait time.Duration) {
-	done := &messages.JobDone{Coordinator: c.id, Reason: reason}
-	var futures []*actor.Future
-	for _, w := range c.members.Live() {
-		futures = append(futures, system.Root.RequestFuture(c.pids[w.ID], done, wait))
-	}
-	for _, f := range futures {
-		_, _ = f.Result()
-	}
+// end tells every live worker that the job has ended (err nil: finished)
+// and stops the job actor once each has acknowledged or closed its
+// connection, or after a heartbeat timeout: no worker is left running
+// tasks of an ended job.
+func (c *clusterCoord) end(err error) {
 	if c.hbTimer != nil {
 		c.hbTimer.Stop()
+	}
+	reason := "finished"
+	if err != nil {
+		reason = err.Error()
+	}
+	done := &messages.JobDone{Coordinator: c.id, Reason: reason}
+	c.ending = map[string]bool{}
+	for _, w := range c.members.Live() {
+		c.ending[w.ID] = true
+		c.j.send(c.pids[w.ID], done)
+	}
+	if len(c.ending) == 0 {
+		c.ending = nil
+		c.j.sh.system.Root.Stop(c.j.self)
+		return
+	}
+	root, self := c.j.sh.system.Root, c.j.self
+	time.AfterFunc(c.spec.HeartbeatTimeout, func() { root.Send(self, &endTick{}) })
+}
+
+// released notes that worker id has let go of the ended job.
+func (c *clusterCoord) released(id string) {
+	if c.ending == nil || !c.ending[id] {
+		return
+	}
+	delete(c.ending, id)
+	if len(c.ending) == 0 {
+		c.ending = nil
+		c.j.sh.system.Root.Stop(c.j.self)
 	}
 }

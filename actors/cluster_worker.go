@@ -224,9 +224,7 @@ func (h *workerHost) Receive(ctx actor.Context) {
 			h.finished = true
 			h.log.Info("the coordinator ended the job", "reason", m.Reason)
 			h.stopDeployment(ctx)
-			if ctx.Sender() != nil {
-				ctx.Respond(&messages.JobDoneAck{WorkerId: h.id})
-			}
+			h.system.Root.Send(h.coordPID, &messages.JobDoneAck{WorkerId: h.id})
 			h.end(nil)
 		}
 	case *actor.Terminated:

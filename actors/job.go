@@ -175,13 +175,6 @@ func (j *Job) release(ctx context.Context, ja *jobActor) {
 	j.sh.uploads.Wait() // finished: let the last retention pass end
 	j.sh.stopRun()
 	j.sh.cancelUpload()
-	if ja.cl != nil { // no worker is left running tasks
-		reason := "finished"
-		if ja.result != nil {
-			reason = ja.result.Error()
-		}
-		ja.cl.end(j.system, reason, ja.cl.spec.HeartbeatTimeout)
-	}
 	j.sh.node.shutdown()
 	j.system.Shutdown()
 	j.closeStore()

@@ -284,6 +284,10 @@ func (j *jobActor) finish(err error) {
 		reply <- checkpointResult{err: e}
 		delete(j.requests, id)
 	}
+	if j.cl != nil { // the job actor stops once the workers have let go
+		j.cl.end(err)
+		return
+	}
 	j.sh.system.Root.Stop(j.self)
 }
 
