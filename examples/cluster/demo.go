@@ -39,8 +39,10 @@ func runDemo(ctx context.Context, o options, stdout, stderr io.Writer) (err erro
 	d := &demo{o: o, exe: exe, out: stdout, start: time.Now(), store: filepath.Join(dir, "store"), hold: filepath.Join(dir, "release")}
 	defer func() {
 		d.stopAll()
+		if err != nil || o.verbose {
+			d.dumpLogs(stderr, err == nil)
+		}
 		if err != nil {
-			d.dumpLogs(stderr)
 			if errors.Is(err, errSignalled) {
 				err = fmt.Errorf("interrupted; every child process was stopped: %w", err)
 			}
@@ -298,14 +300,19 @@ func (d *demo) stopAll() {
 	}
 }
 
-// dumpLogs prints the last lines of every child, after a failure.
-func (d *demo) dumpLogs(w io.Writer) {
+// dumpLogs prints the last lines of every child after a failure, or all
+// of them (-v).
+func (d *demo) dumpLogs(w io.Writer, all bool) {
+	n, what := 40, "last lines"
+	if all {
+		n, what = 1<<30, "output"
+	}
 	for _, c := range append([]*child{d.coordinator}, d.workers...) {
 		if c == nil {
 			continue
 		}
-		fmt.Fprintf(w, "--- %s (%s), last lines:\n", c.name, c.exitStatus())
-		for _, l := range c.tail(40) {
+		fmt.Fprintf(w, "--- %s (%s), %s:\n", c.name, c.exitStatus(), what)
+		for _, l := range c.tail(n) {
 			fmt.Fprintf(w, "    %s\n", l.text)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -107,6 +108,47 @@ func TestFingerprintRefused(t *testing.T) {
 	c.expectNoJob(coord)
 	good := c.start("worker", c.workerArgs(addr, "2m", "-slots", "6")...) // every task on one worker
 	c.expectExact(coord, good)
+}
+
+// TestWrongResultDetected: a worker given other job flags than the
+// coordinator (-records) makes the sources run to another end; the
+// coordinator's check of the final checkpoint finds it, prints
+// exactly-once: FAILED with the offsets and keys that differ, and exits 1.
+func TestWrongResultDetected(t *testing.T) {
+	c := newTestCluster(t)
+	c.release()
+	coord, addr := c.startCoordinator("coordinator", "127.0.0.1:0", 1, smallJob...)
+	w := c.start("worker with -records 700", c.workerArgs(addr, "2m", "-slots", "6", "-records", "700")...)
+	if code := c.exit(coord); code != 1 {
+		t.Errorf("the coordinator exited %d, want 1", code)
+	}
+	out := coord.output()
+	for _, want := range []string{"exactly-once: FAILED", "task source#0 ended at offset 350, want 300 (is -records 600 given to every node?)", "key 0: count 14 sum"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the coordinator's output lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "\n> "+okLine) {
+		t.Errorf("the coordinator printed %q", okLine)
+	}
+	if code := c.exit(w); code != 0 {
+		t.Errorf("the worker exited %d, want 0: the job ended", code)
+	}
+}
+
+// TestWorkerSignalled: SIGTERM stops a worker, which exits 0 once it has
+// cleaned up.
+func TestWorkerSignalled(t *testing.T) {
+	c := newTestCluster(t)
+	w := c.start("worker", c.workerArgs(freeAddr(t), "2m")...)
+	c.await(w, 0, "its address", func(l string) bool { return strings.HasPrefix(l, listeningPrefix) })
+	if err := w.signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := c.exit(w); code != 0 {
+		t.Errorf("the worker exited %d after SIGTERM, want 0", code)
+	}
+	c.await(w, 0, "its log saying it stopped", func(l string) bool { return strings.Contains(l, "worker stopped by a signal") })
 }
 
 // fingerprint is the topology fingerprint of the job's variant.
