@@ -257,7 +257,7 @@ func runCluster(ctx context.Context, rc rowConfig) (row Row, err error) {
 	if err := ws.await(ctx, job, l.running, clusterStartTimeout, "the job to run on the workers"); err != nil {
 		return Row{}, err
 	}
-	runningAt := time.Now()
+	runningAt := l.runningTime()
 	if err := checkCrossing(l.placementSeen(), "source", "sum"); err != nil {
 		return Row{}, err
 	}
@@ -266,10 +266,12 @@ func runCluster(ctx context.Context, rc rowConfig) (row Row, err error) {
 		if err := ws.await(ctx, job, job.Done(), 0, "the bounded run to end"); err != nil {
 			return Row{}, err
 		}
-		elapsed = time.Since(runningAt)
 		if err := job.Wait(); err != nil {
 			return Row{}, err
 		}
+		// Up to the end of the records, not of the processes: the
+		// workers' shutdown is no part of the run.
+		elapsed = l.finishedTime().Sub(runningAt)
 	} else {
 		if err := ws.await(ctx, job, nil, min(time.Second, rc.Duration/5), ""); err != nil { // warm-up
 			return Row{}, err
@@ -306,6 +308,8 @@ type clusterListener struct {
 	mu          sync.Mutex
 	placement   string
 	ranOnce     bool
+	runningAt   time.Time // the first EventRunning
+	finishedAt  time.Time // EventFinished
 	ckpt, align []time.Duration
 	bytes       uint64
 	failed      error
@@ -321,7 +325,7 @@ func (l *clusterListener) on(e actors.Event) {
 		}
 	case actors.EventRunning:
 		if !l.ranOnce {
-			l.ranOnce = true
+			l.ranOnce, l.runningAt = true, e.Time
 			close(l.running)
 		}
 	case actors.EventCheckpointCompleted:
@@ -331,11 +335,28 @@ func (l *clusterListener) on(e actors.Event) {
 		}
 	case actors.EventFinished:
 		l.ending.Store(true)
+		l.finishedAt = e.Time
 	case actors.EventTaskFailed, actors.EventNodeLost, actors.EventFailed:
 		if l.failed == nil && !l.ending.Load() {
 			l.failed = fmt.Errorf("%s %s%s: %w", e.Kind, e.Task, e.Node, e.Err)
 		}
 	}
+}
+
+func (l *clusterListener) runningTime() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.runningAt
+}
+
+// finishedTime is when the job finished, or now if it did not.
+func (l *clusterListener) finishedTime() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.finishedAt.IsZero() {
+		return time.Now()
+	}
+	return l.finishedAt
 }
 
 func (l *clusterListener) placementSeen() string {
@@ -351,8 +372,8 @@ func (l *clusterListener) failure() error {
 }
 
 // row is the cluster row of the workers' totals t: records/s over the
-// workers' window (a bounded run: over elapsed, the run from running to
-// its end), and the wire bytes per record that reached the sink.
+// workers' window (a bounded run: over elapsed, from running to finished),
+// and the wire bytes per record that reached the sink.
 func (l *clusterListener) row(rc rowConfig, t clusterTotals, elapsed time.Duration) Row {
 	l.mu.Lock()
 	defer l.mu.Unlock()
