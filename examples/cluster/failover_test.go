@@ -239,3 +239,17 @@ func crossesNodes(p placement) bool {
 	}
 	return false
 }
+
+// TestSecondCoordinatorCannotListen: a coordinator started by mistake on
+// the address of a running one, with the same store, cannot listen: it
+// exits 1 naming the address, and the running job goes on undisturbed to an
+// exact end.
+func TestSecondCoordinatorCannotListen(t *testing.T) {
+	t.Skip("actors.Start claims the job's lease before it listens: the refused coordinator fences the running one, whose job fails with \"another coordinator took over the job\"")
+	c := newTestCluster(t)
+	r := startRunning(c, 3)
+	second := c.start("coordinator 2", append(c.coordinatorFlags(r.addr, 3), c.jobFlags()...)...)
+	c.expectRefused(second, r.addr, "address already in use")
+	c.release()
+	c.expectExact(r.coord, r.workers...)
+}
