@@ -86,35 +86,6 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 		return nil, fmt.Errorf("actors: job %q: %w", plan.Job, err)
 	}
 	log := cfg.logger.With("job", plan.Job)
-	var coordinator string
-	var lease *messages.Lease
-	if cfg.cluster != nil {
-		// The lease stops a superseded coordinator from completing
-		// checkpoints, and gives this one epochs above any earlier one's.
-		// It is claimed before the store is read, so that the checkpoint
-		// ids this coordinator takes are above any the old one completes.
-		coordinator = newNodeID("c")
-		log = log.With("coordinator", coordinator)
-		if lease, err = snapshots.NewCheckpoints(cfg.store, plan.Job, log).ClaimLease(ctx, coordinator, 1); err != nil {
-			closeStore()
-			return nil, fmt.Errorf("actors: job %q: claim the coordinator lease: %w", plan.Job, err)
-		}
-	}
-	r, err := resume(ctx, &cfg, plan, declared, log)
-	if err != nil {
-		closeStore()
-		return nil, err
-	}
-	if lease != nil {
-		if r.epoch > lease.GetFirstEpoch() { // checkpoints from before leases
-			if lease, err = r.cps.ClaimLease(ctx, coordinator, r.epoch); err != nil {
-				closeStore()
-				return nil, fmt.Errorf("actors: job %q: claim the coordinator lease: %w", plan.Job, err)
-			}
-		}
-		r.epoch = lease.GetFirstEpoch()
-	}
-
 	system := actor.NewActorSystem(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return cfg.logger.With("component", "protoactor") }),
 		// Messages to actors that have just stopped (a linger timer firing
@@ -123,21 +94,54 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 		// that nothing outlives a stopped job for long.
 		actor.WithDeadLetterThrottleInterval(50*time.Millisecond),
 	)
+	var n *node
+	undo := func() {
+		n.shutdown()
+		system.Shutdown()
+		closeStore()
+	}
+	var coordinator string
+	var lease *messages.Lease
+	if cfg.cluster != nil {
+		// Listen first: a coordinator started by mistake on a running one's
+		// address fails here, before it takes the job's lease.
+		if n, err = startNode(system, "Cluster.Listen", cfg.cluster.Listen, cfg.cluster.TLS); err != nil {
+			undo()
+			return nil, err
+		}
+		// The lease stops a superseded coordinator from completing
+		// checkpoints, and gives this one epochs above any earlier one's.
+		// It is claimed before the store is read, so that the checkpoint
+		// ids this coordinator takes are above any the old one completes.
+		coordinator = newNodeID("c")
+		log = log.With("coordinator", coordinator)
+		if lease, err = snapshots.NewCheckpoints(cfg.store, plan.Job, log).ClaimLease(ctx, coordinator, 1); err != nil {
+			undo()
+			return nil, fmt.Errorf("actors: job %q: claim the coordinator lease: %w", plan.Job, err)
+		}
+	}
+	r, err := resume(ctx, &cfg, plan, declared, log)
+	if err != nil {
+		undo()
+		return nil, err
+	}
+	if lease != nil {
+		if r.epoch > lease.GetFirstEpoch() { // checkpoints from before leases
+			if lease, err = r.cps.ClaimLease(ctx, coordinator, r.epoch); err != nil {
+				undo()
+				return nil, fmt.Errorf("actors: job %q: claim the coordinator lease: %w", plan.Job, err)
+			}
+		}
+		r.epoch = lease.GetFirstEpoch()
+	}
+
 	uctx, cancel := context.WithCancel(context.Background())
 	rctx, stopRun := context.WithCancel(uctx)
 	sh := &shared{job: plan.Job, plan: plan, cfg: &cfg, log: log, system: system, cps: r.cps, declared: declared,
-		uploadCtx: uctx, cancelUpload: cancel, runCtx: rctx, stopRun: stopRun, coordinator: coordinator}
+		uploadCtx: uctx, cancelUpload: cancel, runCtx: rctx, stopRun: stopRun, coordinator: coordinator, node: n}
 	name := "job-" + plan.Job
-	if cfg.cluster != nil {
-		n, err := startNode(system, "Cluster.Listen", cfg.cluster.Listen, cfg.cluster.TLS)
-		if err != nil {
-			stopRun()
-			cancel()
-			system.Shutdown()
-			closeStore()
-			return nil, err
-		}
-		sh.node, name = n, coordinatorName
+	if n != nil {
+		name = coordinatorName
 		log.Info("coordinator listening", "address", n.addr)
 	}
 	sh.inc.Store(sh.newIncarnation(r.epoch, r.point))
@@ -150,9 +154,7 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 	if err != nil {
 		stopRun()
 		cancel()
-		sh.node.shutdown()
-		system.Shutdown()
-		closeStore()
+		undo()
 		return nil, fmt.Errorf("actors: job %q: spawn: %w", plan.Job, err)
 	}
 	j.pid, j.closeStore = pid, closeStore
