@@ -320,6 +320,17 @@ func TestForeignRaces(t *testing.T) {
 		"github.com/asynkron/protoactor-go/remote.(*endpointReader).suspend()")); len(got) != 0 {
 		t.Errorf("upstream races reported: %q", got)
 	}
+	// Past the runtime's frames (a channel closed and sent on).
+	viaRuntime := func(second string) string {
+		return report("", "runtime.closechan()\n      /go/src/runtime/chan.go:414 +0x0\n  github.com/asynkron/protoactor-go/remote.(*endpointReader).Receive.func1()",
+			"runtime.chansend()\n      /go/src/runtime/chan.go:176 +0x0\n  "+second)
+	}
+	if got := foreignRaces(viaRuntime("github.com/asynkron/protoactor-go/remote.(*endpointManager).stop.func1()")); len(got) != 0 {
+		t.Errorf("an upstream race through the runtime reported: %q", got)
+	}
+	if got := foreignRaces(viaRuntime("github.com/snapflow/snapflow/actors.(*node).shutdown()")); len(got) != 1 {
+		t.Errorf("a race with snapflow through the runtime: %q, want it reported", got)
+	}
 	got := foreignRaces(upstream + ours + "tail\n")
 	if len(got) != 1 || !strings.Contains(got[0], "workerWindow") {
 		t.Errorf("foreignRaces = %q, want the report with workerWindow", got)
