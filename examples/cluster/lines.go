@@ -12,8 +12,9 @@ package main
 //	    checkpoint-aborted, task-failed, node-lost, restoring, finished,
 //	    failed. The keys, each present only where it means something:
 //	    epoch, checkpoint (the checkpoint completed, aborted or restored;
-//	    0 is the start), final (true for the final checkpoint), bytes,
-//	    task, node ("worker-id@host:port"), placement ("task,task ->
+//	    0 is the start), final (true for the final checkpoint), bytes and
+//	    duration (of a completed checkpoint), task, node
+//	    ("worker-id@host:port"), placement ("task,task ->
 //	    worker-id@host:port; ..."), err. A value with a space, a quote or
 //	    an equals sign is a Go quoted string.
 //	result keys=K records=N checkpoint=C
