@@ -72,7 +72,6 @@ type demo struct {
 	victim             int // the worker killed (-1: none yet)
 	checkpoints        int
 	afterKill          int
-	lastCheckpoint     uint64
 	lastCheckpointLine string
 }
 
