@@ -43,6 +43,10 @@ const (
 	// exit once the job has ended.
 	clusterStartTimeout = time.Minute
 	clusterEndTimeout   = 30 * time.Second
+	// clusterOverhead is about what a cluster run takes besides its
+	// measuring window: starting the workers, their registration, and the
+	// end of the job on every node.
+	clusterOverhead = 3 * time.Second
 	// workerGrace is how long a worker whose coordinator is gone waits for
 	// its runtime to stop before it exits anyway.
 	workerGrace = 10 * time.Second

@@ -193,7 +193,14 @@ func measureAll(ctx context.Context, stderr io.Writer, f flags) ([]Row, error) {
 	}
 	if f.records == 0 {
 		perRun := f.duration + min(time.Second, f.duration/5) + 300*time.Millisecond // warm-up, start and stop
-		total := time.Duration(len(configs)*f.repeat) * perRun
+		var total time.Duration
+		for _, rc := range configs {
+			total += perRun
+			if rc.Mode == "cluster" {
+				total += clusterOverhead
+			}
+		}
+		total *= time.Duration(f.repeat)
 		fmt.Fprintf(stderr, "bench: %s × %s of about %v each: about %v in all\n",
 			plural(len(configs), "row"), plural(f.repeat, "run"), perRun.Round(100*time.Millisecond), total.Round(100*time.Millisecond))
 	}
