@@ -487,6 +487,9 @@ func (ws *workerSet) send(cmd string) {
 // coordinator that the job has ended: while waiting for the job's end, that
 // is no failure.
 func (ws *workerSet) await(ctx context.Context, job *actors.Job, done <-chan struct{}, d time.Duration, what string) error {
+	if done == nil && d <= 0 {
+		return nil // nothing to wait for
+	}
 	var timeout <-chan time.Time
 	if d > 0 {
 		t := time.NewTimer(d)
