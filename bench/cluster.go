@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -628,7 +629,7 @@ func runClusterWorker(ctx context.Context, specJSON string, stdin io.Reader, std
 		time.AfterFunc(workerGrace, func() { os.Exit(3) })
 	}()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("bench_worker", spec.Index)
-	err = actors.ServeWorker(ctx, actors.Worker{Join: spec.Join, Slots: len(plan.Tasks), Logger: log,
+	err = serveWorker(ctx, actors.Worker{Join: spec.Join, Slots: len(plan.Tasks), Logger: log,
 		Jobs: []func() *topology.Graph{func() *topology.Graph { return g }}})
 	if err != nil {
 		return err
@@ -644,6 +645,39 @@ func runClusterWorker(ctx context.Context, specJSON string, stdin io.Reader, std
 	_, err = io.WriteString(stdout, line)
 	return err
 }
+
+// shutdownPanic is the frame of protoactor-go's remote that panics, now and
+// then, as a node shuts down: Remote.Shutdown sends on an endpoint reader's
+// channel that the reader's stream handler has closed when the peer went
+// away (the race also reported by the race detector, see clusterEnv).
+const shutdownPanic = "protoactor-go/remote.(*endpointManager).stop"
+
+// serveWorker is actors.ServeWorker, surviving the panic of shutdownPanic
+// (see survive).
+func serveWorker(ctx context.Context, w actors.Worker) error {
+	return survive(w.Logger, func() error { return actors.ServeWorker(ctx, w) })
+}
+
+// survive runs serve and returns its error, and nil when it panics in
+// shutdownPanic: that comes after the coordinator has ended the job, and
+// whether the run was sound is the coordinator's to say, so the worker
+// still reports its stats. Any other panic goes on.
+func survive(log *slog.Logger, serve func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if !isShutdownPanic(debug.Stack()) {
+				panic(r)
+			}
+			log.Warn("protoactor-go panicked in Remote.Shutdown after the job; reporting the stats anyway", "panic", fmt.Sprint(r))
+			err = nil
+		}
+	}()
+	return serve()
+}
+
+// isShutdownPanic says whether a panicking goroutine's stack is in
+// shutdownPanic.
+func isShutdownPanic(stack []byte) bool { return bytes.Contains(stack, []byte(shutdownPanic)) }
 
 // workerWindow is a worker's measuring window.
 type workerWindow struct {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -337,5 +339,29 @@ func TestForeignRaces(t *testing.T) {
 	}
 	if got := foreignRaces(strings.Join(strings.SplitAfter(ours, "\n")[:6], "")); len(got) != 1 {
 		t.Errorf("a report cut short: %q, want it reported", got)
+	}
+}
+
+// TestSurvive: a worker's error passes through, a panic that is not
+// protoactor-go's shutdown panic goes on, and the shutdown panic is told by
+// its frame.
+func TestSurvive(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	boom := errors.New("boom")
+	if err := survive(log, func() error { return boom }); err != boom {
+		t.Errorf("survive = %v, want the serve error", err)
+	}
+	func() {
+		defer func() {
+			if r := recover(); r != "other" {
+				t.Errorf("recovered %v, want the other panic to go on", r)
+			}
+		}()
+		_ = survive(log, func() error { panic("other") })
+		t.Error("survive returned from a panic that is not the shutdown's")
+	}()
+	shutdown := "goroutine 1 [running]:\ngithub.com/asynkron/protoactor-go/remote.(*endpointManager).stop.func1({0x17958a0, 0xc0005ec0b0})\n"
+	if !isShutdownPanic([]byte(shutdown)) || isShutdownPanic([]byte("goroutine 1 [running]:\nmain.main()\n")) {
+		t.Error("isShutdownPanic does not tell the shutdown panic from another")
 	}
 }
