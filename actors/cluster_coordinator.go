@@ -126,11 +126,17 @@ func (c *clusterCoord) onRegister(ctx actor.Context, m *messages.RegisterWorker)
 		c.j.emit(Event{Kind: EventNodeJoined, Epoch: c.j.epoch, Node: w.String()})
 	}
 	c.j.send(to, reply)
-	if c.waiting && len(c.members.Live()) >= c.spec.Workers && c.members.Slots() >= len(c.j.sh.plan.Tasks) {
-		c.waiting = false
-		if err := c.deploy(c.j.epoch, c.j.restore); err != nil {
-			c.j.fail(err, "could not place the tasks")
-		}
+	if !c.waiting {
+		return
+	}
+	live, slots, tasks := len(c.members.Live()), c.members.Slots(), len(c.j.sh.plan.Tasks)
+	if live < c.spec.Workers || slots < tasks {
+		c.j.log.Info("waiting for workers", "workers", live, "workers_wanted", c.spec.Workers, "slots", slots, "tasks", tasks)
+		return
+	}
+	c.waiting = false
+	if err := c.deploy(c.j.epoch, c.j.restore); err != nil {
+		c.j.fail(err, "could not place the tasks")
 	}
 }
 

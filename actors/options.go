@@ -115,8 +115,9 @@ func WithBatchBytes(n int) Option { return func(c *config) { c.batchBytes = n } 
 // (default 1ms).
 func WithLinger(d time.Duration) Option { return func(c *config) { c.linger = d } }
 
-// WithCredits sets the batches in flight allowed per channel (default 8).
-// Memory is bounded by channels x credits x batch size.
+// WithCredits sets the batches in flight allowed per channel (default 8;
+// channels between nodes of a cluster get 4 times as many). Memory is
+// bounded by channels x credits x batch size.
 func WithCredits(n int) Option { return func(c *config) { c.credits = n } }
 
 // WithLogger sets the logger of the runtime and of protoactor-go. The default

@@ -88,6 +88,7 @@ type inChannel struct {
 	output   uint32 // sender's output index
 	seq      uint64
 	consumed int // batches processed since credit was last returned
+	window   int // the credits granted to the sender
 	codec    topology.BatchCodec
 }
 
@@ -211,11 +212,13 @@ func (t *task) onRun(m *messages.RunTasks) {
 	}
 	for i, id := range t.plan.Inputs {
 		ch := t.sh.plan.Channels[id]
-		t.ins[i].pid, t.ins[i].output = t.sh.pids[ch.From], uint32(ch.FromOutput)
-		if t.ins[i].pid.Address != t.sh.system.Address() {
-			t.ins[i].codec = t.sh.plan.ChannelCodec(id)
+		in := &t.ins[i]
+		in.pid, in.output, in.window = t.sh.pids[ch.From], uint32(ch.FromOutput), t.sh.cfg.credits
+		if in.pid.Address != t.sh.system.Address() {
+			in.codec = t.sh.plan.ChannelCodec(id)
+			in.window = min(MaxCredits, t.sh.cfg.credits*remoteCreditFactor)
 		}
-		t.root.Send(t.ins[i].pid, &messages.Credit{Epoch: t.epoch, Channel: t.ins[i].output, Credits: uint32(t.sh.cfg.credits)})
+		t.root.Send(in.pid, &messages.Credit{Epoch: t.epoch, Channel: in.output, Credits: uint32(in.window)})
 	}
 	if t.src != nil {
 		root, self, epoch := t.root, t.self, t.epoch

@@ -224,7 +224,7 @@ func (t *task) execute(a align.Action[*batchMsg]) {
 		t.dirty = true
 		in := &t.ins[a.Input]
 		in.consumed++
-		if in.consumed*2 >= t.sh.cfg.credits {
+		if in.consumed*2 >= in.window {
 			t.root.Send(in.pid, &messages.Credit{Epoch: t.epoch, Channel: in.output, Credits: uint32(in.consumed)})
 			in.consumed = 0
 		}
