@@ -70,7 +70,7 @@ type Event struct {
 	Epoch      uint64
 	Checkpoint uint64
 	Final      bool          // the final checkpoint
-	Task       string        // EventTaskFailed
+	Task       string        // EventTaskFailed (the lost tasks, comma-separated, for a lost worker)
 	Bytes      uint64        // EventCheckpointCompleted: state bytes
 	Duration   time.Duration // EventCheckpointCompleted: from trigger to completion
 	Alignment  time.Duration // EventCheckpointCompleted: the longest alignment of any task

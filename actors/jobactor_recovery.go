@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -63,6 +64,9 @@ func (j *jobActor) onFailure(cause error) {
 	if te, ok := cause.(*TaskError); ok {
 		attrs = append(attrs, "task", te.Task, "operator", te.Operator, "stack", string(te.Stack))
 		j.emit(Event{Kind: EventTaskFailed, Epoch: j.epoch, Task: te.Task, Err: te})
+	} else if nl, ok := cause.(*NodeLostError); ok {
+		attrs = append(attrs, "worker", nl.Worker, "address", nl.Address, "tasks", nl.Tasks)
+		j.emit(Event{Kind: EventTaskFailed, Epoch: j.epoch, Task: strings.Join(nl.Tasks, ","), Node: nl.Worker + "@" + nl.Address, Err: cause})
 	} else {
 		j.emit(Event{Kind: EventTaskFailed, Epoch: j.epoch, Err: cause})
 	}

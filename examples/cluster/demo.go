@@ -195,7 +195,7 @@ func (d *demo) event(ev eventLine) error {
 	case "node-lost":
 		d.say("%s lost: %s", d.workerName(ev.get("node")), ev.get("err"))
 	case "task-failed":
-		if ev.get("task") == "" { // every task of a lost worker
+		if ev.get("node") != "" || ev.get("task") == "" { // every task of a lost worker
 			d.say("epoch %s fails: %s", ev.get("epoch"), ev.get("err"))
 			break
 		}
