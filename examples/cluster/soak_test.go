@@ -99,7 +99,8 @@ type soak struct {
 	placed placement // its placement
 	at     int       // the index of the coordinator's line after which to look for events
 
-	counts map[string]int // failures by kind
+	counts    map[string]int // failures by kind
+	firstStop *bool          // whether failure 0 is a worker stop (failure 1 is the other kind)
 }
 
 func newSoak(t *testing.T, seed uint64, records, rate int) *soak {
@@ -135,11 +136,21 @@ func (s *soak) startWorker() {
 	s.workers, s.addrs = append(s.workers, w), append(s.addrs, a)
 }
 
-// pick chooses the kind of failure n.
+// pick chooses the kind of failure n: the first two are a worker kill and
+// a worker stop in a random order, so that even the short soak has both.
 func (s *soak) pick(n int) string {
 	switch {
 	case n%soakCoordinatorEvery == soakCoordinatorAt:
 		return coordinatorKill
+	case n < 2:
+		if s.firstStop == nil {
+			first := s.rnd.IntN(2) == 0
+			s.firstStop = &first
+		}
+		if (n == 0) == *s.firstStop {
+			return workerStop
+		}
+		return workerKill
 	case s.rnd.IntN(2) == 0:
 		return workerKill
 	default:
