@@ -8,6 +8,7 @@ require (
 	github.com/minio/minio-go/v7 v7.4.1
 	go.uber.org/goleak v1.3.0
 	gonum.org/v1/plot v0.17.0
+	google.golang.org/grpc v1.60.1
 	google.golang.org/protobuf v1.36.12
 )
 
@@ -62,7 +63,6 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20231002182017-d307bd883b97 // indirect
-	google.golang.org/grpc v1.60.1 // indirect
 	gopkg.in/ini.v1 v1.67.3 // indirect
 )
 
