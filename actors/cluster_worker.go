@@ -179,12 +179,15 @@ type workerHost struct {
 	tasks   map[string]*actor.PID
 	timer   *time.Timer
 	tickDue time.Time
+	tickGen uint64
 
 	mu    sync.Mutex
 	ended []*shared // every deployment, so that ServeWorker waits for its uploads
 }
 
-type workerTick struct{}
+// workerTick is the worker's timer; gen tells a tick of a stopped timer
+// (already queued when it was stopped) from the current one.
+type workerTick struct{ gen uint64 }
 
 // deployLoaded carries the states loaded for a deployment.
 type deployLoaded struct {
@@ -205,6 +208,9 @@ func (h *workerHost) Receive(ctx actor.Context) {
 		h.self = ctx.Self()
 		h.startRegistering()
 	case *workerTick:
+		if m.gen != h.tickGen {
+			return
+		}
 		h.onTick(ctx)
 	case *messages.Registered:
 		h.onRegistered(ctx, m)
@@ -271,7 +277,12 @@ func (h *workerHost) register() {
 func (h *workerHost) arm(d time.Duration) {
 	root, self := h.system.Root, h.self
 	h.tickDue = time.Now().Add(d)
-	h.timer = time.AfterFunc(d, func() { root.Send(self, &workerTick{}) })
+	if h.timer != nil {
+		h.timer.Stop()
+	}
+	h.tickGen++
+	tick := &workerTick{gen: h.tickGen}
+	h.timer = time.AfterFunc(d, func() { root.Send(self, tick) })
 }
 
 func (h *workerHost) onTick(ctx actor.Context) {
