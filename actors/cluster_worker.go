@@ -132,12 +132,7 @@ func ServeWorker(ctx context.Context, w Worker) error {
 		result = context.Cause(ctx)
 	}
 	_ = system.Root.PoisonFuture(pid).Wait()
-	h.mu.Lock()
-	deps := h.ended
-	h.mu.Unlock()
-	for _, d := range deps {
-		d.uploads.Wait()
-	}
+	h.uploads.Wait()
 	n.shutdown()
 	system.Shutdown()
 	if h.store != nil {
@@ -181,8 +176,9 @@ type workerHost struct {
 	tickDue time.Time
 	tickGen uint64
 
-	mu    sync.Mutex
-	ended []*shared // every deployment, so that ServeWorker waits for its uploads
+	// uploads tracks the state loads and uploads of every deployment, so
+	// that ServeWorker leaves none behind.
+	uploads sync.WaitGroup
 }
 
 // workerTick is the worker's timer; gen tells a tick of a stopped timer
@@ -360,7 +356,8 @@ func (h *workerHost) openStore(m *messages.Registered) error {
 		h.cps = snapshots.NewCheckpoints(h.store, m.Job, h.log)
 		return nil
 	}
-	if h.store != nil {
+	if h.store != nil { // a new coordinator with another store
+		h.uploads.Wait() // the old tasks' uploads, cancelled, end first
 		h.store.Close()
 		h.store = nil
 	}
@@ -398,7 +395,7 @@ func (h *workerHost) onDeploy(ctx actor.Context, m *messages.Deploy) {
 	uctx, cancel := context.WithCancel(context.Background())
 	rctx, stopRun := context.WithCancel(uctx)
 	sh := &shared{job: h.plan.Job, plan: h.plan, cfg: &cfg, log: h.log.With("job", h.plan.Job), system: h.system, cps: h.cps,
-		uploadCtx: uctx, cancelUpload: cancel, runCtx: rctx, stopRun: stopRun, jobPID: h.coordPID}
+		uploadCtx: uctx, cancelUpload: cancel, runCtx: rctx, stopRun: stopRun, jobPID: h.coordPID, uploads: &h.uploads}
 	sh.pids = make([]*actor.PID, len(h.plan.Tasks))
 	var mine []*messages.DeployTask
 	for _, dt := range m.Tasks {
@@ -414,9 +411,6 @@ func (h *workerHost) onDeploy(ctx actor.Context, m *messages.Deploy) {
 	}
 	sh.inc.Store(sh.newIncarnation(m.Epoch, nil))
 	h.dep = sh
-	h.mu.Lock()
-	h.ended = append(h.ended, sh)
-	h.mu.Unlock()
 	if len(mine) == 0 {
 		h.log.Info("no task placed here in this epoch", "epoch", m.Epoch)
 		return

@@ -138,7 +138,8 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 	uctx, cancel := context.WithCancel(context.Background())
 	rctx, stopRun := context.WithCancel(uctx)
 	sh := &shared{job: plan.Job, plan: plan, cfg: &cfg, log: log, system: system, cps: r.cps, declared: declared,
-		uploadCtx: uctx, cancelUpload: cancel, runCtx: rctx, stopRun: stopRun, coordinator: coordinator, node: n}
+		uploadCtx: uctx, cancelUpload: cancel, runCtx: rctx, stopRun: stopRun, coordinator: coordinator, node: n,
+		uploads: new(sync.WaitGroup)}
 	name := "job-" + plan.Job
 	if n != nil {
 		name = coordinatorName

@@ -37,7 +37,7 @@ type shared struct {
 
 	// uploads tracks the goroutines that write state and manifests, so Stop
 	// leaves none behind; uploadCtx is cancelled when the job stops.
-	uploads      sync.WaitGroup
+	uploads      *sync.WaitGroup
 	uploadCtx    context.Context
 	cancelUpload context.CancelFunc
 	// runCtx is the parent of every incarnation's context, which the job
