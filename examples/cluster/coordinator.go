@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/restart"
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
@@ -25,6 +26,7 @@ func runCoordinator(ctx context.Context, o options, stdout io.Writer, logger *sl
 			HeartbeatInterval: o.heartbeat, HeartbeatTimeout: o.heartbeatTimeout,
 		}),
 		actors.WithCheckpointInterval(o.interval),
+		actors.WithRestartPolicy(restart.Policy{MaxFailures: o.maxFailures, Window: o.failureWindow}),
 		actors.WithBatchSize(o.batch),
 		actors.WithLogger(logger),
 		actors.WithListener(func(e actors.Event) { out.println(formatEvent(e)) }),

@@ -61,7 +61,10 @@ func (c *testCluster) jobFlags() []string {
 // short heartbeat.
 func (c *testCluster) coordinatorFlags(listen string, workers int) []string {
 	return []string{"-role", "coordinator", "-listen", listen, "-store", c.store, "-workers", strconv.Itoa(workers),
-		"-interval", "20ms", "-heartbeat", "200ms", "-heartbeat-timeout", "1s"}
+		"-interval", "20ms", "-heartbeat", "200ms", "-heartbeat-timeout", "1s",
+		// The soak fails nodes faster than the default restart policy
+		// allows (10 a minute); a busy machine may add false losses.
+		"-max-failures", "1000"}
 }
 
 // start starts a process of the binary.

@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/restart"
 )
 
 func main() {
@@ -75,6 +76,8 @@ type options struct {
 	tlsCA            string
 	startOver        bool
 	verbose          bool
+	maxFailures      int
+	failureWindow    time.Duration
 	job              jobParams
 }
 
@@ -100,6 +103,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "mutual TLS: this node's certificate (PEM)")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "mutual TLS: this node's private key (PEM)")
 	fs.StringVar(&o.tlsCA, "tls-ca", "", "mutual TLS: the CA that signs every node's certificate (PEM)")
+	fs.IntVar(&o.maxFailures, "max-failures", restart.DefaultMaxFailures, "coordinator: failures restarted within -failure-window before the job fails")
+	fs.DurationVar(&o.failureWindow, "failure-window", restart.DefaultWindow, "coordinator: how long a failure counts against -max-failures")
 	fs.BoolVar(&o.startOver, "start-over", false, "coordinator: discard the job's checkpoints in the store and run it from the beginning")
 	fs.BoolVar(&o.verbose, "v", false, "log the runtime's debug messages")
 	fs.Int64Var(&o.job.records, "records", 20_000, "job: the records in all (the same on every node)")
