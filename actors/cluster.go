@@ -66,8 +66,8 @@ type TLS struct {
 // Defaults of cluster mode.
 const (
 	DefaultListen            = "127.0.0.1:0"
-	DefaultHeartbeatInterval = time.Second
-	DefaultHeartbeatTimeout  = 5 * time.Second
+	DefaultHeartbeatInterval = membership.DefaultHeartbeatInterval
+	DefaultHeartbeatTimeout  = membership.DefaultHeartbeatTimeout
 	// maxWireMessage bounds the gRPC messages between nodes: the endpoint
 	// writer packs up to wireWriterBatch messages into one, each a batch
 	// bounded by WithBatchBytes plus one record of at most MaxWireRecord.
@@ -118,34 +118,30 @@ func (c *Cluster) finish() error {
 	if c.Workers < 0 {
 		return fmt.Errorf("actors: Cluster.Workers %d: must be at least 1", c.Workers)
 	}
-	if c.HeartbeatInterval == 0 {
-		c.HeartbeatInterval = DefaultHeartbeatInterval
-	}
-	if c.HeartbeatTimeout == 0 {
-		c.HeartbeatTimeout = DefaultHeartbeatTimeout
-	}
-	if err := (membership.Config{HeartbeatInterval: c.HeartbeatInterval, HeartbeatTimeout: c.HeartbeatTimeout}).Validate(); err != nil {
+	hb := membership.Config{HeartbeatInterval: c.HeartbeatInterval, HeartbeatTimeout: c.HeartbeatTimeout}.WithDefaults()
+	if err := hb.Validate(); err != nil {
 		return fmt.Errorf("actors: Cluster: %w", err)
 	}
+	c.HeartbeatInterval, c.HeartbeatTimeout = hb.HeartbeatInterval, hb.HeartbeatTimeout
 	if c.Store == "" {
 		return errors.New("actors: Cluster.Store is empty: every node must open the same store (s3://... or a shared directory)")
 	}
-	if _, err := splitHostPort("Cluster.Listen", c.Listen); err != nil {
-		return err
-	}
-	return nil
+	_, _, err := splitHostPort("Cluster.Listen", c.Listen)
+	return err
 }
 
-func splitHostPort(option, addr string) (int, error) {
+// splitHostPort splits addr, the value of option, into a host and a port
+// (0 picks a free port), or says what is wrong with it.
+func splitHostPort(option, addr string) (string, int, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil || host == "" {
-		return 0, fmt.Errorf("actors: %s %q: want host:port (port 0 picks a free port)", option, addr)
+		return "", 0, fmt.Errorf("actors: %s %q: want host:port (port 0 picks a free port)", option, addr)
 	}
 	p, err := strconv.Atoi(port)
 	if err != nil || p < 0 || p > 65535 {
-		return 0, fmt.Errorf("actors: %s %q: bad port", option, addr)
+		return "", 0, fmt.Errorf("actors: %s %q: bad port", option, addr)
 	}
-	return p, nil
+	return host, p, nil
 }
 
 // node is one process's remote endpoint.
@@ -156,11 +152,10 @@ type node struct {
 
 // startNode makes system reachable from other nodes on listen.
 func startNode(system *actor.ActorSystem, option, listen string, t *TLS) (*node, error) {
-	port, err := splitHostPort(option, listen)
+	host, _, err := splitHostPort(option, listen)
 	if err != nil {
 		return nil, err
 	}
-	host, _, _ := net.SplitHostPort(listen)
 	creds, dialCreds, err := t.credentials()
 	if err != nil {
 		return nil, err
@@ -171,7 +166,7 @@ func startNode(system *actor.ActorSystem, option, listen string, t *TLS) (*node,
 	if err != nil {
 		return nil, fmt.Errorf("actors: %s %q: %w", option, listen, err)
 	}
-	port = probe.Addr().(*net.TCPAddr).Port // the free port found for port 0
+	port := probe.Addr().(*net.TCPAddr).Port // the free port found for port 0
 	probe.Close()
 	cfg := remote.Configure(host, port,
 		remote.WithServerOptions(grpc.MaxRecvMsgSize(maxWireMessage), grpc.Creds(creds)),

@@ -76,7 +76,7 @@ func ServeWorker(ctx context.Context, w Worker) error {
 	if w.Logger == nil {
 		w.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if _, err := splitHostPort("Worker.Join", w.Join); err != nil {
+	if _, _, err := splitHostPort("Worker.Join", w.Join); err != nil {
 		return err
 	}
 	jobs := map[string]*topology.Plan{}
