@@ -728,7 +728,16 @@ type DeployTask struct {
 	WorkerAddress string `protobuf:"bytes,2,opt,name=worker_address,json=workerAddress,proto3" json:"worker_address,omitempty"`
 	// state is the task's state in the checkpoint restored; unset: the task
 	// starts empty.
-	State         *StateHandle `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	State *StateHandle `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	// When the task's state is redistributed from another parallelism (or
+	// another task), state is unset and the task builds it from parts: the
+	// states of the stored tasks that held its key groups, and splits, the
+	// source splits it was assigned (has_splits set).
+	Parts     []*StateHandle `protobuf:"bytes,4,rep,name=parts,proto3" json:"parts,omitempty"`
+	Splits    [][]byte       `protobuf:"bytes,5,rep,name=splits,proto3" json:"splits,omitempty"`
+	HasSplits bool           `protobuf:"varint,6,opt,name=has_splits,json=hasSplits,proto3" json:"has_splits,omitempty"`
+	// rescaled says that parts and splits describe the task's state.
+	Rescaled      bool `protobuf:"varint,7,opt,name=rescaled,proto3" json:"rescaled,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -782,6 +791,34 @@ func (x *DeployTask) GetState() *StateHandle {
 		return x.State
 	}
 	return nil
+}
+
+func (x *DeployTask) GetParts() []*StateHandle {
+	if x != nil {
+		return x.Parts
+	}
+	return nil
+}
+
+func (x *DeployTask) GetSplits() [][]byte {
+	if x != nil {
+		return x.Splits
+	}
+	return nil
+}
+
+func (x *DeployTask) GetHasSplits() bool {
+	if x != nil {
+		return x.HasSplits
+	}
+	return false
+}
+
+func (x *DeployTask) GetRescaled() bool {
+	if x != nil {
+		return x.Rescaled
+	}
+	return false
 }
 
 // Deploy starts an epoch of the job: every worker stops the tasks of older
@@ -1139,12 +1176,17 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\"=\n" +
 	"\fHeartbeatAck\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x10\n" +
-	"\x03seq\x18\x02 \x01(\x04R\x03seq\"w\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\"\xfa\x01\n" +
 	"\n" +
 	"DeployTask\x12\x12\n" +
 	"\x04task\x18\x01 \x01(\rR\x04task\x12%\n" +
 	"\x0eworker_address\x18\x02 \x01(\tR\rworkerAddress\x12.\n" +
-	"\x05state\x18\x03 \x01(\v2\x18.snapflow.v1.StateHandleR\x05state\"\x94\x01\n" +
+	"\x05state\x18\x03 \x01(\v2\x18.snapflow.v1.StateHandleR\x05state\x12.\n" +
+	"\x05parts\x18\x04 \x03(\v2\x18.snapflow.v1.StateHandleR\x05parts\x12\x16\n" +
+	"\x06splits\x18\x05 \x03(\fR\x06splits\x12\x1d\n" +
+	"\n" +
+	"has_splits\x18\x06 \x01(\bR\thasSplits\x12\x1a\n" +
+	"\brescaled\x18\a \x01(\bR\brescaled\"\x94\x01\n" +
 	"\x06Deploy\x12 \n" +
 	"\vcoordinator\x18\x01 \x01(\tR\vcoordinator\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12#\n" +
@@ -1205,12 +1247,13 @@ var file_messages_cluster_proto_depIdxs = []int32{
 	5,  // 0: snapflow.v1.RegisterWorker.jobs:type_name -> snapflow.v1.JobFingerprint
 	7,  // 1: snapflow.v1.Registered.settings:type_name -> snapflow.v1.RuntimeSettings
 	17, // 2: snapflow.v1.DeployTask.state:type_name -> snapflow.v1.StateHandle
-	11, // 3: snapflow.v1.Deploy.tasks:type_name -> snapflow.v1.DeployTask
-	4,  // [4:4] is the sub-list for method output_type
-	4,  // [4:4] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	17, // 3: snapflow.v1.DeployTask.parts:type_name -> snapflow.v1.StateHandle
+	11, // 4: snapflow.v1.Deploy.tasks:type_name -> snapflow.v1.DeployTask
+	5,  // [5:5] is the sub-list for method output_type
+	5,  // [5:5] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_messages_cluster_proto_init() }

@@ -124,7 +124,9 @@ type Barrier struct {
 	TimestampUnixNano int64 `protobuf:"varint,4,opt,name=timestamp_unix_nano,json=timestampUnixNano,proto3" json:"timestamp_unix_nano,omitempty"`
 	// last_seq is the seq of the last batch sent on the channel before the
 	// barrier, so that a lost batch is detected before the snapshot.
-	LastSeq       uint64 `protobuf:"varint,5,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"`
+	LastSeq uint64 `protobuf:"varint,5,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"`
+	// savepoint names the savepoint checkpoint_id is (empty: a checkpoint).
+	Savepoint     string `protobuf:"bytes,6,opt,name=savepoint,proto3" json:"savepoint,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -192,6 +194,13 @@ func (x *Barrier) GetLastSeq() uint64 {
 		return x.LastSeq
 	}
 	return 0
+}
+
+func (x *Barrier) GetSavepoint() string {
+	if x != nil {
+		return x.Savepoint
+	}
+	return ""
 }
 
 // EndOfInput says that a channel will carry no more records in this epoch.
@@ -324,8 +333,16 @@ type TriggerCheckpoint struct {
 	Epoch             uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	CheckpointId      uint64                 `protobuf:"varint,2,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
 	TimestampUnixNano int64                  `protobuf:"varint,3,opt,name=timestamp_unix_nano,json=timestampUnixNano,proto3" json:"timestamp_unix_nano,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// savepoint names the savepoint this checkpoint is (empty: a checkpoint).
+	// The tasks store their state under the savepoint's prefix instead of
+	// the checkpoint's.
+	Savepoint string `protobuf:"bytes,4,opt,name=savepoint,proto3" json:"savepoint,omitempty"`
+	// stop asks the source to produce nothing after its barrier until the
+	// checkpoint ends: a stop-with-savepoint. It produces again if the
+	// checkpoint aborts.
+	Stop          bool `protobuf:"varint,5,opt,name=stop,proto3" json:"stop,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TriggerCheckpoint) Reset() {
@@ -377,6 +394,20 @@ func (x *TriggerCheckpoint) GetTimestampUnixNano() int64 {
 		return x.TimestampUnixNano
 	}
 	return 0
+}
+
+func (x *TriggerCheckpoint) GetSavepoint() string {
+	if x != nil {
+		return x.Savepoint
+	}
+	return ""
+}
+
+func (x *TriggerCheckpoint) GetStop() bool {
+	if x != nil {
+		return x.Stop
+	}
+	return false
 }
 
 // StateHandle points at one stored state object.
@@ -789,11 +820,21 @@ func (x *Restore) GetState() *StateHandle {
 
 // TaskStateEntry is the manifest's record of one task's state.
 type TaskStateEntry struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Operator      string                 `protobuf:"bytes,2,opt,name=operator,proto3" json:"operator,omitempty"`
-	Subtask       uint32                 `protobuf:"varint,3,opt,name=subtask,proto3" json:"subtask,omitempty"`
-	State         *StateHandle           `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	TaskId   string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Operator string                 `protobuf:"bytes,2,opt,name=operator,proto3" json:"operator,omitempty"`
+	Subtask  uint32                 `protobuf:"varint,3,opt,name=subtask,proto3" json:"subtask,omitempty"`
+	State    *StateHandle           `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
+	// operator_id is the stable id of the task's operator (its name unless
+	// the job gave another); empty in checkpoints that predate ids, where
+	// the name is the id.
+	OperatorId string `protobuf:"bytes,5,opt,name=operator_id,json=operatorId,proto3" json:"operator_id,omitempty"`
+	// parallelism is the number of tasks of the operator, and [key_group_start,
+	// key_group_end) the key groups this task owned (all 0 in checkpoints
+	// that predate them).
+	Parallelism   uint32 `protobuf:"varint,6,opt,name=parallelism,proto3" json:"parallelism,omitempty"`
+	KeyGroupStart uint32 `protobuf:"varint,7,opt,name=key_group_start,json=keyGroupStart,proto3" json:"key_group_start,omitempty"`
+	KeyGroupEnd   uint32 `protobuf:"varint,8,opt,name=key_group_end,json=keyGroupEnd,proto3" json:"key_group_end,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -856,6 +897,133 @@ func (x *TaskStateEntry) GetState() *StateHandle {
 	return nil
 }
 
+func (x *TaskStateEntry) GetOperatorId() string {
+	if x != nil {
+		return x.OperatorId
+	}
+	return ""
+}
+
+func (x *TaskStateEntry) GetParallelism() uint32 {
+	if x != nil {
+		return x.Parallelism
+	}
+	return 0
+}
+
+func (x *TaskStateEntry) GetKeyGroupStart() uint32 {
+	if x != nil {
+		return x.KeyGroupStart
+	}
+	return 0
+}
+
+func (x *TaskStateEntry) GetKeyGroupEnd() uint32 {
+	if x != nil {
+		return x.KeyGroupEnd
+	}
+	return 0
+}
+
+// OperatorEntry is the manifest's record of one operator: enough to check a
+// restore, and to redistribute its state, without reading the states.
+type OperatorEntry struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	OperatorId string                 `protobuf:"bytes,1,opt,name=operator_id,json=operatorId,proto3" json:"operator_id,omitempty"`
+	Name       string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// kind is "source", "operator" or "sink".
+	Kind        string `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	Parallelism uint32 `protobuf:"varint,4,opt,name=parallelism,proto3" json:"parallelism,omitempty"`
+	// keyed is true for an operator that declares keyed state, whose
+	// descriptors follow in declaration order.
+	Keyed  bool               `protobuf:"varint,5,opt,name=keyed,proto3" json:"keyed,omitempty"`
+	States []*StateDescriptor `protobuf:"bytes,6,rep,name=states,proto3" json:"states,omitempty"`
+	// splits is true for a source whose position is a list of splits, which
+	// can be redistributed over another number of tasks.
+	Splits        bool `protobuf:"varint,7,opt,name=splits,proto3" json:"splits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OperatorEntry) Reset() {
+	*x = OperatorEntry{}
+	mi := &file_messages_snapflow_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OperatorEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OperatorEntry) ProtoMessage() {}
+
+func (x *OperatorEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_snapflow_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OperatorEntry.ProtoReflect.Descriptor instead.
+func (*OperatorEntry) Descriptor() ([]byte, []int) {
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *OperatorEntry) GetOperatorId() string {
+	if x != nil {
+		return x.OperatorId
+	}
+	return ""
+}
+
+func (x *OperatorEntry) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *OperatorEntry) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *OperatorEntry) GetParallelism() uint32 {
+	if x != nil {
+		return x.Parallelism
+	}
+	return 0
+}
+
+func (x *OperatorEntry) GetKeyed() bool {
+	if x != nil {
+		return x.Keyed
+	}
+	return false
+}
+
+func (x *OperatorEntry) GetStates() []*StateDescriptor {
+	if x != nil {
+		return x.States
+	}
+	return nil
+}
+
+func (x *OperatorEntry) GetSplits() bool {
+	if x != nil {
+		return x.Splits
+	}
+	return false
+}
+
 // Manifest is written last; a checkpoint is complete iff its manifest exists.
 type Manifest struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
@@ -872,13 +1040,18 @@ type Manifest struct {
 	// was taken (0 in checkpoints that predate it). Keyed state cannot be
 	// restored under another number: every key would move.
 	MaxParallelism uint32 `protobuf:"varint,8,opt,name=max_parallelism,json=maxParallelism,proto3" json:"max_parallelism,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// savepoint is the savepoint's name; empty for a checkpoint.
+	Savepoint string `protobuf:"bytes,9,opt,name=savepoint,proto3" json:"savepoint,omitempty"`
+	// operators describes every operator of the job, in plan order (empty in
+	// checkpoints that predate it).
+	Operators     []*OperatorEntry `protobuf:"bytes,10,rep,name=operators,proto3" json:"operators,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Manifest) Reset() {
 	*x = Manifest{}
-	mi := &file_messages_snapflow_proto_msgTypes[12]
+	mi := &file_messages_snapflow_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -890,7 +1063,7 @@ func (x *Manifest) String() string {
 func (*Manifest) ProtoMessage() {}
 
 func (x *Manifest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[12]
+	mi := &file_messages_snapflow_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -903,7 +1076,7 @@ func (x *Manifest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Manifest.ProtoReflect.Descriptor instead.
 func (*Manifest) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{12}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Manifest) GetJob() string {
@@ -962,6 +1135,20 @@ func (x *Manifest) GetMaxParallelism() uint32 {
 	return 0
 }
 
+func (x *Manifest) GetSavepoint() string {
+	if x != nil {
+		return x.Savepoint
+	}
+	return ""
+}
+
+func (x *Manifest) GetOperators() []*OperatorEntry {
+	if x != nil {
+		return x.Operators
+	}
+	return nil
+}
+
 // StateEntry is one entry of keyed state: value state has an empty map_key.
 type StateEntry struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -974,7 +1161,7 @@ type StateEntry struct {
 
 func (x *StateEntry) Reset() {
 	*x = StateEntry{}
-	mi := &file_messages_snapflow_proto_msgTypes[13]
+	mi := &file_messages_snapflow_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -986,7 +1173,7 @@ func (x *StateEntry) String() string {
 func (*StateEntry) ProtoMessage() {}
 
 func (x *StateEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[13]
+	mi := &file_messages_snapflow_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -999,7 +1186,7 @@ func (x *StateEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateEntry.ProtoReflect.Descriptor instead.
 func (*StateEntry) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{13}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StateEntry) GetKey() []byte {
@@ -1034,7 +1221,7 @@ type NamedState struct {
 
 func (x *NamedState) Reset() {
 	*x = NamedState{}
-	mi := &file_messages_snapflow_proto_msgTypes[14]
+	mi := &file_messages_snapflow_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1046,7 +1233,7 @@ func (x *NamedState) String() string {
 func (*NamedState) ProtoMessage() {}
 
 func (x *NamedState) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[14]
+	mi := &file_messages_snapflow_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1059,7 +1246,7 @@ func (x *NamedState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamedState.ProtoReflect.Descriptor instead.
 func (*NamedState) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{14}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *NamedState) GetName() string {
@@ -1087,7 +1274,7 @@ type KeyGroupState struct {
 
 func (x *KeyGroupState) Reset() {
 	*x = KeyGroupState{}
-	mi := &file_messages_snapflow_proto_msgTypes[15]
+	mi := &file_messages_snapflow_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1099,7 +1286,7 @@ func (x *KeyGroupState) String() string {
 func (*KeyGroupState) ProtoMessage() {}
 
 func (x *KeyGroupState) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[15]
+	mi := &file_messages_snapflow_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1112,7 +1299,7 @@ func (x *KeyGroupState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyGroupState.ProtoReflect.Descriptor instead.
 func (*KeyGroupState) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{15}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *KeyGroupState) GetKeyGroup() uint32 {
@@ -1149,13 +1336,21 @@ type TaskState struct {
 	// state_descriptors describe every state the task's operator declared,
 	// in declaration order, whether or not it holds entries.
 	StateDescriptors []*StateDescriptor `protobuf:"bytes,11,rep,name=state_descriptors,json=stateDescriptors,proto3" json:"state_descriptors,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// operator_id is the stable id of the task's operator (empty in states
+	// that predate ids: the operator's name is its id).
+	OperatorId string `protobuf:"bytes,12,opt,name=operator_id,json=operatorId,proto3" json:"operator_id,omitempty"`
+	// splits is the position of a source whose position is a list of splits
+	// (see topology.FromSplits), each split's own state; has_splits tells an
+	// empty list from none. Such a source leaves source_offset unset.
+	Splits        [][]byte `protobuf:"bytes,13,rep,name=splits,proto3" json:"splits,omitempty"`
+	HasSplits     bool     `protobuf:"varint,14,opt,name=has_splits,json=hasSplits,proto3" json:"has_splits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskState) Reset() {
 	*x = TaskState{}
-	mi := &file_messages_snapflow_proto_msgTypes[16]
+	mi := &file_messages_snapflow_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1167,7 +1362,7 @@ func (x *TaskState) String() string {
 func (*TaskState) ProtoMessage() {}
 
 func (x *TaskState) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[16]
+	mi := &file_messages_snapflow_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1180,7 +1375,7 @@ func (x *TaskState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskState.ProtoReflect.Descriptor instead.
 func (*TaskState) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{16}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *TaskState) GetJob() string {
@@ -1260,6 +1455,27 @@ func (x *TaskState) GetStateDescriptors() []*StateDescriptor {
 	return nil
 }
 
+func (x *TaskState) GetOperatorId() string {
+	if x != nil {
+		return x.OperatorId
+	}
+	return ""
+}
+
+func (x *TaskState) GetSplits() [][]byte {
+	if x != nil {
+		return x.Splits
+	}
+	return nil
+}
+
+func (x *TaskState) GetHasSplits() bool {
+	if x != nil {
+		return x.HasSplits
+	}
+	return false
+}
+
 // StateDescriptor describes one declared keyed state: a restore into a
 // declaration with another kind, type or codec is refused rather than
 // misread.
@@ -1282,7 +1498,7 @@ type StateDescriptor struct {
 
 func (x *StateDescriptor) Reset() {
 	*x = StateDescriptor{}
-	mi := &file_messages_snapflow_proto_msgTypes[17]
+	mi := &file_messages_snapflow_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1294,7 +1510,7 @@ func (x *StateDescriptor) String() string {
 func (*StateDescriptor) ProtoMessage() {}
 
 func (x *StateDescriptor) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[17]
+	mi := &file_messages_snapflow_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1307,7 +1523,7 @@ func (x *StateDescriptor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateDescriptor.ProtoReflect.Descriptor instead.
 func (*StateDescriptor) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{17}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *StateDescriptor) GetName() string {
@@ -1373,7 +1589,7 @@ type StoredObject struct {
 
 func (x *StoredObject) Reset() {
 	*x = StoredObject{}
-	mi := &file_messages_snapflow_proto_msgTypes[18]
+	mi := &file_messages_snapflow_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1385,7 +1601,7 @@ func (x *StoredObject) String() string {
 func (*StoredObject) ProtoMessage() {}
 
 func (x *StoredObject) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[18]
+	mi := &file_messages_snapflow_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1398,7 +1614,7 @@ func (x *StoredObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoredObject.ProtoReflect.Descriptor instead.
 func (*StoredObject) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{18}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *StoredObject) GetKind() string {
@@ -1422,6 +1638,82 @@ func (x *StoredObject) GetCrc32C() uint32 {
 	return 0
 }
 
+// Origin records where a job was started from by name (a savepoint, or a
+// retained checkpoint), at `<job>/origin`. Until the job completes a
+// checkpoint of its own (an id of at least first_id), recovery, and a
+// restart of the job without naming a point, restore the origin again,
+// never an older checkpoint of the job's previous history.
+type Origin struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// savepoint is the savepoint's name, or empty when the origin is
+	// checkpoint checkpoint_id of the job.
+	Savepoint    string `protobuf:"bytes,1,opt,name=savepoint,proto3" json:"savepoint,omitempty"`
+	CheckpointId uint64 `protobuf:"varint,2,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	// first_id is the first checkpoint id of the history started there.
+	FirstId           uint64 `protobuf:"varint,3,opt,name=first_id,json=firstId,proto3" json:"first_id,omitempty"`
+	TimestampUnixNano int64  `protobuf:"varint,4,opt,name=timestamp_unix_nano,json=timestampUnixNano,proto3" json:"timestamp_unix_nano,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *Origin) Reset() {
+	*x = Origin{}
+	mi := &file_messages_snapflow_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Origin) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Origin) ProtoMessage() {}
+
+func (x *Origin) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_snapflow_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Origin.ProtoReflect.Descriptor instead.
+func (*Origin) Descriptor() ([]byte, []int) {
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *Origin) GetSavepoint() string {
+	if x != nil {
+		return x.Savepoint
+	}
+	return ""
+}
+
+func (x *Origin) GetCheckpointId() uint64 {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return 0
+}
+
+func (x *Origin) GetFirstId() uint64 {
+	if x != nil {
+		return x.FirstId
+	}
+	return 0
+}
+
+func (x *Origin) GetTimestampUnixNano() int64 {
+	if x != nil {
+		return x.TimestampUnixNano
+	}
+	return 0
+}
+
 var File_messages_snapflow_proto protoreflect.FileDescriptor
 
 const file_messages_snapflow_proto_rawDesc = "" +
@@ -1432,13 +1724,14 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\achannel\x18\x02 \x01(\rR\achannel\x12\x10\n" +
 	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12\x12\n" +
 	"\x04data\x18\x04 \x01(\fR\x04data\x12\x12\n" +
-	"\x04ends\x18\x05 \x03(\rR\x04ends\"\xa9\x01\n" +
+	"\x04ends\x18\x05 \x03(\rR\x04ends\"\xc7\x01\n" +
 	"\aBarrier\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\rR\achannel\x12#\n" +
 	"\rcheckpoint_id\x18\x03 \x01(\x04R\fcheckpointId\x12.\n" +
 	"\x13timestamp_unix_nano\x18\x04 \x01(\x03R\x11timestampUnixNano\x12\x19\n" +
-	"\blast_seq\x18\x05 \x01(\x04R\alastSeq\"W\n" +
+	"\blast_seq\x18\x05 \x01(\x04R\alastSeq\x12\x1c\n" +
+	"\tsavepoint\x18\x06 \x01(\tR\tsavepoint\"W\n" +
 	"\n" +
 	"EndOfInput\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
@@ -1447,11 +1740,13 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\x06Credit\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\rR\achannel\x12\x18\n" +
-	"\acredits\x18\x03 \x01(\rR\acredits\"~\n" +
+	"\acredits\x18\x03 \x01(\rR\acredits\"\xb0\x01\n" +
 	"\x11TriggerCheckpoint\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12.\n" +
-	"\x13timestamp_unix_nano\x18\x03 \x01(\x03R\x11timestampUnixNano\"K\n" +
+	"\x13timestamp_unix_nano\x18\x03 \x01(\x03R\x11timestampUnixNano\x12\x1c\n" +
+	"\tsavepoint\x18\x04 \x01(\tR\tsavepoint\x12\x12\n" +
+	"\x04stop\x18\x05 \x01(\bR\x04stop\"K\n" +
 	"\vStateHandle\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x16\n" +
@@ -1483,12 +1778,26 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\aRestore\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12.\n" +
-	"\x05state\x18\x03 \x01(\v2\x18.snapflow.v1.StateHandleR\x05state\"\x8f\x01\n" +
+	"\x05state\x18\x03 \x01(\v2\x18.snapflow.v1.StateHandleR\x05state\"\x9e\x02\n" +
 	"\x0eTaskStateEntry\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1a\n" +
 	"\boperator\x18\x02 \x01(\tR\boperator\x12\x18\n" +
 	"\asubtask\x18\x03 \x01(\rR\asubtask\x12.\n" +
-	"\x05state\x18\x04 \x01(\v2\x18.snapflow.v1.StateHandleR\x05state\"\xac\x02\n" +
+	"\x05state\x18\x04 \x01(\v2\x18.snapflow.v1.StateHandleR\x05state\x12\x1f\n" +
+	"\voperator_id\x18\x05 \x01(\tR\n" +
+	"operatorId\x12 \n" +
+	"\vparallelism\x18\x06 \x01(\rR\vparallelism\x12&\n" +
+	"\x0fkey_group_start\x18\a \x01(\rR\rkeyGroupStart\x12\"\n" +
+	"\rkey_group_end\x18\b \x01(\rR\vkeyGroupEnd\"\xde\x01\n" +
+	"\rOperatorEntry\x12\x1f\n" +
+	"\voperator_id\x18\x01 \x01(\tR\n" +
+	"operatorId\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12 \n" +
+	"\vparallelism\x18\x04 \x01(\rR\vparallelism\x12\x14\n" +
+	"\x05keyed\x18\x05 \x01(\bR\x05keyed\x124\n" +
+	"\x06states\x18\x06 \x03(\v2\x1c.snapflow.v1.StateDescriptorR\x06states\x12\x16\n" +
+	"\x06splits\x18\a \x01(\bR\x06splits\"\x84\x03\n" +
 	"\bManifest\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12\x14\n" +
@@ -1497,7 +1806,10 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\x14topology_fingerprint\x18\x05 \x01(\tR\x13topologyFingerprint\x121\n" +
 	"\x05tasks\x18\x06 \x03(\v2\x1b.snapflow.v1.TaskStateEntryR\x05tasks\x12\x14\n" +
 	"\x05final\x18\a \x01(\bR\x05final\x12'\n" +
-	"\x0fmax_parallelism\x18\b \x01(\rR\x0emaxParallelism\"M\n" +
+	"\x0fmax_parallelism\x18\b \x01(\rR\x0emaxParallelism\x12\x1c\n" +
+	"\tsavepoint\x18\t \x01(\tR\tsavepoint\x128\n" +
+	"\toperators\x18\n" +
+	" \x03(\v2\x1a.snapflow.v1.OperatorEntryR\toperators\"M\n" +
 	"\n" +
 	"StateEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x17\n" +
@@ -1509,7 +1821,7 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\aentries\x18\x02 \x03(\v2\x17.snapflow.v1.StateEntryR\aentries\"]\n" +
 	"\rKeyGroupState\x12\x1b\n" +
 	"\tkey_group\x18\x01 \x01(\rR\bkeyGroup\x12/\n" +
-	"\x06states\x18\x02 \x03(\v2\x17.snapflow.v1.NamedStateR\x06states\"\xa5\x03\n" +
+	"\x06states\x18\x02 \x03(\v2\x17.snapflow.v1.NamedStateR\x06states\"\xfd\x03\n" +
 	"\tTaskState\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x1a\n" +
@@ -1523,7 +1835,12 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\x0eoperator_state\x18\t \x01(\fR\roperatorState\x12\x14\n" +
 	"\x05ended\x18\n" +
 	" \x01(\bR\x05ended\x12I\n" +
-	"\x11state_descriptors\x18\v \x03(\v2\x1c.snapflow.v1.StateDescriptorR\x10stateDescriptors\"\xda\x01\n" +
+	"\x11state_descriptors\x18\v \x03(\v2\x1c.snapflow.v1.StateDescriptorR\x10stateDescriptors\x12\x1f\n" +
+	"\voperator_id\x18\f \x01(\tR\n" +
+	"operatorId\x12\x16\n" +
+	"\x06splits\x18\r \x03(\fR\x06splits\x12\x1d\n" +
+	"\n" +
+	"has_splits\x18\x0e \x01(\bR\thasSplits\"\xda\x01\n" +
 	"\x0fStateDescriptor\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x19\n" +
@@ -1538,7 +1855,12 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\fStoredObject\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
 	"\apayload\x18\x02 \x01(\fR\apayload\x12\x16\n" +
-	"\x06crc32c\x18\x03 \x01(\rR\x06crc32cB'Z%github.com/snapflow/snapflow/messagesb\x06proto3"
+	"\x06crc32c\x18\x03 \x01(\rR\x06crc32c\"\x96\x01\n" +
+	"\x06Origin\x12\x1c\n" +
+	"\tsavepoint\x18\x01 \x01(\tR\tsavepoint\x12#\n" +
+	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12\x19\n" +
+	"\bfirst_id\x18\x03 \x01(\x04R\afirstId\x12.\n" +
+	"\x13timestamp_unix_nano\x18\x04 \x01(\x03R\x11timestampUnixNanoB'Z%github.com/snapflow/snapflow/messagesb\x06proto3"
 
 var (
 	file_messages_snapflow_proto_rawDescOnce sync.Once
@@ -1552,7 +1874,7 @@ func file_messages_snapflow_proto_rawDescGZIP() []byte {
 	return file_messages_snapflow_proto_rawDescData
 }
 
-var file_messages_snapflow_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_messages_snapflow_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_messages_snapflow_proto_goTypes = []any{
 	(*RecordBatch)(nil),        // 0: snapflow.v1.RecordBatch
 	(*Barrier)(nil),            // 1: snapflow.v1.Barrier
@@ -1566,28 +1888,32 @@ var file_messages_snapflow_proto_goTypes = []any{
 	(*AbortCheckpoint)(nil),    // 9: snapflow.v1.AbortCheckpoint
 	(*Restore)(nil),            // 10: snapflow.v1.Restore
 	(*TaskStateEntry)(nil),     // 11: snapflow.v1.TaskStateEntry
-	(*Manifest)(nil),           // 12: snapflow.v1.Manifest
-	(*StateEntry)(nil),         // 13: snapflow.v1.StateEntry
-	(*NamedState)(nil),         // 14: snapflow.v1.NamedState
-	(*KeyGroupState)(nil),      // 15: snapflow.v1.KeyGroupState
-	(*TaskState)(nil),          // 16: snapflow.v1.TaskState
-	(*StateDescriptor)(nil),    // 17: snapflow.v1.StateDescriptor
-	(*StoredObject)(nil),       // 18: snapflow.v1.StoredObject
+	(*OperatorEntry)(nil),      // 12: snapflow.v1.OperatorEntry
+	(*Manifest)(nil),           // 13: snapflow.v1.Manifest
+	(*StateEntry)(nil),         // 14: snapflow.v1.StateEntry
+	(*NamedState)(nil),         // 15: snapflow.v1.NamedState
+	(*KeyGroupState)(nil),      // 16: snapflow.v1.KeyGroupState
+	(*TaskState)(nil),          // 17: snapflow.v1.TaskState
+	(*StateDescriptor)(nil),    // 18: snapflow.v1.StateDescriptor
+	(*StoredObject)(nil),       // 19: snapflow.v1.StoredObject
+	(*Origin)(nil),             // 20: snapflow.v1.Origin
 }
 var file_messages_snapflow_proto_depIdxs = []int32{
 	5,  // 0: snapflow.v1.AckCheckpoint.state:type_name -> snapflow.v1.StateHandle
 	5,  // 1: snapflow.v1.Restore.state:type_name -> snapflow.v1.StateHandle
 	5,  // 2: snapflow.v1.TaskStateEntry.state:type_name -> snapflow.v1.StateHandle
-	11, // 3: snapflow.v1.Manifest.tasks:type_name -> snapflow.v1.TaskStateEntry
-	13, // 4: snapflow.v1.NamedState.entries:type_name -> snapflow.v1.StateEntry
-	14, // 5: snapflow.v1.KeyGroupState.states:type_name -> snapflow.v1.NamedState
-	15, // 6: snapflow.v1.TaskState.key_groups:type_name -> snapflow.v1.KeyGroupState
-	17, // 7: snapflow.v1.TaskState.state_descriptors:type_name -> snapflow.v1.StateDescriptor
-	8,  // [8:8] is the sub-list for method output_type
-	8,  // [8:8] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	18, // 3: snapflow.v1.OperatorEntry.states:type_name -> snapflow.v1.StateDescriptor
+	11, // 4: snapflow.v1.Manifest.tasks:type_name -> snapflow.v1.TaskStateEntry
+	12, // 5: snapflow.v1.Manifest.operators:type_name -> snapflow.v1.OperatorEntry
+	14, // 6: snapflow.v1.NamedState.entries:type_name -> snapflow.v1.StateEntry
+	15, // 7: snapflow.v1.KeyGroupState.states:type_name -> snapflow.v1.NamedState
+	16, // 8: snapflow.v1.TaskState.key_groups:type_name -> snapflow.v1.KeyGroupState
+	18, // 9: snapflow.v1.TaskState.state_descriptors:type_name -> snapflow.v1.StateDescriptor
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_messages_snapflow_proto_init() }
@@ -1601,7 +1927,7 @@ func file_messages_snapflow_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_snapflow_proto_rawDesc), len(file_messages_snapflow_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
