@@ -98,6 +98,7 @@ func (g *Graph) MaxParallelism() int { return g.maxParallelism }
 type node struct {
 	id          int
 	name        string
+	uid         string // the stable operator id (OperatorID; default: name)
 	kind        Kind
 	parallelism int
 	inputs      []*edge
@@ -107,6 +108,9 @@ type node struct {
 	// declare runs a keyed operator's setup for a task, without creating an
 	// instance, and returns the states it declares (see Plan.DeclaredStates).
 	declare func(*TaskPlan) ([]*messages.StateDescriptor, error)
+	// splits is set for a source whose position is a list of splits
+	// (FromSplits), which a restore at another parallelism redistributes.
+	splits *splitSpec
 }
 
 // edge joins two operators.
@@ -130,17 +134,32 @@ type Option func(*nodeOptions)
 
 type nodeOptions struct {
 	parallelism int
+	uid         string
+	uidSet      bool
 }
 
 // Parallelism sets how many tasks run the operator (default 1).
 func Parallelism(n int) Option { return func(o *nodeOptions) { o.parallelism = n } }
+
+// OperatorID gives the operator a stable id, which savepoints and
+// checkpoints map its state to (default: the operator's name). Keep an
+// operator's id when renaming it, and never give its id to another
+// operator: a restored job finds each operator's state by id, so an id that
+// moves would hand one operator's state to another. Ids follow the rules
+// of names (see MaxNameLength), and Validate refuses an id that two
+// operators share.
+func OperatorID(id string) Option { return func(o *nodeOptions) { o.uid, o.uidSet = id, true } }
 
 func (g *Graph) addNode(name string, kind Kind, opts []Option, f factory) *node {
 	o := nodeOptions{parallelism: 1}
 	for _, fn := range opts {
 		fn(&o)
 	}
-	n := &node{id: len(g.nodes), name: name, kind: kind, parallelism: o.parallelism, factory: f}
+	uid := name
+	if o.uidSet {
+		uid = o.uid
+	}
+	n := &node{id: len(g.nodes), name: name, uid: uid, kind: kind, parallelism: o.parallelism, factory: f}
 	g.nodes = append(g.nodes, n)
 	return n
 }

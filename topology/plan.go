@@ -23,9 +23,12 @@ type Plan struct {
 
 // TaskPlan is one task: one parallel instance of an operator.
 type TaskPlan struct {
-	Index       int    // position in Plan.Tasks
-	ID          string // "operator#subtask"
-	Operator    string
+	Index    int    // position in Plan.Tasks
+	ID       string // "operator#subtask"
+	Operator string
+	// OperatorID is the operator's stable id (see OperatorID), which
+	// checkpoints and savepoints map its state to.
+	OperatorID  string
 	Kind        Kind
 	Subtask     int
 	Parallelism int
@@ -76,7 +79,7 @@ func NewPlan(g *Graph) (*Plan, error) {
 		for s := 0; s < n.parallelism; s++ {
 			start, end := KeyGroupRange(g.maxParallelism, n.parallelism, s)
 			p.Tasks = append(p.Tasks, &TaskPlan{
-				Index: len(p.Tasks), ID: fmt.Sprintf("%s#%d", n.name, s), Operator: n.name, Kind: n.kind,
+				Index: len(p.Tasks), ID: fmt.Sprintf("%s#%d", n.name, s), Operator: n.name, OperatorID: n.uid, Kind: n.kind,
 				Subtask: s, Parallelism: n.parallelism, KeyGroupStart: start, KeyGroupEnd: end, node: n, maxP: g.maxParallelism,
 			})
 		}
@@ -155,6 +158,9 @@ func fingerprint(g *Graph, order []*node) string {
 	fmt.Fprintf(h, "maxp=%d\n", g.maxParallelism)
 	for _, n := range order {
 		fmt.Fprintf(h, "node %q %s p=%d keyed=%t\n", n.name, n.kind, n.parallelism, n.keyedState)
+		if n.uid != n.name { // jobs without ids keep the fingerprints they had
+			fmt.Fprintf(h, "id %q\n", n.uid)
+		}
 		for _, e := range n.outputs {
 			fmt.Fprintf(h, "edge %q->%q %s\n", n.name, e.to.name, resolvePartition(e))
 		}

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -92,6 +93,7 @@ func TestCheckRestore(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		next evolving
+		opts RestoreOptions
 		want []string // substrings of the problems; none: accepted
 		is   error
 	}{
@@ -102,8 +104,11 @@ func TestCheckRestore(t *testing.T) {
 			want: []string{`operator "count": parallelism changed from 3 to 2`}},
 		{name: "higher parallelism", next: evolving{srcP: 2, cnt: 4},
 			want: []string{`operator "count": parallelism changed from 3 to 4`}},
+		{name: "rescaled", next: evolving{srcP: 1, cnt: 4}, opts: RestoreOptions{Rescale: true}},
+		{name: "rescaled at another max parallelism", next: evolving{maxP: 64, srcP: 2, cnt: 2}, opts: RestoreOptions{Rescale: true},
+			want: []string{`operator "count": max parallelism changed from 128 to 64`}},
 		{name: "source parallelism", next: evolving{srcP: 1, cnt: 3},
-			want: []string{`operator "source": parallelism changed from 2 to 1`, "source offsets"}},
+			want: []string{`operator "source": parallelism changed from 2 to 1`, "source position"}},
 		{name: "max parallelism", next: evolving{maxP: 64, srcP: 2, cnt: 3},
 			want: []string{`operator "count": max parallelism changed from 128 to 64`}},
 		{name: "state type", next: evolving{srcP: 2, cnt: 3, float: true},
@@ -113,16 +118,20 @@ func TestCheckRestore(t *testing.T) {
 		{name: "keyed state dropped", next: evolving{srcP: 2, cnt: 3, noState: true},
 			want: []string{`operator "count": the checkpoint holds its keyed state, but it no longer declares keyed state`}},
 		{name: "stateful operator removed", next: evolving{srcP: 2, dropCount: true},
-			want: []string{`operator "count": the checkpoint holds its keyed state, but the job has no operator of that name`}},
+			want: []string{`operator "count": the checkpoint holds its keyed state, but the job has no operator with that id`, "topology.OperatorID(\"count\")"}},
+		{name: "stateful operator removed, allowed", next: evolving{srcP: 2, dropCount: true}, opts: RestoreOptions{AllowNonRestoredState: true}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			old, oldDecl := base.plan(t)
 			m, states := checkpointOf(old, oldDecl)
 			next, decl := c.next.plan(t)
-			err := CheckRestore(next, decl, m, states)
+			r, err := PlanRestore(next, decl, m, states, c.opts)
 			if len(c.want) == 0 {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
+				}
+				if c.opts.AllowNonRestoredState && c.next.dropCount && !slices.Equal(r.Dropped, []string{"count"}) {
+					t.Errorf("Dropped = %v, want [count]", r.Dropped)
 				}
 				return
 			}
@@ -157,12 +166,16 @@ func TestCheckRestoreOldCheckpoints(t *testing.T) {
 	for _, st := range states {
 		st.StateDescriptors = nil
 	}
-	if err := CheckRestore(old, decl, m, states); err != nil {
+	if _, err := PlanRestore(old, decl, m, states, RestoreOptions{}); err != nil {
 		t.Fatalf("same topology: %v", err)
 	}
 	changed, decl2 := evolving{cnt: 2, mapP: 3}.plan(t)
-	if err := CheckRestore(changed, decl2, m, states); err == nil || !strings.Contains(err.Error(), "does not record its max parallelism") {
+	if _, err := PlanRestore(changed, decl2, m, states, RestoreOptions{}); err == nil || !strings.Contains(err.Error(), "does not record its max parallelism") {
 		t.Fatalf("changed topology: %v", err)
+	}
+	rescaled, decl3 := evolving{cnt: 3}.plan(t)
+	if _, err := PlanRestore(rescaled, decl3, m, states, RestoreOptions{Rescale: true}); err == nil || !strings.Contains(err.Error(), "does not record its max parallelism") {
+		t.Fatalf("rescaled: %v", err)
 	}
 }
 
@@ -172,7 +185,7 @@ func TestCheckRestoreListsEveryProblem(t *testing.T) {
 	m, states := checkpointOf(old, decl)
 	next, decl2 := evolving{srcP: 1, cnt: 1, float: true}.plan(t)
 	var re *RestoreError
-	if err := CheckRestore(next, decl2, m, states); !errors.As(err, &re) || len(re.Problems) != 3 {
+	if _, err := PlanRestore(next, decl2, m, states, RestoreOptions{}); !errors.As(err, &re) || len(re.Problems) != 3 {
 		t.Fatalf("%v: want 3 problems (source, count parallelism, state type)", err)
 	}
 }

@@ -162,10 +162,10 @@ func TestSourceResumeAtOffset(t *testing.T) {
 					if err := src.Snapshot(&st); err != nil {
 						t.Fatal(err)
 					}
-					if !st.HasSourceOffset {
-						t.Fatal("a source snapshot has no offset")
+					if !st.HasSplits || len(st.Splits) != 1 {
+						t.Fatalf("a source snapshot holds %d splits (has_splits %t), want its one split", len(st.Splits), st.HasSplits)
 					}
-					n, err := DecodeCountOffset(st.SourceOffset)
+					n, err := GeneratedRecords(&st)
 					if err != nil || n != int64(len(first)) {
 						t.Errorf("offset after %d records = %d, %v", len(first), n, err)
 					}
@@ -213,11 +213,16 @@ func TestSourceBadOffset(t *testing.T) {
 	g := New("job")
 	Sink(Sequence(g, "src", 1, 3), "sink", discard[int64])
 	src, _ := sourceTask(t, mustPlan(t, g), "src#0", 8)
-	if err := src.Restore(&messages.TaskState{SourceOffset: []byte{1, 2}, HasSourceOffset: true}); err != nil {
+	// An offset from before splits is converted when it is restored.
+	if err := src.Restore(&messages.TaskState{SourceOffset: []byte{1, 2}, HasSourceOffset: true}); err == nil || !strings.Contains(err.Error(), "source offset of 2 bytes, want 8") {
+		t.Errorf("Restore at a 2-byte offset: %v", err)
+	}
+	src, _ = sourceTask(t, mustPlan(t, g), "src#0", 8)
+	if err := src.Restore(&messages.TaskState{Splits: [][]byte{{1, 2}}, HasSplits: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := src.Open(t.Context(), nil); err == nil || !strings.Contains(err.Error(), "source offset of 2 bytes, want 8") {
-		t.Errorf("Open at a 2-byte offset: %v", err)
+	if err := src.Open(t.Context(), nil); err == nil || !strings.Contains(err.Error(), "generator split of 2 bytes, want 24") {
+		t.Errorf("Open at a 2-byte split: %v", err)
 	}
 }
 

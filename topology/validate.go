@@ -47,8 +47,10 @@ func (g *Graph) Validate() error {
 	}
 	ps = append(ps, g.problems...)
 	seen := map[string]bool{}
+	ids := map[string]string{} // operator id -> the first operator's name
 	for _, n := range g.nodes {
 		ps = append(ps, g.nodeProblems(n, seen)...)
+		ps = append(ps, idProblems(n, ids)...)
 	}
 	for _, n := range g.cycle() {
 		add("operator %q: is part of a cycle", n.name)
@@ -94,6 +96,32 @@ func (g *Graph) nodeProblems(n *node, seen map[string]bool) []string {
 			add("forward edge from %q joins parallelism %d to %d; use Rebalance or the same parallelism",
 				e.from.name, e.from.parallelism, n.parallelism)
 		}
+	}
+	return ps
+}
+
+// idProblems checks n's operator id: a valid name, used by no other
+// operator (ids maps each id seen so far to its operator's name).
+func idProblems(n *node, ids map[string]string) []string {
+	if n.uid == n.name && n.name == "" {
+		return nil // reported as an empty name
+	}
+	var ps []string
+	switch other, dup := ids[n.uid]; {
+	case n.uid == "":
+		ps = append(ps, fmt.Sprintf("operator %q: topology.OperatorID(\"\"): the operator id is empty", n.name))
+	case dup && other != n.name:
+		ps = append(ps, fmt.Sprintf("operator %q: the operator id %q is also the id of operator %q; every operator needs its own id, which its state is stored under",
+			n.name, n.uid, other))
+	case dup:
+		// the same name twice, reported by nodeProblems
+	default:
+		if why := nameProblem(n.uid, true); why != "" && n.uid != n.name {
+			ps = append(ps, fmt.Sprintf("operator %q: the operator id %q %s", n.name, n.uid, why))
+		}
+	}
+	if _, dup := ids[n.uid]; !dup {
+		ids[n.uid] = n.name
 	}
 	return ps
 }
