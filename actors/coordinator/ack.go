@@ -63,5 +63,5 @@ func (c *Coordinator) writeManifest() Action {
 	p.writing = true
 	acks := p.acks
 	p.acks = nil
-	return Action{Kind: WriteManifest, Checkpoint: p.id, Final: p.final, Acks: acks}
+	return Action{Kind: WriteManifest, Checkpoint: p.id, Final: p.final, Acks: acks, Savepoint: p.savepoint}
 }

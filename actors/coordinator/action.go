@@ -74,6 +74,10 @@ type Action struct {
 	Err error
 	// Timestamp is the trigger time of Trigger.
 	Timestamp time.Time
+	// Savepoint is set on Trigger, WriteManifest, Completed, Aborted and
+	// InDoubt when the checkpoint is a savepoint: the savepoint request
+	// (see RequestSavepoint) it answers.
+	Savepoint uint64
 }
 
 // String formats a for logs and tests, without the timestamp and acks' bodies.
@@ -88,6 +92,9 @@ func (a Action) String() string {
 	}
 	if a.Final {
 		b.WriteString(" final")
+	}
+	if a.Savepoint != 0 {
+		fmt.Fprintf(&b, " savepoint=%d", a.Savepoint)
 	}
 	if len(a.Requests) > 0 {
 		fmt.Fprintf(&b, " reqs=%v", a.Requests)

@@ -24,6 +24,9 @@ type Coordinator struct {
 	pending *pending
 	// queued are manual requests waiting for the next checkpoint.
 	queued []uint64
+	// savepoints are savepoint requests waiting, each for a checkpoint of
+	// its own.
+	savepoints []uint64
 
 	finishing bool   // Finish was called: periodic checkpoints stop
 	finalDone bool   // the final checkpoint completed
@@ -42,6 +45,7 @@ type pending struct {
 	acked     int
 	writing   bool     // WriteManifest was emitted
 	requests  []uint64 // manual requests this checkpoint answers
+	savepoint uint64   // the savepoint request this checkpoint is for (0: none)
 }
 
 // Stats counts the coordinator's outcomes.

@@ -9,12 +9,14 @@ import (
 func (c *Coordinator) complete(now time.Time) []Action {
 	p := c.end(now)
 	c.stats.Completed++
-	c.stats.LastCompleted = p.id
+	if p.savepoint == 0 {
+		c.stats.LastCompleted = p.id
+	}
 	c.stats.ConsecutiveFailures = 0
 	if p.final {
 		c.finalDone, c.finalID = true, p.id
 	}
-	acts := []Action{{Kind: Completed, Checkpoint: p.id, Final: p.final}}
+	acts := []Action{{Kind: Completed, Checkpoint: p.id, Final: p.final, Savepoint: p.savepoint}}
 	for _, r := range p.requests {
 		acts = append(acts, Action{Kind: RequestDone, Request: r, Checkpoint: p.id})
 	}
@@ -25,12 +27,14 @@ func (c *Coordinator) complete(now time.Time) []Action {
 func (c *Coordinator) fail(now time.Time, reason string) []Action {
 	p := c.end(now)
 	c.stats.Aborted++
-	acts := []Action{{Kind: Aborted, Checkpoint: p.id, Final: p.final, Reason: reason}}
+	acts := []Action{{Kind: Aborted, Checkpoint: p.id, Final: p.final, Reason: reason, Savepoint: p.savepoint}}
 	for _, r := range p.requests {
 		err := fmt.Errorf("%w: checkpoint %d: %s", ErrAborted, p.id, reason)
 		acts = append(acts, Action{Kind: RequestDone, Request: r, Checkpoint: p.id, Err: err})
 	}
-	acts = append(acts, c.countFailure(reason)...)
+	if p.savepoint == 0 { // a failed savepoint leaves the job running
+		acts = append(acts, c.countFailure(reason)...)
+	}
 	return append(acts, c.maybeTrigger(now)...)
 }
 
@@ -70,21 +74,21 @@ func (c *Coordinator) Reset(now time.Time) []Action {
 	case p != nil && p.writing:
 		// The manifest may land: the shell settles the outcome.
 		c.pending = nil
-		acts = append(acts, Action{Kind: InDoubt, Checkpoint: p.id, Final: p.final, Requests: p.requests})
+		acts = append(acts, Action{Kind: InDoubt, Checkpoint: p.id, Final: p.final, Requests: p.requests, Savepoint: p.savepoint})
 	case p != nil:
 		c.pending = nil
 		c.stats.Aborted++
-		acts = append(acts, Action{Kind: Aborted, Checkpoint: p.id, Final: p.final, Reason: "job failover"})
+		acts = append(acts, Action{Kind: Aborted, Checkpoint: p.id, Final: p.final, Reason: "job failover", Savepoint: p.savepoint})
 		for _, r := range p.requests {
 			err := fmt.Errorf("%w: checkpoint %d aborted", ErrFailover, p.id)
 			acts = append(acts, Action{Kind: RequestDone, Request: r, Checkpoint: p.id, Err: err})
 		}
 	}
-	for _, r := range c.queued {
+	for _, r := range append(c.savepoints, c.queued...) {
 		err := fmt.Errorf("%w: request %d not triggered", ErrFailover, r)
 		acts = append(acts, Action{Kind: RequestDone, Request: r, Err: err})
 	}
-	c.queued = nil
+	c.queued, c.savepoints = nil, nil
 	c.finishing, c.finalDone = false, false
 	if c.failed {
 		c.failed = false

@@ -11,4 +11,7 @@ var (
 	// ErrTooManyFailures is wrapped by FailJob when more consecutive
 	// checkpoints failed than Config.TolerableFailures allows.
 	ErrTooManyFailures = errors.New("coordinator: too many failed checkpoints")
+	// ErrFinishing answers a savepoint request made once the sources have
+	// ended: the final checkpoint is the job's last.
+	ErrFinishing = errors.New("coordinator: the job is finishing")
 )

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/snapflow/snapflow/messages"
@@ -39,6 +40,25 @@ func (c *Coordinator) RequestCheckpoint(now time.Time, req uint64) []Action {
 	return c.trigger(now, []uint64{req})
 }
 
+// RequestSavepoint asks for a savepoint: a checkpoint of its own, which
+// answers request req alone and is marked Savepoint in its actions. It is
+// triggered at once when no checkpoint is pending, otherwise as soon as the
+// pending one ends, before any queued checkpoint request. Its failure is
+// not counted against Config.TolerableFailures: a failed savepoint leaves
+// the job running. Once the sources have ended (Finish) it is answered at
+// once with an error wrapping ErrFinishing.
+func (c *Coordinator) RequestSavepoint(now time.Time, req uint64) []Action {
+	c.observe(now)
+	if c.finishing || c.finalDone {
+		return []Action{{Kind: RequestDone, Request: req, Err: fmt.Errorf("%w: its sources have ended, and the final checkpoint is its last", ErrFinishing)}}
+	}
+	if c.pending != nil || c.failed {
+		c.savepoints = append(c.savepoints, req)
+		return nil
+	}
+	return c.triggerSavepoint(now, req)
+}
+
 // Finish says that every source is exhausted: the final checkpoint is taken
 // as soon as none is pending, ignoring Interval and MinPause, and retried
 // with a new id at once if it aborts. Periodic checkpoints stop.
@@ -48,13 +68,24 @@ func (c *Coordinator) Finish(now time.Time) []Action {
 		return nil
 	}
 	c.finishing = true
-	return c.maybeTrigger(now)
+	var acts []Action
+	for _, r := range c.savepoints {
+		acts = append(acts, Action{Kind: RequestDone, Request: r,
+			Err: fmt.Errorf("%w: its sources ended before the savepoint was triggered", ErrFinishing)})
+	}
+	c.savepoints = nil
+	return append(acts, c.maybeTrigger(now)...)
 }
 
 // maybeTrigger triggers the next checkpoint if one is due at now.
 func (c *Coordinator) maybeTrigger(now time.Time) []Action {
 	if c.pending != nil || c.failed {
 		return nil
+	}
+	if len(c.savepoints) > 0 {
+		req := c.savepoints[0]
+		c.savepoints = c.savepoints[1:]
+		return c.triggerSavepoint(now, req)
 	}
 	if len(c.queued) > 0 {
 		reqs := c.queued
@@ -65,6 +96,16 @@ func (c *Coordinator) maybeTrigger(now time.Time) []Action {
 		return nil
 	}
 	return c.trigger(now, nil)
+}
+
+// triggerSavepoint starts the next checkpoint as the savepoint of req.
+func (c *Coordinator) triggerSavepoint(now time.Time, req uint64) []Action {
+	acts := c.trigger(now, []uint64{req})
+	c.pending.savepoint = req
+	for i := range acts {
+		acts[i].Savepoint = req
+	}
+	return acts
 }
 
 // trigger starts the next checkpoint, answering reqs.
