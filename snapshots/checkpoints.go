@@ -71,7 +71,11 @@ func (c *Checkpoints) PutTaskState(ctx context.Context, id uint64, st *messages.
 	if err := validateTaskID(st.GetTaskId()); err != nil {
 		return nil, err
 	}
-	key := StateKey(c.job, id, st.GetTaskId())
+	return c.putState(ctx, StateKey(c.job, id, st.GetTaskId()), st)
+}
+
+// putState stores st under key and returns its handle.
+func (c *Checkpoints) putState(ctx context.Context, key string, st *messages.TaskState) (*messages.StateHandle, error) {
 	data, err := EncodeObject(KindTaskState, st)
 	if err != nil {
 		return nil, fmt.Errorf("snapshots: put %s: %w", key, err)
@@ -114,17 +118,38 @@ func (c *Checkpoints) PutManifest(ctx context.Context, m *messages.Manifest) err
 		return fmt.Errorf("snapshots: put manifest: %w", err)
 	}
 	id := m.GetCheckpointId()
-	key := ManifestKey(c.job, id)
+	if err := c.putManifest(ctx, ManifestKey(c.job, id), checkpointOf(id), m); err != nil {
+		return err
+	}
+	c.markWritten(m)
+	return nil
+}
+
+// subject names the checkpoint or savepoint that a manifest completes, for
+// errors (what) and logs (attr).
+type subject struct {
+	what string
+	attr slog.Attr
+}
+
+func checkpointOf(id uint64) subject {
+	return subject{fmt.Sprintf("checkpoint %d", id), slog.Uint64("checkpoint", id)}
+}
+
+func savepointOf(name string) subject {
+	return subject{fmt.Sprintf("savepoint %q", name), slog.String("savepoint", name)}
+}
+
+// putManifest writes manifest m of sub under key and, when the Put fails,
+// finds out whether it is in place anyway (see PutManifest).
+func (c *Checkpoints) putManifest(ctx context.Context, key string, sub subject, m *messages.Manifest) error {
 	data, err := EncodeObject(KindManifest, m)
 	if err != nil {
 		return fmt.Errorf("snapshots: put %s: %w", key, err)
 	}
 	if perr := c.store.Put(ctx, key, data); perr != nil {
-		if err := c.resolveManifest(ctx, m, perr); err != nil {
-			return err
-		}
+		return c.resolveManifest(ctx, key, sub, m, perr)
 	}
-	c.markWritten(m)
 	return nil
 }
 
@@ -132,12 +157,11 @@ func (c *Checkpoints) PutManifest(ctx context.Context, m *messages.Manifest) err
 // whether a manifest whose Put failed is in place.
 const ManifestCheckTimeout = 5 * time.Second
 
-// resolveManifest finds out whether manifest m, whose Put failed with perr,
-// is in place anyway: nil when it is, perr when it is not, and an error
-// wrapping ErrManifestInDoubt when that cannot be told.
-func (c *Checkpoints) resolveManifest(ctx context.Context, m *messages.Manifest, perr error) error {
-	id := m.GetCheckpointId()
-	key := ManifestKey(c.job, id)
+// resolveManifest finds out whether manifest m, whose Put under key failed
+// with perr, is in place anyway: nil when it is, perr when it is not, and
+// an error wrapping ErrManifestInDoubt when that cannot be told.
+func (c *Checkpoints) resolveManifest(ctx context.Context, key string, sub subject, m *messages.Manifest, perr error) error {
+	what := sub.what
 	if errors.Is(perr, ErrInvalidKey) {
 		return perr // refused before any I/O
 	}
@@ -149,14 +173,14 @@ func (c *Checkpoints) resolveManifest(ctx context.Context, m *messages.Manifest,
 		// A write abandoned by its context may have sent the whole object:
 		// a server can still commit it after this read.
 		return fmt.Errorf("snapshots: put %s: the write was abandoned and the manifest is not there yet, "+
-			"but the server may still commit it, so checkpoint %d may or may not be complete: %w: %w", key, id, ErrManifestInDoubt, perr)
+			"but the server may still commit it, so %s may or may not be complete: %w: %w", key, what, ErrManifestInDoubt, perr)
 	case errors.Is(gerr, ErrNotFound):
 		c.log.DebugContext(ctx, "snapshots: manifest write failed and the manifest is absent",
-			"checkpoint", id, "key", key, "err", perr)
+			sub.attr, "key", key, "err", perr)
 		return perr
 	case gerr != nil:
 		return fmt.Errorf("snapshots: put %s: the write failed and reading it back failed too (%v), "+
-			"so checkpoint %d may or may not be complete: %w: %w", key, gerr, id, ErrManifestInDoubt, perr)
+			"so %s may or may not be complete: %w: %w", key, gerr, what, ErrManifestInDoubt, perr)
 	}
 	got := new(messages.Manifest)
 	if err := DecodeObject(data, KindManifest, got); err != nil || !proto.Equal(got, m) {
@@ -164,11 +188,11 @@ func (c *Checkpoints) resolveManifest(ctx context.Context, m *messages.Manifest,
 		if err != nil {
 			why = fmt.Sprintf("what is in its place does not decode (%v)", err)
 		}
-		return fmt.Errorf("snapshots: put %s: the write failed and %s, so checkpoint %d may not be "+
-			"what recovery restores: %w: %w", key, why, id, ErrManifestInDoubt, perr)
+		return fmt.Errorf("snapshots: put %s: the write failed and %s, so %s may not be "+
+			"the one written here: %w: %w", key, why, what, ErrManifestInDoubt, perr)
 	}
 	c.log.WarnContext(ctx, "snapshots: manifest write reported an error but the manifest is in place; "+
-		"the checkpoint is complete", "checkpoint", id, "key", key, "err", perr)
+		"it is complete", sub.attr, "key", key, "err", perr)
 	return nil
 }
 
@@ -193,8 +217,22 @@ func (c *Checkpoints) ReadManifest(ctx context.Context, id uint64) (*messages.Ma
 }
 
 // validateManifest checks that m is a manifest of checkpoint id of c's job
-// whose entries name distinct tasks with usable handles.
+// (not of a savepoint) whose entries are valid (see validateEntries).
 func (c *Checkpoints) validateManifest(m *messages.Manifest, id uint64) error {
+	if err := c.validateHead(m); err != nil {
+		return err
+	}
+	switch {
+	case m.GetCheckpointId() != id:
+		return fmt.Errorf("checkpoint id %d, want %d", m.GetCheckpointId(), id)
+	case m.GetSavepoint() != "":
+		return fmt.Errorf("the manifest of savepoint %q, not of a checkpoint", m.GetSavepoint())
+	}
+	return validateEntries(m)
+}
+
+// validateHead checks that m is a manifest of c's job with an id.
+func (c *Checkpoints) validateHead(m *messages.Manifest) error {
 	switch {
 	case m == nil:
 		return errors.New("nil manifest")
@@ -202,9 +240,13 @@ func (c *Checkpoints) validateManifest(m *messages.Manifest, id uint64) error {
 		return fmt.Errorf("job %q, want %q", m.GetJob(), c.job)
 	case m.GetCheckpointId() == 0:
 		return errors.New("checkpoint id 0; ids start at 1")
-	case m.GetCheckpointId() != id:
-		return fmt.Errorf("checkpoint id %d, want %d", m.GetCheckpointId(), id)
 	}
+	return nil
+}
+
+// validateEntries checks that m's entries name distinct tasks with usable
+// handles and key-group ranges that fit the max parallelism.
+func validateEntries(m *messages.Manifest) error {
 	seen := make(map[string]bool, len(m.GetTasks()))
 	for _, t := range m.GetTasks() {
 		if err := validateTaskID(t.GetTaskId()); err != nil {
@@ -219,6 +261,10 @@ func (c *Checkpoints) validateManifest(m *messages.Manifest, id uint64) error {
 		}
 		if err := validateKey(t.GetState().GetKey()); err != nil {
 			return fmt.Errorf("task %s: %w", t.GetTaskId(), err)
+		}
+		start, end, maxp := t.GetKeyGroupStart(), t.GetKeyGroupEnd(), m.GetMaxParallelism()
+		if start > end || (maxp != 0 && end > maxp) {
+			return fmt.Errorf("task %s: key groups [%d,%d) do not fit max parallelism %d", t.GetTaskId(), start, end, maxp)
 		}
 	}
 	return nil

@@ -1,4 +1,4 @@
-// Package snapshots stores snapflow's checkpoints.
+// Package snapshots stores snapflow's checkpoints and savepoints.
 //
 // A [Store] is a flat key/value object store with atomic puts. [Dir] keeps
 // objects in a local directory (the embedded default), [Mem] in memory,
@@ -8,13 +8,18 @@
 //
 // # Layout
 //
-// [Checkpoints] keeps the checkpoints of one job under these keys:
+// [Checkpoints] keeps the checkpoints and savepoints of one job under
+// these keys:
 //
 //	<job>/checkpoints/chk-<id, 20 digits>/<task-id>.state   one per task
 //	<job>/checkpoints/chk-<id, 20 digits>/_manifest         written last
+//	<job>/savepoints/<name>/<task-id>.state                 one per task
+//	<job>/savepoints/<name>/_manifest                       written last
 //	<job>/lease                                             the coordinator lease
+//	<job>/origin                                            where the job was started from
 //
-// Ids start at 1 and are zero-padded so that key order is id order.
+// Ids start at 1 and are zero-padded so that key order is id order. No key
+// is a prefix directory of another, so a directory store holds them all.
 //
 // Every object is a messages.StoredObject envelope that names the kind of
 // its payload and carries the payload's CRC-32C ([EncodeObject],
@@ -58,6 +63,34 @@
 // the newest usable checkpoint nor any object that a retained manifest
 // references; [Checkpoints.Delete] removes the manifest before the objects,
 // so a checkpoint stops being complete before it loses any object.
+//
+// # Savepoints
+//
+// A savepoint is a checkpoint that the user triggers and names, for
+// upgrades, moves and rescaling. Its states and manifest lie below
+// [SavepointPrefix] ([Checkpoints.PutSavepointState],
+// [Checkpoints.PutSavepointManifest]); it is self-contained (its manifest
+// references no object outside its prefix), complete if and only if its
+// manifest exists, and never overwritten ([ErrSavepointExists]). Names
+// follow [ValidateSavepointName]. The manifest's Savepoint field holds the
+// name; its Operators, MaxParallelism and the key-group range of each task
+// say how to redistribute the state over another parallelism.
+//
+// The user named the savepoint, so [Checkpoints.LoadSavepoint] never falls
+// back: a missing or corrupt object is an error that names the savepoint
+// and the key. [Checkpoints.LoadCheckpoint] does the same for a retained
+// checkpoint named by id. Listing, retention and cleanup of checkpoints
+// ([Checkpoints.List], [Checkpoints.Retain], [Checkpoints.DeleteIncomplete],
+// [Checkpoints.DeleteAll]) never see or touch a savepoint; only
+// [Checkpoints.DeleteSavepoint] deletes one.
+//
+// A job started from a savepoint or a retained checkpoint records that
+// origin ([Checkpoints.PutOrigin]), with the first id of its new history.
+// Until it completes a checkpoint of its own, recovery restores the origin
+// again; afterwards [Checkpoints.LoadLatestSince] the first id finds its
+// newest usable checkpoint, never one of the history before the origin.
+// Retain keeps an origin checkpoint until the job has a usable checkpoint
+// of its own, and DeleteAll deletes the origin.
 //
 // # The coordinator lease
 //

@@ -42,14 +42,27 @@ func unusable(ctx context.Context, err error) bool {
 // checkpoint and why: starting from nothing would silently lose the state
 // they hold. Other errors, such as an unreachable store or a done context,
 // are returned as they are.
+//
+// LoadLatest is LoadLatestSince(ctx, 0).
 func (c *Checkpoints) LoadLatest(ctx context.Context) (*Restorable, error) {
+	return c.LoadLatestSince(ctx, 0)
+}
+
+// LoadLatestSince is LoadLatest among the checkpoints whose id is at least
+// first: it ignores the older ones, as if they did not exist, so it falls
+// back only as far as first, and it returns (nil, nil) when no complete
+// checkpoint has an id of first or more. A job started from a savepoint or
+// a retained checkpoint passes the first id of its new history (see
+// messages.Origin), so that recovery never restores a checkpoint of the
+// history before it.
+func (c *Checkpoints) LoadLatestSince(ctx context.Context, first uint64) (*Restorable, error) {
 	chks, err := c.scan(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var bad []unusableCheckpoint
 	for _, chk := range slices.Backward(chks) {
-		if !chk.complete {
+		if !chk.complete || chk.id < first {
 			continue
 		}
 		r, key, err := c.load(ctx, chk.id)
@@ -113,12 +126,32 @@ func (e *noUsableError) Unwrap() []error {
 	return errs
 }
 
+// LoadCheckpoint returns checkpoint id, which must be complete and usable
+// (see LoadLatest): unlike LoadLatest it never falls back to another
+// checkpoint. A missing or corrupt manifest or state object gives an error
+// wrapping ErrNotFound or ErrCorrupt that names the checkpoint and the key;
+// an incomplete checkpoint is a missing manifest.
+func (c *Checkpoints) LoadCheckpoint(ctx context.Context, id uint64) (*Restorable, error) {
+	r, _, err := c.load(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("snapshots: load checkpoint %d of job %q: %w", id, c.job, err)
+	}
+	c.markVerified(id, r.Manifest)
+	return r, nil
+}
+
 // load reads checkpoint id; on failure it also returns the key at fault.
 func (c *Checkpoints) load(ctx context.Context, id uint64) (*Restorable, string, error) {
 	m, err := c.ReadManifest(ctx, id)
 	if err != nil {
 		return nil, ManifestKey(c.job, id), err
 	}
+	return c.loadStates(ctx, m)
+}
+
+// loadStates reads and verifies the states of manifest m; on failure it
+// also returns the key at fault.
+func (c *Checkpoints) loadStates(ctx context.Context, m *messages.Manifest) (*Restorable, string, error) {
 	tasks := m.GetTasks()
 	states := make([]*messages.TaskState, len(tasks))
 	if err := c.eachState(ctx, tasks, states); err != nil {

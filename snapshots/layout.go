@@ -59,3 +59,47 @@ func parseCheckpointKey(job, key string) (id uint64, name string, ok bool) {
 	}
 	return id, rest[idDigits+1:], true
 }
+
+// Names of the savepoint layout, see the package documentation.
+const (
+	savepointsDir = "/savepoints/"
+	originName    = "/origin"
+)
+
+// SavepointsPrefix returns the prefix of every savepoint key of job,
+// "<job>/savepoints/".
+func SavepointsPrefix(job string) string { return job + savepointsDir }
+
+// SavepointPrefix returns the prefix of the keys of savepoint name of job,
+// "<job>/savepoints/<name>/". Every object of a savepoint lies below it.
+func SavepointPrefix(job, name string) string { return SavepointsPrefix(job) + name + "/" }
+
+// SavepointStateKey returns the key of a task's state in savepoint name,
+// "<job>/savepoints/<name>/<task-id>.state".
+func SavepointStateKey(job, name, taskID string) string {
+	return SavepointPrefix(job, name) + taskID + stateSuffix
+}
+
+// SavepointManifestKey returns the key of the manifest of savepoint name,
+// "<job>/savepoints/<name>/_manifest". It is written last: the savepoint
+// is complete if and only if its manifest exists.
+func SavepointManifestKey(job, name string) string {
+	return SavepointPrefix(job, name) + manifestName
+}
+
+// OriginKey returns the key of the job's origin marker, "<job>/origin" (see
+// Checkpoints.PutOrigin). Like the lease it lies outside the checkpoints'
+// and the savepoints' keys.
+func OriginKey(job string) string { return job + originName }
+
+// parseSavepointKey splits a key below SavepointsPrefix(job) into the
+// savepoint's name and the object's name within the savepoint. ok is false
+// for keys that do not follow the layout; they are ignored.
+func parseSavepointKey(job, key string) (name, object string, ok bool) {
+	rest, ok := strings.CutPrefix(key, SavepointsPrefix(job))
+	if !ok {
+		return "", "", false
+	}
+	name, object, ok = strings.Cut(rest, "/")
+	return name, object, ok && name != "" && object != ""
+}

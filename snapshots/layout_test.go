@@ -13,6 +13,12 @@ func TestLayout(t *testing.T) {
 		{snapshots.StateKey("job", 7, "sum#1"), "job/checkpoints/chk-00000000000000000007/sum#1.state"},
 		{snapshots.ManifestKey("job", 7), "job/checkpoints/chk-00000000000000000007/_manifest"},
 		{snapshots.ManifestKey("j", 1<<64-1), "j/checkpoints/chk-18446744073709551615/_manifest"},
+		{snapshots.SavepointsPrefix("job"), "job/savepoints/"},
+		{snapshots.SavepointPrefix("job", "v1"), "job/savepoints/v1/"},
+		{snapshots.SavepointStateKey("job", "v1", "sum#1"), "job/savepoints/v1/sum#1.state"},
+		{snapshots.SavepointManifestKey("job", "v1"), "job/savepoints/v1/_manifest"},
+		{snapshots.OriginKey("job"), "job/origin"},
+		{snapshots.LeaseKey("job"), "job/lease"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)

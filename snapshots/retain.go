@@ -12,10 +12,15 @@ import (
 
 // DeleteAll deletes every checkpoint of the job, complete or not, oldest
 // first and each manifest before its objects, so that an interrupted call
-// leaves the newest checkpoints complete, never an older one alone. It
-// returns how many checkpoints it deleted. It leaves the job's lease (see
-// LeaseKey): starting a job over must not let a superseded coordinator
-// take it back.
+// leaves the newest checkpoints complete, never an older one alone, and
+// then the job's origin marker (see OriginKey): it starts the job over
+// from nothing. The origin goes last, so that an interrupted call never
+// leaves checkpoints of an older history without the origin that rules
+// them out. It returns how many checkpoints it deleted.
+//
+// It leaves the job's lease (see LeaseKey), since starting a job over must
+// not let a superseded coordinator take it back, and every savepoint: a
+// savepoint is the user's, deleted only by name (DeleteSavepoint).
 func (c *Checkpoints) DeleteAll(ctx context.Context) (deleted int, err error) {
 	chks, err := c.scan(ctx)
 	if err != nil {
@@ -26,6 +31,9 @@ func (c *Checkpoints) DeleteAll(ctx context.Context) (deleted int, err error) {
 			return deleted, err
 		}
 		deleted++
+	}
+	if err := c.DeleteOrigin(ctx); err != nil {
+		return deleted, err
 	}
 	return deleted, nil
 }
@@ -83,33 +91,62 @@ func (c *Checkpoints) deleteKeys(ctx context.Context, id uint64, keys []string, 
 // is none, it deletes no complete checkpoint), nor any object that a
 // retained manifest references. A store failure (anything but a missing or
 // corrupt object) stops it before it deletes anything.
+//
+// When the job's origin (see PutOrigin) is one of its checkpoints, Retain
+// also keeps that checkpoint, without counting it, until it keeps a usable
+// checkpoint of the job's own (an id of at least the origin's FirstId):
+// until then recovery restores the origin. A corrupt origin stops it
+// before it deletes anything.
+//
+// Retain, like DeleteIncomplete and DeleteAll, never touches a savepoint:
+// savepoints lie outside CheckpointsPrefix(job).
 func (c *Checkpoints) Retain(ctx context.Context, keep int, inFlight uint64) error {
 	keep = max(keep, 1)
 	chks, err := c.scan(ctx)
 	if err != nil {
 		return err
 	}
+	origin, err := c.ReadOrigin(ctx)
+	if err != nil {
+		return fmt.Errorf("snapshots: retain: %w", err)
+	}
 	referenced := make(map[string]bool)
 	retained := make(map[uint64]bool)
-	kept := 0
-	for _, chk := range slices.Backward(chks) {
-		if !chk.complete || kept == keep {
-			continue
-		}
-		retained[chk.id] = true
-		refs, err := c.checkUsable(ctx, chk.id)
+	retain := func(id uint64) (usable bool, err error) {
+		retained[id] = true
+		refs, err := c.checkUsable(ctx, id)
 		for _, k := range refs {
 			referenced[k] = true
 		}
 		switch {
 		case err != nil && unusable(ctx, err):
 			c.log.WarnContext(ctx, "snapshots: retention keeps an unusable checkpoint without counting it",
-				"checkpoint", chk.id, "err", err)
-			continue
+				"checkpoint", id, "err", err)
+			return false, nil
 		case err != nil:
-			return fmt.Errorf("snapshots: retain: %w", err)
+			return false, fmt.Errorf("snapshots: retain: %w", err)
 		}
-		kept++
+		return true, nil
+	}
+	kept, own := 0, false
+	for _, chk := range slices.Backward(chks) {
+		if !chk.complete || kept == keep {
+			continue
+		}
+		ok, err := retain(chk.id)
+		if err != nil {
+			return err
+		}
+		if ok {
+			kept++
+			own = own || chk.id >= origin.GetFirstId()
+		}
+	}
+	if id := origin.GetCheckpointId(); origin != nil && origin.GetSavepoint() == "" && !own && !retained[id] &&
+		slices.ContainsFunc(chks, func(chk checkpoint) bool { return chk.id == id && chk.complete }) {
+		if _, err := retain(id); err != nil {
+			return err
+		}
 	}
 	var errs []error
 	for _, chk := range chks {

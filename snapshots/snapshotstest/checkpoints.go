@@ -276,6 +276,15 @@ func testCorruptManifestFallsBack(t *testing.T, newStore newStoreFunc) {
 		{"a state, not a manifest", func(s snapshots.Store) []byte {
 			return mustGet(t, s, snapshots.StateKey(job, 2, "src#0"))
 		}},
+		{"a savepoint's manifest", func(s snapshots.Store) []byte {
+			m := manifestOf(2, nil)
+			m.Savepoint = "v1"
+			data, err := snapshots.EncodeObject(snapshots.KindManifest, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return data
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStore(t)
@@ -415,6 +424,11 @@ func testPutValidation(t *testing.T, newStore newStoreFunc) {
 		"twice":       {Job: job, CheckpointId: 1, Tasks: append(slices.Clone(entries), entries...)},
 		"bad task id": {Job: job, CheckpointId: 1, Tasks: []*messages.TaskStateEntry{{State: entries[0].GetState()}}},
 		"bad key":     {Job: job, CheckpointId: 1, Tasks: []*messages.TaskStateEntry{{TaskId: "x#0", State: &messages.StateHandle{Key: "/x"}}}},
+		"savepoint":   {Job: job, CheckpointId: 1, Savepoint: "v1", Tasks: entries},
+		"reversed key groups": {Job: job, CheckpointId: 1, Tasks: []*messages.TaskStateEntry{
+			{TaskId: "sum#0", State: entries[0].GetState(), KeyGroupStart: 5, KeyGroupEnd: 4}}},
+		"key groups beyond max parallelism": {Job: job, CheckpointId: 1, MaxParallelism: 8, Tasks: []*messages.TaskStateEntry{
+			{TaskId: "sum#0", State: entries[0].GetState(), KeyGroupStart: 4, KeyGroupEnd: 9}}},
 	} {
 		if err := c.PutManifest(ctx, m); err == nil {
 			t.Errorf("PutManifest %s succeeded", name)

@@ -23,5 +23,10 @@
 // the store), the cleanup of aborted checkpoints and verification; and
 // last the coordinator lease: claims, checks, corrupt lease objects, a
 // lease that the checkpoint scans and deletions leave alone, and the
-// window between a check and a manifest write.
+// window between a check and a manifest write; and savepoints: the round
+// trip, a manifest never overwritten, loads that refuse a corrupt or
+// missing object rather than fall back, self-contained manifests, listing,
+// verification and deletion, savepoints that checkpoint scans, retention
+// and cleanup leave alone, the origin marker, retention of an origin
+// checkpoint, LoadLatestSince and LoadCheckpoint.
 package snapshotstest
