@@ -11,6 +11,7 @@ import (
 	"github.com/snapflow/snapflow/actors/membership"
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
+	"github.com/snapflow/snapflow/topology"
 )
 
 // clusterCoord is the cluster side of a coordinator's job actor: the
@@ -135,7 +136,7 @@ func (c *clusterCoord) onRegister(ctx actor.Context, m *messages.RegisterWorker)
 		return
 	}
 	c.waiting = false
-	if err := c.deploy(c.j.epoch, c.j.restore); err != nil {
+	if err := c.deploy(c.j.epoch, c.j.restore, c.j.sh.inc.Load().assign); err != nil {
 		c.j.fail(err, "could not place the tasks")
 	}
 }
@@ -230,7 +231,7 @@ func (c *clusterCoord) onTaskFailed(m *messages.TaskFailed) {
 
 // deploy places the tasks of epoch on the live workers and tells every
 // worker to start its part, restoring rp (nil: empty state).
-func (c *clusterCoord) deploy(epoch uint64, rp *snapshots.Restorable) error {
+func (c *clusterCoord) deploy(epoch uint64, rp *snapshots.Restorable, assign *topology.Restore) error {
 	j := c.j
 	live := c.members.Live()
 	refs := make([]membership.TaskRef, len(j.sh.plan.Tasks))
@@ -256,7 +257,19 @@ func (c *clusterCoord) deploy(epoch uint64, rp *snapshots.Restorable) error {
 	for i, t := range j.sh.plan.Tasks {
 		w, _ := placed.Worker(i)
 		pids[i] = taskPID(w.Addr, c.id, epoch, t.ID)
-		d.Tasks = append(d.Tasks, &messages.DeployTask{Task: uint32(i), WorkerAddress: w.Addr, State: states[t.ID]})
+		dt := &messages.DeployTask{Task: uint32(i), WorkerAddress: w.Addr}
+		if assign != nil {
+			tr := assign.Task(i)
+			if tr.Rescaled {
+				dt.Rescaled, dt.Splits, dt.HasSplits = true, tr.Splits, tr.HasSplits
+				for _, p := range tr.Parts {
+					dt.Parts = append(dt.Parts, states[p])
+				}
+			} else if len(tr.Parts) == 1 {
+				dt.State = states[tr.Parts[0]]
+			}
+		}
+		d.Tasks = append(d.Tasks, dt)
 	}
 	j.sh.pids = pids
 	j.log.Info("placing the tasks", "epoch", epoch, "checkpoint", id, "placement", placed.String())

@@ -409,7 +409,7 @@ func (h *workerHost) onDeploy(ctx actor.Context, m *messages.Deploy) {
 			mine = append(mine, dt)
 		}
 	}
-	sh.inc.Store(sh.newIncarnation(m.Epoch, nil))
+	sh.inc.Store(sh.newIncarnation(m.Epoch, nil, nil))
 	h.dep = sh
 	if len(mine) == 0 {
 		h.log.Info("no task placed here in this epoch", "epoch", m.Epoch)
@@ -418,19 +418,8 @@ func (h *workerHost) onDeploy(ctx actor.Context, m *messages.Deploy) {
 	// Load the states off the actor: reading the store may take a while.
 	root, self, inc := h.system.Root, h.self, sh.inc.Load()
 	sh.goUploadCtx(inc.ctx, func(ctx context.Context) {
-		states := map[string]*messages.TaskState{}
-		for _, dt := range mine {
-			if dt.State == nil {
-				continue
-			}
-			st, err := sh.cps.ReadTaskState(ctx, dt.State)
-			if err != nil {
-				root.Send(self, &deployLoaded{dep: sh, deploy: m, err: fmt.Errorf("load the state of task %s: %w", h.plan.Tasks[dt.Task].ID, err)})
-				return
-			}
-			states[h.plan.Tasks[dt.Task].ID] = st
-		}
-		root.Send(self, &deployLoaded{dep: sh, deploy: m, states: states})
+		states, err := loadDeployed(ctx, sh.cps, h.plan, mine)
+		root.Send(self, &deployLoaded{dep: sh, deploy: m, states: states, err: err})
 	})
 }
 
@@ -495,4 +484,46 @@ func (h *workerHost) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, c
 		return
 	}
 	h.system.Root.Send(h.coordPID, &messages.TaskFailed{WorkerId: h.id, Epoch: te.Epoch, TaskId: te.Task, Reason: fmt.Sprint(te.Value)})
+}
+
+// loadDeployed reads the states of the tasks placed on this worker: each
+// task's own stored state, or, for a task whose state is redistributed from
+// another parallelism, the stored states that held its key groups (each
+// read once, however many tasks share it), merged with its splits.
+func loadDeployed(ctx context.Context, cps *snapshots.Checkpoints, plan *topology.Plan, mine []*messages.DeployTask) (map[string]*messages.TaskState, error) {
+	states := map[string]*messages.TaskState{}
+	read := map[string]*messages.TaskState{} // by key
+	get := func(task string, h *messages.StateHandle) (*messages.TaskState, error) {
+		if st := read[h.GetKey()]; st != nil {
+			return st, nil
+		}
+		st, err := cps.ReadTaskState(ctx, h)
+		if err != nil {
+			return nil, fmt.Errorf("load the state of task %s: %w", task, err)
+		}
+		read[h.GetKey()] = st
+		return st, nil
+	}
+	for _, dt := range mine {
+		t := plan.Tasks[dt.Task]
+		switch {
+		case dt.Rescaled:
+			parts := make([]*messages.TaskState, len(dt.Parts))
+			for i, h := range dt.Parts {
+				var err error
+				if parts[i], err = get(t.ID, h); err != nil {
+					return nil, err
+				}
+			}
+			tr := topology.TaskRestore{Rescaled: true, Splits: dt.Splits, HasSplits: dt.HasSplits}
+			states[t.ID] = topology.MergeState(t, tr, parts)
+		case dt.State != nil:
+			st, err := get(t.ID, dt.State)
+			if err != nil {
+				return nil, err
+			}
+			states[t.ID] = st
+		}
+	}
+	return states, nil
 }

@@ -70,6 +70,9 @@ type Event struct {
 	Epoch      uint64
 	Checkpoint uint64
 	Final      bool          // the final checkpoint
+	// Savepoint names the savepoint that Checkpoint is, on
+	// EventCheckpointCompleted and EventCheckpointAborted ("": a checkpoint).
+	Savepoint string
 	Task       string        // EventTaskFailed (the lost tasks, comma-separated, for a lost worker)
 	Bytes      uint64        // EventCheckpointCompleted: state bytes
 	Duration   time.Duration // EventCheckpointCompleted: from trigger to completion

@@ -30,8 +30,11 @@ type restartMsg struct{ epoch uint64 }
 
 // restorePointMsg carries the checkpoint chosen for a restore.
 type restorePointMsg struct {
-	epoch    uint64
-	restore  *snapshots.Restorable
+	epoch   uint64
+	restore *snapshots.Restorable
+	// named: restore is the job's origin (a savepoint or checkpoint it was
+	// started from), which has completed no checkpoint since.
+	named    bool
 	err      error
 	attempts int
 }

@@ -138,6 +138,7 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 	uctx, cancel := context.WithCancel(context.Background())
 	rctx, stopRun := context.WithCancel(uctx)
 	sh := &shared{job: plan.Job, plan: plan, cfg: &cfg, log: log, system: system, cps: r.cps, declared: declared,
+		operators: plan.Operators(declared), origin: r.origin,
 		uploadCtx: uctx, cancelUpload: cancel, runCtx: rctx, stopRun: stopRun, coordinator: coordinator, node: n,
 		uploads: new(sync.WaitGroup)}
 	name := "job-" + plan.Job
@@ -145,7 +146,7 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 		name = coordinatorName
 		log.Info("coordinator listening", "address", n.addr)
 	}
-	sh.inc.Store(sh.newIncarnation(r.epoch, r.point))
+	sh.inc.Store(sh.newIncarnation(r.epoch, r.point, r.assign))
 	j := &Job{sh: sh, system: system, stopped: make(chan struct{}), done: make(chan struct{})}
 	ja := newJobActor(sh, j.stopped, r.maxID+1, r.point)
 	// The job actor recovers its own panics; should one escape anyway, stop
@@ -212,6 +213,64 @@ func (j *Job) Stop() error {
 func (j *Job) Checkpoint(ctx context.Context) (uint64, error) {
 	reply := make(chan checkpointResult, 1)
 	j.system.Root.Send(j.pid, &checkpointRequest{reply: reply})
+	return j.await(ctx, reply)
+}
+
+// Savepoint takes a savepoint called name while the job runs, and returns
+// its checkpoint id once it is complete. A savepoint is an aligned
+// checkpoint stored under `<job>/savepoints/<name>/` in the job's store,
+// self-contained and never deleted by retention; start a job from it with
+// FromSavepoint, at other parallelisms if need be. It is taken as soon as
+// the checkpoint in flight, if any, ends.
+//
+// Savepoint refuses an invalid name, and one that a complete savepoint of
+// the job already has (an error wrapping snapshots.ErrSavepointExists). A
+// savepoint that fails (a task declines, an upload fails, it times out, or
+// the job fails over meanwhile) leaves the job running and returns why;
+// what it stored is deleted. Once the sources have ended it is refused
+// (the final checkpoint is the job's last).
+func (j *Job) Savepoint(ctx context.Context, name string) (uint64, error) {
+	return j.savepoint(ctx, name, false)
+}
+
+// StopWithSavepoint takes a savepoint called name and stops the job there:
+// the sources stop at their barrier, so no record after it reaches any
+// state or sink, and the tasks are told the savepoint completed (where
+// two-phase-commit sinks will commit) before they stop. It returns the
+// savepoint's checkpoint id once the job has stopped; Wait then returns an
+// error wrapping ErrStopped. If the savepoint fails, the sources produce
+// again, the job keeps running, and StopWithSavepoint returns why.
+func (j *Job) StopWithSavepoint(ctx context.Context, name string) (uint64, error) {
+	id, err := j.savepoint(ctx, name, true)
+	if err != nil {
+		return 0, err
+	}
+	select {
+	case <-j.done:
+		return id, nil
+	case <-ctx.Done():
+		return id, context.Cause(ctx)
+	}
+}
+
+func (j *Job) savepoint(ctx context.Context, name string, stop bool) (uint64, error) {
+	if err := snapshots.ValidateSavepointName(name); err != nil {
+		return 0, fmt.Errorf("actors: job %q: savepoint: %w", j.sh.job, err)
+	}
+	switch exists, err := j.sh.cps.SavepointExists(ctx, name); {
+	case err != nil:
+		return 0, fmt.Errorf("actors: job %q: savepoint %q: %w", j.sh.job, name, err)
+	case exists:
+		return 0, fmt.Errorf("actors: job %q: savepoint %q: %w: delete it first (snapflow savepoints delete) or choose another name",
+			j.sh.job, name, snapshots.ErrSavepointExists)
+	}
+	reply := make(chan checkpointResult, 1)
+	j.system.Root.Send(j.pid, &savepointRequest{name: name, stop: stop, reply: reply})
+	return j.await(ctx, reply)
+}
+
+// await waits for the answer to a checkpoint or savepoint request.
+func (j *Job) await(ctx context.Context, reply chan checkpointResult) (uint64, error) {
 	select {
 	case r := <-reply:
 		return r.id, r.err

@@ -67,6 +67,12 @@ type jobActor struct {
 
 	requests     map[uint64]chan checkpointResult
 	waitingReqs  []uint64
+	// savepoints are the savepoint requests not yet answered, by request
+	// id; spNames their names; waitingSavepoints those made while the job
+	// was not running.
+	savepoints        map[uint64]*savepointReq
+	spNames           map[string]bool
+	waitingSavepoints []uint64
 	nextRequest  uint64
 	triggeredAt  map[uint64]time.Time
 	pendingBytes uint64
@@ -83,6 +89,7 @@ func newJobActor(sh *shared, stopped chan struct{}, nextID uint64, rp *snapshots
 	ja := &jobActor{
 		sh: sh, log: sh.log, stopped: stopped, nextID: nextID, restore: rp,
 		strategy: restart.New(sh.cfg.restart), requests: map[uint64]chan checkpointResult{},
+		savepoints: map[uint64]*savepointReq{}, spNames: map[string]bool{},
 		triggeredAt: map[uint64]time.Time{}, inDoubt: map[uint64]inDoubt{},
 	}
 	if rp != nil {
@@ -139,6 +146,8 @@ func (j *jobActor) Receive(ctx actor.Context) {
 		}
 	case *checkpointRequest:
 		j.onRequest(m)
+	case *savepointRequest:
+		j.onSavepointRequest(m)
 	case *restartMsg:
 		if m.epoch == j.epoch && j.phase == phaseBackoff {
 			j.restartDue = true
@@ -224,7 +233,10 @@ func (j *jobActor) onRestored(m *messages.TaskRestored) {
 	for _, req := range j.waitingReqs {
 		acts = append(acts, j.coord.RequestCheckpoint(now, req)...)
 	}
-	j.waitingReqs = nil
+	for _, req := range j.waitingSavepoints {
+		acts = append(acts, j.coord.RequestSavepoint(now, req)...)
+	}
+	j.waitingReqs, j.waitingSavepoints = nil, nil
 	j.apply(acts)
 }
 

@@ -30,12 +30,16 @@ func (j *jobActor) apply(acts []coordinator.Action) {
 				reply <- checkpointResult{id: a.Checkpoint, err: a.Err}
 				delete(j.requests, a.Request)
 			}
+			if sp := j.savepoints[a.Request]; sp != nil && a.Err != nil {
+				delete(j.savepoints, a.Request)
+				j.savepointEnded(sp.name)
+			}
 		case coordinator.FailJob:
 			j.onFailure(fmt.Errorf("checkpoints keep failing: %w", a.Err))
 		case coordinator.InDoubt:
 			j.log.Warn("the failover came while the manifest of a checkpoint was being written: it counts as complete only if the manifest landed",
 				"checkpoint", a.Checkpoint)
-			j.inDoubt[a.Checkpoint] = inDoubt{final: a.Final, requests: a.Requests}
+			j.inDoubt[a.Checkpoint] = inDoubt{final: a.Final, requests: a.Requests, savepoint: j.savepointName(a.Savepoint)}
 		}
 	}
 	j.armTimer()
@@ -47,6 +51,10 @@ func (j *jobActor) trigger(a coordinator.Action) {
 	j.triggeredAt[a.Checkpoint] = a.Timestamp
 	j.log.Debug("triggering checkpoint", "checkpoint", a.Checkpoint, "final", a.Final)
 	m := &messages.TriggerCheckpoint{Epoch: j.epoch, CheckpointId: a.Checkpoint, TimestampUnixNano: a.Timestamp.UnixNano()}
+	if sp := j.savepoints[a.Savepoint]; sp != nil {
+		m.Savepoint, m.Stop = sp.name, sp.stop
+		j.log.Info("triggering a savepoint", "savepoint", sp.name, "checkpoint", a.Checkpoint, "stop", sp.stop)
+	}
 	for _, s := range j.sources {
 		j.send(j.sh.pids[s], m)
 	}
@@ -56,10 +64,12 @@ func (j *jobActor) writeManifest(a coordinator.Action) {
 	m := &messages.Manifest{
 		Job: j.sh.job, CheckpointId: a.Checkpoint, Epoch: j.epoch, TimestampUnixNano: time.Now().UnixNano(),
 		TopologyFingerprint: j.sh.plan.Fingerprint, Final: a.Final, MaxParallelism: uint32(j.sh.plan.MaxParallelism),
+		Savepoint: j.savepointName(a.Savepoint), Operators: j.sh.operators,
 	}
 	for _, ack := range a.Acks {
 		t := j.sh.plan.Task(ack.TaskId)
-		m.Tasks = append(m.Tasks, &messages.TaskStateEntry{TaskId: ack.TaskId, Operator: t.Operator, Subtask: uint32(t.Subtask), State: ack.State})
+		m.Tasks = append(m.Tasks, &messages.TaskStateEntry{TaskId: ack.TaskId, Operator: t.Operator, Subtask: uint32(t.Subtask), State: ack.State,
+			OperatorId: t.OperatorID, Parallelism: uint32(t.Parallelism), KeyGroupStart: uint32(t.KeyGroupStart), KeyGroupEnd: uint32(t.KeyGroupEnd)})
 	}
 	sh, root, self, epoch := j.sh, j.sh.system.Root, j.self, j.epoch
 	j.manifests++ // a failover waits for it: the manifest may still land
@@ -67,7 +77,11 @@ func (j *jobActor) writeManifest(a coordinator.Action) {
 	// not started, never abandoned half-way (Stop waits for it).
 	sh.goUploadCtx(context.WithoutCancel(sh.uploadCtx), func(ctx context.Context) {
 		err := sh.checkLease(ctx)
-		if err == nil {
+		switch {
+		case err != nil:
+		case m.Savepoint != "":
+			err = sh.cps.PutSavepointManifest(ctx, m)
+		default:
 			err = sh.cps.PutManifest(ctx, m)
 		}
 		root.Send(self, &manifestWrittenMsg{epoch: epoch, id: m.CheckpointId, err: err})
@@ -75,6 +89,10 @@ func (j *jobActor) writeManifest(a coordinator.Action) {
 }
 
 func (j *jobActor) completed(a coordinator.Action) {
+	if a.Savepoint != 0 {
+		j.savepointCompleted(a)
+		return
+	}
 	took := time.Since(j.triggeredAt[a.Checkpoint])
 	delete(j.triggeredAt, a.Checkpoint)
 	j.lastCompleted = max(j.lastCompleted, a.Checkpoint)
@@ -109,9 +127,15 @@ func (j *jobActor) completed(a coordinator.Action) {
 
 func (j *jobActor) aborted(a coordinator.Action) {
 	delete(j.triggeredAt, a.Checkpoint)
-	j.log.Warn("checkpoint aborted", "checkpoint", a.Checkpoint, "reason", a.Reason)
-	j.emit(Event{Kind: EventCheckpointAborted, Epoch: j.epoch, Checkpoint: a.Checkpoint, Final: a.Final, Err: fmt.Errorf("checkpoint %d aborted: %s", a.Checkpoint, a.Reason)})
-	j.cleanAborted(a.Checkpoint)
+	name := j.savepointName(a.Savepoint)
+	j.log.Warn("checkpoint aborted", "checkpoint", a.Checkpoint, "savepoint", name, "reason", a.Reason)
+	j.emit(Event{Kind: EventCheckpointAborted, Epoch: j.epoch, Checkpoint: a.Checkpoint, Final: a.Final, Savepoint: name,
+		Err: fmt.Errorf("checkpoint %d aborted: %s", a.Checkpoint, a.Reason)})
+	if name != "" {
+		j.cleanSavepoint(name)
+	} else {
+		j.cleanAborted(a.Checkpoint)
+	}
 	if j.phase != phaseRunning {
 		return
 	}

@@ -11,8 +11,9 @@ import (
 // inDoubt is a checkpoint abandoned by a failover while its manifest was
 // being written, with the manual requests waiting for its outcome.
 type inDoubt struct {
-	final    bool
-	requests []uint64
+	final     bool
+	requests  []uint64
+	savepoint string // the savepoint's name, "" for a checkpoint
 }
 
 // settle reports the outcome of in-doubt checkpoint id, once known: complete
@@ -26,21 +27,25 @@ func (j *jobActor) settle(id uint64, landed bool, why string) {
 	delete(j.inDoubt, id)
 	var err error
 	if landed {
-		j.lastCompleted = max(j.lastCompleted, id)
-		j.log.Info("a checkpoint abandoned by the failover is complete: its manifest landed", "checkpoint", id, "how", why)
-		ev := Event{Kind: EventCheckpointCompleted, Epoch: j.epoch, Checkpoint: id, Final: d.final}
+		if d.savepoint == "" { // recovery restores checkpoints, never savepoints
+			j.lastCompleted = max(j.lastCompleted, id)
+		}
+		j.log.Info("a checkpoint abandoned by the failover is complete: its manifest landed", "checkpoint", id, "savepoint", d.savepoint, "how", why)
+		ev := Event{Kind: EventCheckpointCompleted, Epoch: j.epoch, Checkpoint: id, Final: d.final, Savepoint: d.savepoint}
 		if at, ok := j.triggeredAt[id]; ok {
 			ev.Duration = time.Since(at)
 		}
 		j.emit(ev)
 	} else {
 		err = fmt.Errorf("%w: checkpoint %d aborted: %s", coordinator.ErrFailover, id, why)
-		j.log.Warn("a checkpoint abandoned by the failover is aborted: its manifest did not land", "checkpoint", id, "how", why)
-		j.emit(Event{Kind: EventCheckpointAborted, Epoch: j.epoch, Checkpoint: id, Final: d.final, Err: err})
+		j.log.Warn("a checkpoint abandoned by the failover is aborted: its manifest did not land", "checkpoint", id, "savepoint", d.savepoint, "how", why)
+		j.emit(Event{Kind: EventCheckpointAborted, Epoch: j.epoch, Checkpoint: id, Final: d.final, Savepoint: d.savepoint, Err: err})
 		j.cleanAborted(id)
 	}
 	delete(j.triggeredAt, id)
+	j.savepointEnded(d.savepoint)
 	for _, r := range d.requests {
+		delete(j.savepoints, r)
 		if reply := j.requests[r]; reply != nil {
 			reply <- checkpointResult{id: id, err: err}
 			delete(j.requests, r)

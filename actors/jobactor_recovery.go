@@ -136,8 +136,8 @@ func (j *jobActor) maybeLoadRestorePoint() {
 func (j *jobActor) loadRestorePoint() {
 	sh, root, self, epoch := j.sh, j.sh.system.Root, j.self, j.epoch
 	sh.goUploadCtx(sh.uploadCtx, func(ctx context.Context) {
-		rp, err := sh.cps.LoadLatest(ctx)
-		root.Send(self, &restorePointMsg{epoch: epoch, restore: rp, err: err})
+		rp, named, err := loadPoint(ctx, sh.cps, sh.origin)
+		root.Send(self, &restorePointMsg{epoch: epoch, restore: rp, named: named, err: err})
 	})
 }
 
@@ -150,9 +150,11 @@ func (j *jobActor) onRestorePoint(m *restorePointMsg) {
 		return
 	}
 	var id uint64
+	var assign *topology.Restore
 	if rp := m.restore; rp != nil {
 		id = rp.Manifest.GetCheckpointId()
-		if err := checkPoint(j.sh.cfg, j.sh.plan, j.sh.declared, rp); err != nil {
+		var err error
+		if assign, err = planRestore(j.sh.cfg, j.sh.plan, j.sh.declared, rp, m.named, j.log); err != nil {
 			j.fail(fmt.Errorf("restore: %w", err), "the checkpoint cannot be restored into this job")
 			return
 		}
@@ -167,10 +169,10 @@ func (j *jobActor) onRestorePoint(m *restorePointMsg) {
 	j.restore = m.restore
 	j.log.Info("restoring the job", "epoch", j.epoch, "checkpoint", id)
 	j.emit(Event{Kind: EventRestoring, Epoch: j.epoch, Checkpoint: id})
-	j.sh.inc.Store(j.sh.newIncarnation(j.epoch, m.restore))
+	j.sh.inc.Store(j.sh.newIncarnation(j.epoch, m.restore, assign))
 	j.beginRestore()
 	if j.cl != nil {
-		if err := j.cl.deploy(j.epoch, m.restore); err != nil {
+		if err := j.cl.deploy(j.epoch, m.restore, assign); err != nil {
 			j.onFailure(err)
 		}
 		return

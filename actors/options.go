@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -47,6 +48,24 @@ type config struct {
 	syncSnapshots    bool
 	faults           *Faults
 	cluster          *Cluster
+	// from names the point the job starts from (FromSavepoint,
+	// FromCheckpoint); nil: the newest checkpoint.
+	from             *startPoint
+	allowNonRestored bool
+}
+
+// startPoint is a savepoint (by name) or a checkpoint (by id) to start from.
+type startPoint struct {
+	isSavepoint bool
+	savepoint   string
+	checkpoint  uint64
+}
+
+func (p *startPoint) String() string {
+	if p.isSavepoint {
+		return fmt.Sprintf("savepoint %q", p.savepoint)
+	}
+	return fmt.Sprintf("checkpoint %d", p.checkpoint)
 }
 
 func defaultConfig() config {
@@ -146,6 +165,38 @@ func WithSynchronousSnapshots() Option { return func(c *config) { c.syncSnapshot
 // refuses anything else, before any record flows, saying what changed.
 func WithAllowTopologyChange() Option { return func(c *config) { c.allowNewTopology = true } }
 
+// FromSavepoint starts the job from the savepoint called name (see
+// Job.Savepoint) rather than from its newest checkpoint. The job may differ
+// from the one that took it: state is found by operator id (see
+// topology.OperatorID), any operator may run at another parallelism (keyed
+// state is redistributed by key group, and split sources' splits over the
+// new source tasks), operators may be added (they start empty) or removed
+// (only without state, unless AllowNonRestoredState). Start refuses, before
+// any record flows, a savepoint that is missing or corrupt (it is never
+// skipped), taken under another max parallelism, holding state of a missing
+// operator id, or whose state declarations changed.
+//
+// The job remembers where it started (in the store, at `<job>/origin`):
+// until it completes a checkpoint of its own, a recovery, and a restart of
+// the job without this option, restore the savepoint again, never a
+// checkpoint of the job's earlier history. Its checkpoint ids continue above
+// every id used before.
+func FromSavepoint(name string) Option {
+	return func(c *config) { c.from = &startPoint{isSavepoint: true, savepoint: name} }
+}
+
+// FromCheckpoint starts the job from its retained complete checkpoint id
+// rather than from its newest one, with the same freedom and checks as
+// FromSavepoint. A missing or corrupt checkpoint is refused, never skipped.
+func FromCheckpoint(id uint64) Option {
+	return func(c *config) { c.from = &startPoint{checkpoint: id} }
+}
+
+// AllowNonRestoredState lets a job start from a savepoint or checkpoint
+// that holds state of operator ids the job no longer has: that state is
+// dropped (and logged) rather than refused.
+func AllowNonRestoredState() Option { return func(c *config) { c.allowNonRestored = true } }
+
 func (c *config) finish() error {
 	if c.batchSize < 1 || c.batchSize > MaxBatchSize {
 		return fmt.Errorf("actors: WithBatchSize(%d): the batch size must be between 1 and %d records", c.batchSize, MaxBatchSize)
@@ -158,6 +209,14 @@ func (c *config) finish() error {
 	}
 	if c.linger <= 0 {
 		return fmt.Errorf("actors: linger %v must be positive", c.linger)
+	}
+	if c.from != nil && !c.from.isSavepoint && c.from.checkpoint == 0 {
+		return errors.New("actors: FromCheckpoint(0): checkpoint ids start at 1")
+	}
+	if c.from != nil && c.from.isSavepoint {
+		if err := snapshots.ValidateSavepointName(c.from.savepoint); err != nil {
+			return fmt.Errorf("actors: FromSavepoint(%q): %w", c.from.savepoint, err)
+		}
 	}
 	if c.retained < 1 {
 		return fmt.Errorf("actors: retained checkpoints %d must be at least 1", c.retained)

@@ -57,7 +57,7 @@ func TestParityCut(t *testing.T) {
 		}
 		switch e.TaskId {
 		case "source#0":
-			got["source"], err = topology.DecodeCountOffset(st.SourceOffset)
+			got["source"], err = topology.GeneratedRecords(st)
 		case "sum#0", "sum#1":
 			var totals map[int64]int64
 			totals, err = topology.DecodeValueState[int64, int64](st, "total")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
@@ -17,16 +18,21 @@ import (
 var ErrAlreadyFinished = errors.New("actors: job already finished")
 
 // resumed is where a job starts: its first epoch, the checkpoint it restores
-// (nil: none) and the highest checkpoint id in the store.
+// (nil: none) and how its tasks restore it, the highest checkpoint id in the
+// store, and the job's origin (nil: it never started from a named point).
 type resumed struct {
-	cps   *snapshots.Checkpoints
-	epoch uint64
-	point *snapshots.Restorable
-	maxID uint64
+	cps    *snapshots.Checkpoints
+	epoch  uint64
+	point  *snapshots.Restorable
+	assign *topology.Restore
+	maxID  uint64
+	origin *messages.Origin
 }
 
 // resume checks the store, discards the job's checkpoints under
-// WithStartOver, and picks and checks the checkpoint the job starts from.
+// WithStartOver, and picks and checks the checkpoint the job starts from:
+// the point FromSavepoint or FromCheckpoint names, or else the newest
+// checkpoint of the job's current history (see loadPoint).
 func resume(ctx context.Context, cfg *config, plan *topology.Plan, declared map[string][]*messages.StateDescriptor, log *slog.Logger) (*resumed, error) {
 	job := plan.Job
 	r := &resumed{cps: snapshots.NewCheckpoints(cfg.store, job, log), epoch: 1}
@@ -42,7 +48,16 @@ func resume(ctx context.Context, cfg *config, plan *topology.Plan, declared map[
 	if r.maxID, err = r.cps.MaxID(ctx); err != nil {
 		return nil, fmt.Errorf("actors: job %q: list checkpoints: %w", job, err)
 	}
-	rp, err := r.cps.LoadLatest(ctx)
+	if cfg.from != nil {
+		return resumeFrom(ctx, r, cfg, plan, declared, log)
+	}
+	if r.origin, err = r.cps.ReadOrigin(ctx); err != nil {
+		return nil, fmt.Errorf("actors: job %q: read where the job started from: %w", job, err)
+	}
+	if r.origin != nil { // ids of the current history start at FirstId
+		r.maxID = max(r.maxID, r.origin.GetFirstId()-1)
+	}
+	rp, named, err := loadPoint(ctx, r.cps, r.origin)
 	switch {
 	case errors.Is(err, snapshots.ErrNoUsableCheckpoint):
 		return nil, fmt.Errorf("actors: job %q: the store %s holds complete checkpoints, but none can be restored; refusing to start the job over from the beginning (inspect them with `snapflow checkpoints verify`, or start with WithStartOver to discard them): %w",
@@ -54,28 +69,103 @@ func resume(ctx context.Context, cfg *config, plan *topology.Plan, declared map[
 		return r, nil
 	}
 	m := rp.Manifest
-	if m.GetFinal() {
+	if m.GetFinal() && !named {
 		return nil, fmt.Errorf("%w: job %q: its newest checkpoint, %d in %s, is the final one, taken after every source ended; start it with WithStartOver to discard its checkpoints and run it again from the beginning",
 			ErrAlreadyFinished, job, m.GetCheckpointId(), cfg.store)
 	}
-	if err := checkPoint(cfg, plan, declared, rp); err != nil {
+	if r.assign, err = planRestore(cfg, plan, declared, rp, named, log); err != nil {
 		return nil, fmt.Errorf("actors: job %q: %w", job, err)
 	}
 	warnUndescribed(rp, log)
 	r.point, r.epoch = rp, m.GetEpoch()+1
-	log.Info("resuming from checkpoint", "checkpoint", m.GetCheckpointId(), "epoch", r.epoch)
-	retainAtStart(ctx, r, cfg, log)
+	log.Info("resuming from checkpoint", "checkpoint", m.GetCheckpointId(), "savepoint", m.GetSavepoint(), "epoch", r.epoch)
+	if !named { // the origin must stay until the job has a checkpoint of its own
+		retainAtStart(ctx, r, cfg, log)
+	}
 	return r, nil
 }
 
-// checkPoint refuses a checkpoint that cannot be restored exactly into plan.
-func checkPoint(cfg *config, plan *topology.Plan, declared map[string][]*messages.StateDescriptor, rp *snapshots.Restorable) error {
+// resumeFrom starts the job from the point FromSavepoint or FromCheckpoint
+// names, and records it as the job's origin.
+func resumeFrom(ctx context.Context, r *resumed, cfg *config, plan *topology.Plan, declared map[string][]*messages.StateDescriptor, log *slog.Logger) (*resumed, error) {
+	job := plan.Job
+	o := &messages.Origin{Savepoint: cfg.from.savepoint, CheckpointId: cfg.from.checkpoint}
+	rp, err := loadOrigin(ctx, r.cps, o)
+	if err != nil {
+		return nil, fmt.Errorf("actors: job %q: start from %s in %s: %w", job, cfg.from, cfg.store, err)
+	}
 	m := rp.Manifest
-	if fp := m.GetTopologyFingerprint(); fp != plan.Fingerprint && !cfg.allowNewTopology {
-		return fmt.Errorf("%w: checkpoint %d was taken from a different topology (fingerprint %s, this job %s); start with WithAllowTopologyChange to restore it anyway, or use another job name or store",
+	if r.assign, err = planRestore(cfg, plan, declared, rp, true, log); err != nil {
+		return nil, fmt.Errorf("actors: job %q: start from %s: %w", job, cfg.from, err)
+	}
+	warnUndescribed(rp, log)
+	o.CheckpointId = m.GetCheckpointId()
+	o.FirstId = max(r.maxID, m.GetCheckpointId()) + 1
+	o.TimestampUnixNano = time.Now().UnixNano()
+	if err := r.cps.PutOrigin(ctx, o); err != nil {
+		return nil, fmt.Errorf("actors: job %q: record that it starts from %s: %w", job, cfg.from, err)
+	}
+	r.origin, r.maxID = o, o.FirstId-1
+	r.point, r.epoch = rp, m.GetEpoch()+1
+	log.Info("starting from "+cfg.from.String(), "checkpoint", m.GetCheckpointId(), "epoch", r.epoch, "first_checkpoint", o.FirstId)
+	return r, nil
+}
+
+// loadPoint loads the checkpoint a job resumes from: the newest usable
+// complete checkpoint of its current history (ids from origin's FirstId
+// on), or, when it has none, the origin itself (named is then true). It
+// returns nil when there is neither.
+func loadPoint(ctx context.Context, cps *snapshots.Checkpoints, origin *messages.Origin) (rp *snapshots.Restorable, named bool, err error) {
+	rp, err = cps.LoadLatestSince(ctx, origin.GetFirstId())
+	if err != nil || rp != nil || origin == nil {
+		return rp, false, err
+	}
+	if rp, err = loadOrigin(ctx, cps, origin); err != nil {
+		return nil, true, fmt.Errorf("the job started from %s and has completed no checkpoint since: %w", originString(origin), err)
+	}
+	return rp, true, nil
+}
+
+// loadOrigin loads the savepoint or checkpoint o names; a missing or
+// corrupt object is an error, never a fallback.
+func loadOrigin(ctx context.Context, cps *snapshots.Checkpoints, o *messages.Origin) (*snapshots.Restorable, error) {
+	if o.GetSavepoint() != "" {
+		return cps.LoadSavepoint(ctx, o.GetSavepoint())
+	}
+	return cps.LoadCheckpoint(ctx, o.GetCheckpointId())
+}
+
+func originString(o *messages.Origin) string {
+	if o.GetSavepoint() != "" {
+		return fmt.Sprintf("savepoint %q", o.GetSavepoint())
+	}
+	return fmt.Sprintf("checkpoint %d", o.GetCheckpointId())
+}
+
+// planRestore refuses a checkpoint that cannot be restored exactly into
+// plan, and otherwise says where each task's state comes from. A named
+// point (a savepoint or checkpoint the job was started from) maps state by
+// operator id and may be rescaled; the newest checkpoint needs the same
+// topology unless WithAllowTopologyChange.
+func planRestore(cfg *config, plan *topology.Plan, declared map[string][]*messages.StateDescriptor, rp *snapshots.Restorable, named bool, log *slog.Logger) (*topology.Restore, error) {
+	m := rp.Manifest
+	if fp := m.GetTopologyFingerprint(); fp != plan.Fingerprint && !cfg.allowNewTopology && !named {
+		return nil, fmt.Errorf("%w: checkpoint %d was taken from a different topology (fingerprint %s, this job %s); start with WithAllowTopologyChange to restore it anyway, or use another job name or store",
 			topology.ErrRestoreRefused, m.GetCheckpointId(), fp, plan.Fingerprint)
 	}
-	return topology.CheckRestore(plan, declared, m, rp.States)
+	a, err := topology.PlanRestore(plan, declared, m, rp.States, topology.RestoreOptions{
+		Rescale: named || cfg.allowNewTopology, AllowNonRestoredState: cfg.allowNonRestored,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(a.Dropped) > 0 {
+		log.Warn("dropping the state of operators the job no longer has (AllowNonRestoredState)", "checkpoint", m.GetCheckpointId(), "operators", a.Dropped)
+	}
+	if len(a.Rescaled) > 0 {
+		log.Info("redistributing state over new parallelisms", "checkpoint", m.GetCheckpointId(), "operators", a.Rescaled)
+	}
+	return a, nil
 }
 
 // retainAtStart applies retention; a failure is only logged.

@@ -29,6 +29,11 @@ type shared struct {
 	// declared are the states each keyed operator declares, checked against
 	// every checkpoint restored.
 	declared map[string][]*messages.StateDescriptor
+	// operators describe the plan's operators in every manifest.
+	operators []*messages.OperatorEntry
+	// origin is where the job was started from by name (nil: nowhere):
+	// recovery restores it until the job completes a checkpoint of its own.
+	origin *messages.Origin
 
 	inc   atomic.Pointer[incarnation]
 	stale atomic.Uint64 // messages of older epochs dropped
@@ -71,14 +76,19 @@ func (sh *shared) checkLease(ctx context.Context) error {
 type incarnation struct {
 	epoch   uint64
 	restore *snapshots.Restorable // nil: start empty
-	ctx     context.Context
-	cancel  context.CancelFunc
+	// assign says where each task's state comes from in restore; nil: each
+	// task restores the state stored under its own id (a worker's tasks,
+	// whose states the worker has built).
+	assign *topology.Restore
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
-// newIncarnation returns the incarnation of epoch, restoring rp.
-func (sh *shared) newIncarnation(epoch uint64, rp *snapshots.Restorable) *incarnation {
+// newIncarnation returns the incarnation of epoch, restoring rp as assign
+// says.
+func (sh *shared) newIncarnation(epoch uint64, rp *snapshots.Restorable, assign *topology.Restore) *incarnation {
 	ctx, cancel := context.WithCancel(sh.runCtx)
-	return &incarnation{epoch: epoch, restore: rp, ctx: ctx, cancel: cancel}
+	return &incarnation{epoch: epoch, restore: rp, assign: assign, ctx: ctx, cancel: cancel}
 }
 
 // timeout is the checkpoint timeout in force (the coordinator's default when
@@ -107,11 +117,14 @@ func (sh *shared) goWithin(parent context.Context, d time.Duration, f func(ctx c
 	}()
 }
 
-// restoreState returns the state task id restores, or nil when it starts
-// empty.
-func (inc *incarnation) restoreState(id string) *messages.TaskState {
-	if inc.restore == nil {
+// restoreState returns the state task idx of plan restores, or nil when it
+// starts empty.
+func (inc *incarnation) restoreState(plan *topology.Plan, idx int) *messages.TaskState {
+	switch {
+	case inc.restore == nil:
 		return nil
+	case inc.assign != nil:
+		return inc.assign.State(plan, idx, inc.restore.States)
 	}
-	return inc.restore.States[id]
+	return inc.restore.States[plan.Tasks[idx].ID]
 }

@@ -45,7 +45,7 @@ type task struct {
 	head    int
 
 	running    bool
-	paused     bool // a source during a synchronous checkpoint
+	paused     bool // a source during a synchronous checkpoint or a stop-with-savepoint
 	warnedSlow bool // a slow source read was logged
 	polling    bool
 	idle       bool
@@ -60,6 +60,9 @@ type task struct {
 	alignID    uint64
 	alignStart time.Time
 	barrierTS  int64
+	// barrierSavepoint names the savepoint of the last barrier (or trigger)
+	// received, "" for a checkpoint: where the snapshot is stored.
+	barrierSavepoint string
 }
 
 type outChannel struct {
@@ -123,8 +126,10 @@ func (t *task) Receive(ctx actor.Context) {
 		}
 	case *messages.TriggerCheckpoint:
 		if m.Epoch == t.epoch && t.src != nil {
-			t.barrierTS = m.TimestampUnixNano
-			t.paused = t.sh.cfg.syncSnapshots
+			t.barrierTS, t.barrierSavepoint = m.TimestampUnixNano, m.Savepoint
+			// A stop-with-savepoint: nothing after the barrier, unless the
+			// savepoint aborts.
+			t.paused = t.sh.cfg.syncSnapshots || m.Stop
 			t.snapshot(m.CheckpointId, 0)
 		}
 	case *messages.AbortCheckpoint:
@@ -181,7 +186,7 @@ func (t *task) onStarted(ctx actor.Context) {
 	// A task without state in the checkpoint belongs to an operator that is
 	// new or held no state: topology.CheckRestore has refused any other
 	// checkpoint. It starts empty.
-	if st := inc.restoreState(t.plan.ID); st != nil {
+	if st := inc.restoreState(t.sh.plan, t.idx); st != nil {
 		if f := t.sh.cfg.faults; f != nil && f.Restore != nil {
 			f.Restore(t.plan.ID, inc.restore.Manifest.GetCheckpointId())
 		}
@@ -232,7 +237,8 @@ func (t *task) onRun(m *messages.RunTasks) {
 	}
 }
 
-// resume lets a source paused by a synchronous checkpoint produce again.
+// resume lets a source paused by a synchronous checkpoint or a
+// stop-with-savepoint produce again.
 func (t *task) resume(epoch uint64) {
 	if epoch == t.epoch && t.paused {
 		t.paused = false

@@ -16,12 +16,13 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 	}
 	start := time.Now()
 	st := &messages.TaskState{
-		Job: t.sh.job, TaskId: t.plan.ID, Operator: t.plan.Operator,
+		Job: t.sh.job, TaskId: t.plan.ID, Operator: t.plan.Operator, OperatorId: t.plan.OperatorID,
 		Subtask: uint32(t.plan.Subtask), CheckpointId: id, Ended: t.exhausted,
 	}
 	err := t.inst.Snapshot(st)
 	t.flush()
-	t.sendControl(outItem{barrier: &messages.Barrier{Epoch: t.epoch, CheckpointId: id, TimestampUnixNano: t.barrierTS}})
+	savepoint := t.barrierSavepoint
+	t.sendControl(outItem{barrier: &messages.Barrier{Epoch: t.epoch, CheckpointId: id, TimestampUnixNano: t.barrierTS, Savepoint: savepoint}})
 	if err != nil {
 		t.log.Error("snapshot failed; declining the checkpoint", "checkpoint", id, "err", err)
 		t.decline(id, "snapshot: "+err.Error())
@@ -31,7 +32,13 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 	sh, epoch, taskID, root := t.sh, t.epoch, t.plan.ID, t.root
 	upload := func(ctx context.Context) { // retries of the store end with the checkpoint
 		t0 := time.Now()
-		h, err := sh.cps.PutTaskState(ctx, id, st)
+		var h *messages.StateHandle
+		var err error
+		if savepoint != "" {
+			h, err = sh.cps.PutSavepointState(ctx, savepoint, st)
+		} else {
+			h, err = sh.cps.PutTaskState(ctx, id, st)
+		}
 		if err != nil {
 			root.Send(sh.jobPID, &messages.DeclineCheckpoint{Epoch: epoch, CheckpointId: id, TaskId: taskID, Reason: "upload: " + err.Error()})
 			return

@@ -40,7 +40,7 @@ func (t *task) sendItem(o *outChannel, it outItem) {
 	switch {
 	case it.barrier != nil:
 		t.root.Send(o.pid, &messages.Barrier{Epoch: it.barrier.Epoch, Channel: uint32(o.input),
-			CheckpointId: it.barrier.CheckpointId, TimestampUnixNano: it.barrier.TimestampUnixNano, LastSeq: o.seq})
+			CheckpointId: it.barrier.CheckpointId, TimestampUnixNano: it.barrier.TimestampUnixNano, LastSeq: o.seq, Savepoint: it.barrier.Savepoint})
 	case it.end:
 		t.root.Send(o.pid, &messages.EndOfInput{Epoch: t.epoch, Channel: uint32(o.input), LastSeq: o.seq})
 	default:
@@ -162,7 +162,7 @@ func (t *task) onBarrier(m *messages.Barrier) {
 	if id, ok := t.aligner.Aligning(); ok && id != t.alignID {
 		t.alignID, t.alignStart = id, time.Now()
 	}
-	t.barrierTS = m.TimestampUnixNano
+	t.barrierTS, t.barrierSavepoint = m.TimestampUnixNano, m.Savepoint
 	t.enqueue()
 }
 

@@ -275,7 +275,7 @@ func PlanRestore(p *Plan, declared map[string][]*messages.StateDescriptor, m *me
 			case opts.AllowNonRestoredState:
 				r.Dropped = append(r.Dropped, id)
 			default:
-				add(nil, "operator %q: the checkpoint holds its %s, but the job has no operator with that id (its state would be dropped): give the operator that should own it topology.OperatorID(%q), or allow non-restored state to drop it",
+				add(nil, "operator %q: the checkpoint holds its %s, but the job has no operator with that id (its state would be dropped): give the operator that should own it topology.OperatorID(%q), or allow non-restored state (actors.AllowNonRestoredState) to drop it",
 					id, op.what(), id)
 			}
 			continue
@@ -290,7 +290,7 @@ func PlanRestore(p *Plan, declared map[string][]*messages.StateDescriptor, m *me
 		before := len(e.Problems)
 		rescale := len(n.tasks) != len(op.tasks)
 		if rescale && !opts.Rescale {
-			add(nil, "%s: parallelism changed from %d to %d; restore from a savepoint, or allow a topology change, to redistribute its %s, or keep parallelism %d",
+			add(nil, "%s: parallelism changed from %d to %d; start from a savepoint or checkpoint by name (actors.FromSavepoint, actors.FromCheckpoint) or allow a topology change (actors.WithAllowTopologyChange) to redistribute its %s, or keep parallelism %d",
 				label, len(op.tasks), len(n.tasks), op.what(), len(op.tasks))
 		}
 		checkSource(op, n, label, rescale, add)
@@ -420,4 +420,26 @@ func assign(r *Restore, op *storedOperator, n *newOperator) error {
 		r.tasks[t.Index] = tr
 	}
 	return nil
+}
+
+// Operators describes the plan's operators for a manifest, in plan order:
+// id, name, kind, parallelism, whether it declares keyed state (with the
+// descriptors in declared, see DeclaredStates) and whether its position is
+// a list of splits.
+func (p *Plan) Operators(declared map[string][]*messages.StateDescriptor) []*messages.OperatorEntry {
+	var out []*messages.OperatorEntry
+	for _, t := range p.Tasks {
+		if t.Subtask != 0 {
+			continue
+		}
+		e := &messages.OperatorEntry{OperatorId: t.OperatorID, Name: t.Operator, Kind: t.Kind.String(), Parallelism: uint32(t.Parallelism)}
+		if t.node != nil {
+			e.Keyed, e.Splits = t.node.keyedState, t.node.splits != nil
+		}
+		for _, d := range declared[t.Operator] {
+			e.States = append(e.States, copyDescriptor(d))
+		}
+		out = append(out, e)
+	}
+	return out
 }

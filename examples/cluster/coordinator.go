@@ -108,7 +108,7 @@ func verify(ctx context.Context, storeURL string, p jobParams, logger *slog.Logg
 		switch st.GetOperator() {
 		case "source":
 			sources++
-			off, err := topology.DecodeCountOffset(st.GetSourceOffset())
+			off, err := topology.GeneratedRecords(st)
 			if err != nil {
 				return result{}, fmt.Errorf("verify: checkpoint %d: task %s: %w", id, e.GetTaskId(), err)
 			}

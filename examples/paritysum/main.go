@@ -203,7 +203,7 @@ func printCut(ctx context.Context, w io.Writer, cps *snapshots.Checkpoints, id u
 func describe(st *messages.TaskState) (string, int64, error) {
 	switch st.Operator {
 	case "source":
-		off, err := topology.DecodeCountOffset(st.SourceOffset)
+		off, err := topology.GeneratedRecords(st)
 		return "source", off, err
 	case "sink":
 		return "(no state)", 0, nil
