@@ -21,6 +21,7 @@ func TestBinary(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	f := newDirFixture(t, "wc")
+	f.addSavepoint(t, "v1", true)
 	for _, tc := range []struct {
 		args   []string
 		code   int
@@ -37,6 +38,13 @@ func TestBinary(t *testing.T) {
 		{[]string{"checkpoints", "--help"}, exitOK, "", "Usage: snapflow"},
 		{[]string{"checkpoints", "verify", "--help"}, exitOK, "", "usage: snapflow checkpoints verify"},
 		{[]string{"checkpoints", "delete", "--store", f.url, "2", "-h"}, exitOK, "", "usage: snapflow checkpoints delete"},
+		{[]string{"savepoints", "list", "--store", f.url}, exitOK, "v1  7  2026-03-01T10:00:07Z  3", ""},
+		{[]string{"savepoints", "show", "--store", f.url, "v1"}, exitOK, "job              wc\nsavepoint        v1\n", ""},
+		{[]string{"savepoints", "verify", "--store", f.url, "v1"}, exitOK, "ok    wc/savepoints/v1/_manifest\n", ""},
+		{[]string{"savepoints", "show", "--store", f.url, "nope"}, exitNotFound, "", "snapflow: job wc has no savepoint nope"},
+		{[]string{"savepoints", "show", "--store", f.url, "a/b"}, exitUsage, "", `snapflow: snapshots: savepoint name "a/b"`},
+		{[]string{"savepoints", "delete", "--store", f.url, "v1"}, exitOK, "deleted savepoint v1 of job wc", ""},
+		{[]string{"savepoints", "delete", "--store", f.url, "v1"}, exitNotFound, "", "snapflow: job wc has no savepoint v1"},
 	} {
 		cmd := exec.CommandContext(t.Context(), bin, tc.args...)
 		var stdout, stderr strings.Builder

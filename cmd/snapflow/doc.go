@@ -1,6 +1,7 @@
-// Command snapflow inspects and manages the checkpoints that snapflow jobs
-// keep in a snapshot store, which it opens with snapshots.Open: a directory
-// path, file:///PATH, mem://NAME or s3://BUCKET/PREFIX?endpoint=HOST:PORT.
+// Command snapflow inspects and manages the checkpoints and savepoints that
+// snapflow jobs keep in a snapshot store, which it opens with
+// snapshots.Open: a directory path, file:///PATH, mem://NAME or
+// s3://BUCKET/PREFIX?endpoint=HOST:PORT.
 //
 // Usage:
 //
@@ -8,41 +9,63 @@
 //	snapflow checkpoints show   --store URL [--job NAME] [--json] ID
 //	snapflow checkpoints verify --store URL [--job NAME] ID
 //	snapflow checkpoints delete --store URL [--job NAME] [--force] ID
+//	snapflow savepoints list    --store URL [--job NAME]
+//	snapflow savepoints show    --store URL [--job NAME] [--json] NAME
+//	snapflow savepoints verify  --store URL [--job NAME] NAME
+//	snapflow savepoints delete  --store URL [--job NAME] NAME
 //	snapflow help
 //
-// Flags come before positional arguments; a flag after the ID is a usage
-// error. --job may be left out when the store holds the checkpoints of
-// exactly one job (the jobs are the first path segments of the keys
-// JOB/checkpoints/...). ID is a number, chk-<number> as in the keys, or
-// latest: the newest complete checkpoint (one with a manifest, usable or
-// not). With latest, the command prints the id it stands for on standard
-// error ("snapflow: latest is checkpoint 7 of job wc"), so that standard
-// output keeps its format.
+// Flags come before positional arguments; a flag after the ID or NAME is a
+// usage error. --job may be left out when the store holds the checkpoints
+// or savepoints of exactly one job (the jobs are the first path segments
+// of the keys JOB/checkpoints/... and JOB/savepoints/...). ID is a number,
+// chk-<number> as in the keys, or latest: the newest complete checkpoint
+// (one with a manifest, usable or not). With latest, the command prints
+// the id it stands for on standard error ("snapflow: latest is checkpoint
+// 7 of job wc"), so that standard output keeps its format. NAME is a
+// savepoint name, as snapshots.ValidateSavepointName accepts; another is a
+// usage error.
 //
 // help, -h and --help print the usage and exit 0; after a subcommand, -h,
 // -help or --help, wherever it stands, prints that subcommand's usage and
 // exits 0.
 //
-// list prints one checkpoint per line in ascending id order, as
-// "ID TIME TASKS BYTES STATUS": TIME is RFC 3339 in UTC and STATUS is
+// checkpoints list prints one checkpoint per line in ascending id order,
+// as "ID TIME TASKS BYTES STATUS": TIME is RFC 3339 in UTC and STATUS is
 // complete, incomplete (no manifest; TIME and BYTES are "-" and TASKS
 // counts the objects written so far) or corrupt (the manifest does not
-// verify). show prints the manifest and the state object of each task, or,
-// with --json, the manifest as protojson. verify re-reads every object of a
-// checkpoint and checks sizes and CRC-32C checksums, printing "ok KEY ..."
-// or "FAIL KEY ..." per object. delete refuses, unless --force is given,
-// the checkpoints that recovery needs: the newest complete one, and the
-// newest usable one when no newer complete checkpoint verifies (recovery
-// restores the newest checkpoint whose objects all verify). delete latest
-// is refused without --force like any newest complete checkpoint.
+// verify). show prints the manifest and the state object of each task, with
+// the operators, operator ids and key-group ranges when the manifest
+// records them, or, with --json, the manifest as protojson. verify
+// re-reads every object of a checkpoint and checks sizes and CRC-32C
+// checksums, printing "ok KEY ..." or "FAIL KEY ..." per object. delete
+// refuses, unless --force is given, the checkpoints that recovery needs:
+// the newest complete one, and the newest usable one when no newer
+// complete checkpoint verifies (recovery restores the newest checkpoint
+// whose objects all verify). delete latest is refused without --force like
+// any newest complete checkpoint.
+//
+// savepoints list prints one savepoint per line sorted by name, as
+// "NAME ID TIME TASKS BYTES STATUS", where ID is the checkpoint id the
+// savepoint was taken as and the rest is as for checkpoints list; a name
+// that holds white space or starts with a quote is printed Go-quoted.
+// savepoints show prints the job, name, checkpoint id, epoch, time, max
+// parallelism, every operator (id, name, kind, parallelism, keyed, splits)
+// and its state descriptors, and each task's state object (task id,
+// operator, operator id, subtask, key-group range [start,end), key, size,
+// CRC-32C), with "-" for what an older manifest does not record. verify
+// works as for checkpoints. delete deletes a savepoint, complete or not,
+// without --force (retention never deletes one, so it is the way to), and
+// prints what it deleted.
 //
 // Errors go to standard error, prefixed "snapflow: ". The exit codes are:
 //
 //	0  success, and help
 //	1  the operation failed: verification found problems, the checkpoint
-//	   is incomplete, deletion was refused, or the store failed
+//	   or savepoint is incomplete, deletion was refused, or the store
+//	   failed
 //	2  usage error: bad command, flags, arguments or store URL, or a
 //	   store with several jobs and no --job
-//	3  not found: no such checkpoint, job or store directory, or no
-//	   complete checkpoint for latest
+//	3  not found: no such checkpoint, savepoint, job or store directory,
+//	   or no complete checkpoint for latest
 package main

@@ -16,7 +16,8 @@ import (
 	"github.com/snapflow/snapflow/snapshots"
 )
 
-// flags are the flags that every checkpoints subcommand takes.
+// flags are the flags that every checkpoints and savepoints subcommand
+// takes.
 type flags struct {
 	fs       *flag.FlagSet
 	synopsis string
@@ -46,10 +47,11 @@ const latestArg = "latest"
 // isHelp reports whether a is a request for help.
 func isHelp(a string) bool { return a == "-h" || a == "-help" || a == "--help" }
 
-// parse parses args: flags, then the checkpoint ID when wantID is set. On
-// -h, -help or --help, wherever it stands before a "--", it prints the
-// subcommand's usage and returns an error meaning exit 0.
-func (f *flags) parse(args []string, stderr io.Writer, wantID bool) (checkpointArg, error) {
+// parseArgs parses args: flags, then one positional argument when what
+// names it ("the checkpoint ID"), or none when what is empty. On -h, -help
+// or --help, wherever it stands before a "--", it prints the subcommand's
+// usage and returns an error meaning exit 0.
+func (f *flags) parseArgs(args []string, stderr io.Writer, what string) (string, error) {
 	options := args
 	if i := slices.Index(args, "--"); i >= 0 {
 		options = args[:i]
@@ -59,40 +61,67 @@ func (f *flags) parse(args []string, stderr io.Writer, wantID bool) (checkpointA
 		fmt.Fprintf(stderr, "usage: %s\n", f.synopsis)
 		f.fs.SetOutput(stderr)
 		f.fs.PrintDefaults()
-		return checkpointArg{}, &exitError{code: exitOK}
+		return "", &exitError{code: exitOK}
 	}
 	if err != nil {
-		return checkpointArg{}, usageError(f.synopsis, "%v", err)
+		return "", usageError(f.synopsis, "%v", err)
 	}
 	if f.store == "" {
-		return checkpointArg{}, usageError(f.synopsis, "--store is required")
+		return "", usageError(f.synopsis, "--store is required")
 	}
 	rest := f.fs.Args()
 	for i, a := range rest {
 		if i > 0 && len(a) > 1 && a[0] == '-' {
-			return checkpointArg{}, usageError(f.synopsis, "flag %s after the argument %q: flags must come before positional arguments", a, rest[0])
+			return "", usageError(f.synopsis, "flag %s after the argument %q: flags must come before positional arguments", a, rest[0])
 		}
 	}
 	n := 0
-	if wantID {
+	if what != "" {
 		n = 1
 	}
 	switch {
 	case len(rest) > n:
-		return checkpointArg{}, usageError(f.synopsis, "unexpected argument %q", rest[n])
+		return "", usageError(f.synopsis, "unexpected argument %q", rest[n])
 	case len(rest) < n:
-		return checkpointArg{}, usageError(f.synopsis, "missing the checkpoint ID")
+		return "", usageError(f.synopsis, "missing %s", what)
 	case n == 0:
-		return checkpointArg{}, nil
+		return "", nil
 	}
-	if rest[0] == latestArg {
+	return rest[0], nil
+}
+
+// parse parses args: flags, then the checkpoint ID when wantID is set (see
+// parseArgs).
+func (f *flags) parse(args []string, stderr io.Writer, wantID bool) (checkpointArg, error) {
+	what := ""
+	if wantID {
+		what = "the checkpoint ID"
+	}
+	raw, err := f.parseArgs(args, stderr, what)
+	if err != nil || !wantID {
+		return checkpointArg{}, err
+	}
+	if raw == latestArg {
 		return checkpointArg{latest: true}, nil
 	}
-	id, err := strconv.ParseUint(strings.TrimPrefix(rest[0], "chk-"), 10, 64)
+	id, err := strconv.ParseUint(strings.TrimPrefix(raw, "chk-"), 10, 64)
 	if err != nil || id == 0 {
-		return checkpointArg{}, usageError(f.synopsis, "checkpoint ID %q: want a number from 1 up, or %s", rest[0], latestArg)
+		return checkpointArg{}, usageError(f.synopsis, "checkpoint ID %q: want a number from 1 up, or %s", raw, latestArg)
 	}
 	return checkpointArg{id: id}, nil
+}
+
+// parseName parses args: flags, then the savepoint NAME, which must be a
+// valid savepoint name (see parseArgs).
+func (f *flags) parseName(args []string, stderr io.Writer) (string, error) {
+	name, err := f.parseArgs(args, stderr, "the savepoint NAME")
+	if err != nil {
+		return "", err
+	}
+	if err := snapshots.ValidateSavepointName(name); err != nil {
+		return "", usageError(f.synopsis, "%v", err)
+	}
+	return name, nil
 }
 
 // resolve returns the checkpoint id that arg names in c. For latest, that
@@ -166,8 +195,9 @@ func localDir(raw string) (string, bool) {
 	return raw, raw != "" && !strings.Contains(raw, ":")
 }
 
-// jobs returns the jobs that have checkpoints in s, sorted: the first path
-// segment of every key of the form JOB/checkpoints/....
+// jobs returns the jobs that have checkpoints or savepoints in s, sorted:
+// the first path segment of every key of the form JOB/checkpoints/... or
+// JOB/savepoints/....
 func jobs(ctx context.Context, s snapshots.Store) ([]string, error) {
 	keys, err := s.List(ctx, "")
 	if err != nil {
@@ -176,7 +206,7 @@ func jobs(ctx context.Context, s snapshots.Store) ([]string, error) {
 	var out []string
 	for _, k := range keys {
 		job, rest, _ := strings.Cut(k, "/")
-		if job != "" && strings.HasPrefix(rest, "checkpoints/") {
+		if job != "" && (strings.HasPrefix(rest, "checkpoints/") || strings.HasPrefix(rest, "savepoints/")) {
 			out = append(out, job)
 		}
 	}
@@ -184,8 +214,8 @@ func jobs(ctx context.Context, s snapshots.Store) ([]string, error) {
 	return slices.Compact(out), nil
 }
 
-// pickJob returns job if it has checkpoints in s, or, when job is empty,
-// the only job that has.
+// pickJob returns job if it has checkpoints or savepoints in s, or, when
+// job is empty, the only job that has.
 func pickJob(ctx context.Context, s snapshots.Store, job string) (string, error) {
 	all, err := jobs(ctx, s)
 	if err != nil {
@@ -195,11 +225,11 @@ func pickJob(ctx context.Context, s snapshots.Store, job string) (string, error)
 	case job != "" && slices.Contains(all, job):
 		return job, nil
 	case job != "" && len(all) == 0:
-		return "", notFound("no job %q in %s: it holds no checkpoints", job, s)
+		return "", notFound("no job %q in %s: it holds no checkpoints or savepoints", job, s)
 	case job != "":
 		return "", notFound("no job %q in %s (jobs: %s)", job, s, strings.Join(all, ", "))
 	case len(all) == 0:
-		return "", notFound("no checkpoints in %s", s)
+		return "", notFound("no checkpoints or savepoints in %s", s)
 	case len(all) > 1:
 		return "", &exitError{code: exitUsage, err: fmt.Errorf("%s holds several jobs; choose one with --job: %s", s, strings.Join(all, ", "))}
 	}

@@ -22,7 +22,7 @@ func TestNotFound(t *testing.T) {
 		}
 	}
 	runCLI("checkpoints", "list", "--store", f.url, "--job", "nope").want(t, exitNotFound, `no job "nope"`, "(jobs: wc)")
-	runCLI("checkpoints", "list", "--store", t.TempDir()).want(t, exitNotFound, "no checkpoints in dir:")
+	runCLI("checkpoints", "list", "--store", t.TempDir()).want(t, exitNotFound, "no checkpoints or savepoints in dir:")
 
 	missing := filepath.Join(t.TempDir(), "typo")
 	runCLI("checkpoints", "list", "--store", missing).want(t, exitNotFound, "no store at "+missing)

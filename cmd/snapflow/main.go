@@ -13,15 +13,16 @@ const (
 	exitOK       = 0 // success
 	exitFailed   = 1 // the operation failed: verification problems, refusal, store error
 	exitUsage    = 2 // bad command, flags, arguments or store URL
-	exitNotFound = 3 // no such checkpoint, job or store directory
+	exitNotFound = 3 // no such checkpoint, savepoint, job or store directory
 )
 
 const usage = `Usage: snapflow <command> [flags] [arguments]
 
-Inspect and manage the checkpoints that snapflow jobs keep in a snapshot
-store. Flags come before positional arguments:
+Inspect and manage the checkpoints and savepoints that snapflow jobs keep in
+a snapshot store. Flags come before positional arguments:
 snapflow checkpoints verify --store URL 7
 snapflow checkpoints show --store URL latest
+snapflow savepoints show --store URL before-upgrade
 
 Commands:
   checkpoints list --store URL [--job NAME]
@@ -32,8 +33,10 @@ Commands:
       the objects written so far) or corrupt (the manifest does not verify).
   checkpoints show --store URL [--job NAME] [--json] ID
       The manifest of checkpoint ID: job, id, epoch, time, topology
-      fingerprint, final flag, and the state object of each task (task id,
-      operator, subtask, key, size, CRC-32C). --json prints it as protojson.
+      fingerprint, final flag, the max parallelism and the operators when
+      the manifest records them, and the state object of each task (task
+      id, operator, operator id and key-group range when recorded, subtask,
+      key, size, CRC-32C). --json prints it as protojson.
   checkpoints verify --store URL [--job NAME] ID
       Re-reads every object of checkpoint ID and checks its size and
       CRC-32C. Prints one line per object, "ok KEY ..." or "FAIL KEY ...".
@@ -41,6 +44,26 @@ Commands:
       Deletes checkpoint ID. Recovery restores the newest usable complete
       checkpoint, so deleting the newest complete one, or the one recovery
       would fall back to when no newer one verifies, needs --force.
+  savepoints list --store URL [--job NAME]
+      One savepoint per line, sorted by name:
+        NAME ID TIME TASKS BYTES STATUS
+      ID is the checkpoint id the savepoint was taken as. STATUS is
+      complete, incomplete (no manifest: aborted or still being taken; ID,
+      TIME and BYTES are "-" and TASKS counts the objects written so far)
+      or corrupt (the manifest does not verify).
+  savepoints show --store URL [--job NAME] [--json] NAME
+      The manifest of savepoint NAME: job, name, checkpoint id, epoch, time,
+      max parallelism, each operator (id, name, kind, parallelism, keyed,
+      splits) and its state descriptors, and the state object of each task
+      (task id, operator, operator id, subtask, key-group range
+      [start,end), key, size, CRC-32C); "-" where the manifest records
+      nothing. --json prints it as protojson.
+  savepoints verify --store URL [--job NAME] NAME
+      Re-reads every object of savepoint NAME and checks its size and
+      CRC-32C. Prints one line per object, "ok KEY ..." or "FAIL KEY ...".
+  savepoints delete --store URL [--job NAME] NAME
+      Deletes savepoint NAME, complete or not, and says what it deleted.
+      Retention never deletes a savepoint: it is yours to delete.
   help, -h, --help
       Prints this text. After a subcommand, -h or --help prints its usage.
 
@@ -49,19 +72,21 @@ Flags:
                 file:///PATH, mem://NAME or
                 s3://BUCKET/PREFIX?endpoint=HOST:PORT&secure=false
   --job NAME    the job; may be left out when the store holds the
-                checkpoints of exactly one job
+                checkpoints or savepoints of exactly one job
   ID            a checkpoint id, 7 or chk-00000000000000000007, or
                 latest: the newest complete checkpoint (usable or not);
                 the id it stands for is printed on standard error
+  NAME          a savepoint name; savepoints list prints a name that holds
+                white space or starts with a quote Go-quoted
 
 Exit codes:
   0  success (and help)
-  1  the operation failed: verification found problems, the checkpoint is
-     incomplete, deletion was refused, or the store failed
+  1  the operation failed: verification found problems, the checkpoint or
+     savepoint is incomplete, deletion was refused, or the store failed
   2  usage error: bad command, flags, arguments or store URL, or a store
      with several jobs and no --job
-  3  not found: no such checkpoint, job or store directory, or no
-     complete checkpoint for latest
+  3  not found: no such checkpoint, savepoint, job or store directory, or
+     no complete checkpoint for latest
 `
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -82,20 +107,39 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return nil
 	case "checkpoints":
 		return checkpoints(ctx, args[1:], stdout, stderr)
+	case "savepoints":
+		return savepoints(ctx, args[1:], stdout, stderr)
 	}
 	return &exitError{code: exitUsage, err: fmt.Errorf("unknown command %q", args[0]), hint: usage}
 }
 
+// command runs one subcommand with its arguments.
+type command func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+
 // checkpoints dispatches "snapflow checkpoints SUBCOMMAND".
 func checkpoints(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return &exitError{code: exitUsage, err: fmt.Errorf("checkpoints: missing subcommand (list, show, verify or delete)"), hint: usage}
-	}
-	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
+	return subcommand(ctx, "checkpoints", map[string]command{
 		"list":   list,
 		"show":   show,
 		"verify": verify,
 		"delete": remove,
+	}, args, stdout, stderr)
+}
+
+// savepoints dispatches "snapflow savepoints SUBCOMMAND".
+func savepoints(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return subcommand(ctx, "savepoints", map[string]command{
+		"list":   listSavepoints,
+		"show":   showSavepoint,
+		"verify": verifySavepoint,
+		"delete": deleteSavepoint,
+	}, args, stdout, stderr)
+}
+
+// subcommand runs the subcommand of group that args name.
+func subcommand(ctx context.Context, group string, cmds map[string]command, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return &exitError{code: exitUsage, err: fmt.Errorf("%s: missing subcommand (list, show, verify or delete)", group), hint: usage}
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
 		fmt.Fprint(stderr, usage)
@@ -103,7 +147,7 @@ func checkpoints(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {
-		return &exitError{code: exitUsage, err: fmt.Errorf("checkpoints: unknown subcommand %q", args[0]), hint: usage}
+		return &exitError{code: exitUsage, err: fmt.Errorf("%s: unknown subcommand %q", group, args[0]), hint: usage}
 	}
 	return cmd(ctx, args[1:], stdout, stderr)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -36,15 +37,20 @@ func show(ctx context.Context, args []string, stdout, stderr io.Writer) (err err
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		b, err := protojson.MarshalOptions{Multiline: true}.Marshal(m)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(stdout, "%s\n", b)
+	return writeManifest(stdout, m, *asJSON)
+}
+
+// writeManifest prints m as a table or, with asJSON, as protojson.
+func writeManifest(w io.Writer, m *messages.Manifest, asJSON bool) error {
+	if !asJSON {
+		return printManifest(w, m)
+	}
+	b, err := protojson.MarshalOptions{Multiline: true}.Marshal(m)
+	if err != nil {
 		return err
 	}
-	return printManifest(stdout, m)
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
 }
 
 // readManifest reads the manifest of checkpoint id, which must exist and be
@@ -64,7 +70,13 @@ func readManifest(ctx context.Context, c *snapshots.Checkpoints, id uint64) (*me
 	return m, err
 }
 
+// printManifest prints a checkpoint's or a savepoint's manifest: a header,
+// the operators and their states when the manifest records them, and the
+// tasks. A savepoint's always has every section and column, with "-" for
+// what a manifest that predates them lacks; a checkpoint's shows operator
+// ids and key-group ranges only when it records some.
 func printManifest(w io.Writer, m *messages.Manifest) error {
+	savepoint := m.GetSavepoint() != ""
 	when := "-"
 	if ns := m.GetTimestampUnixNano(); ns != 0 {
 		when = time.Unix(0, ns).UTC().Format(time.RFC3339Nano)
@@ -75,21 +87,105 @@ func printManifest(w io.Writer, m *messages.Manifest) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "job\t%s\n", m.GetJob())
+	if savepoint {
+		fmt.Fprintf(tw, "savepoint\t%s\n", displayName(m.GetSavepoint()))
+	}
 	fmt.Fprintf(tw, "checkpoint\t%d\n", m.GetCheckpointId())
 	fmt.Fprintf(tw, "epoch\t%d\n", m.GetEpoch())
 	fmt.Fprintf(tw, "time\t%s\n", when)
-	fmt.Fprintf(tw, "fingerprint\t%s\n", m.GetTopologyFingerprint())
+	fmt.Fprintf(tw, "fingerprint\t%s\n", orDash(m.GetTopologyFingerprint()))
 	fmt.Fprintf(tw, "final\t%t\n", m.GetFinal())
+	if savepoint || m.GetMaxParallelism() != 0 {
+		fmt.Fprintf(tw, "max parallelism\t%s\n", countOrDash(m.GetMaxParallelism()))
+	}
+	if savepoint || len(m.GetOperators()) > 0 {
+		fmt.Fprintf(tw, "operators\t%s\n", countOrDash(uint32(len(m.GetOperators()))))
+	}
 	fmt.Fprintf(tw, "tasks\t%d (%d bytes)\n", len(m.GetTasks()), total)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := printOperators(w, m.GetOperators()); err != nil {
+		return err
+	}
+	return printTasks(w, m, savepoint)
+}
+
+// printOperators prints a table of the operators, then one of their state
+// descriptors, each after an empty line; nothing for none.
+func printOperators(w io.Writer, ops []*messages.OperatorEntry) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "OPERATOR-ID\tNAME\tKIND\tPARALLELISM\tKEYED\tSPLITS\tSTATES")
+	states := 0
+	for _, op := range ops {
+		states += len(op.GetStates())
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%t\t%t\t%d\n", orDash(op.GetOperatorId()), orDash(op.GetName()), orDash(op.GetKind()),
+			countOrDash(op.GetParallelism()), op.GetKeyed(), op.GetSplits(), len(op.GetStates()))
+	}
+	if err := tw.Flush(); err != nil || states == 0 {
+		return err
+	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tOPERATOR\tSUBTASK\tOBJECT\tSIZE\tCRC32C")
-	for _, t := range m.GetTasks() {
-		h := t.GetState()
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%08x\n", t.GetTaskId(), t.GetOperator(), t.GetSubtask(), h.GetKey(), h.GetSize(), h.GetCrc32C())
+	fmt.Fprintln(tw, "OPERATOR-ID\tSTATE\tKIND\tKEY-TYPE\tMAP-KEY-TYPE\tMAP-KEY-CODEC\tVALUE-TYPE\tVALUE-CODEC")
+	for _, op := range ops {
+		for _, d := range op.GetStates() {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", orDash(op.GetOperatorId()), orDash(d.GetName()), orDash(d.GetKind()),
+				orDash(d.GetKeyType()), orDash(d.GetMapKeyType()), orDash(d.GetMapKeyCodec()), orDash(d.GetValueType()), orDash(d.GetValueCodec()))
+		}
 	}
 	return tw.Flush()
+}
+
+// printTasks prints the table of the tasks' state objects after an empty
+// line, with the operator id and key-group range columns when wide is set
+// or any task records them.
+func printTasks(w io.Writer, m *messages.Manifest, wide bool) error {
+	for _, t := range m.GetTasks() {
+		wide = wide || t.GetOperatorId() != "" || t.GetKeyGroupStart() != 0 || t.GetKeyGroupEnd() != 0
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if wide {
+		fmt.Fprintln(tw, "TASK\tOPERATOR\tOPERATOR-ID\tSUBTASK\tKEY-GROUPS\tOBJECT\tSIZE\tCRC32C")
+	} else {
+		fmt.Fprintln(tw, "TASK\tOPERATOR\tSUBTASK\tOBJECT\tSIZE\tCRC32C")
+	}
+	for _, t := range m.GetTasks() {
+		h := t.GetState()
+		if wide {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%d\t%08x\n", t.GetTaskId(), orDash(t.GetOperator()), orDash(t.GetOperatorId()),
+				t.GetSubtask(), keyGroups(t), h.GetKey(), h.GetSize(), h.GetCrc32C())
+		} else {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%08x\n", t.GetTaskId(), t.GetOperator(), t.GetSubtask(), h.GetKey(), h.GetSize(), h.GetCrc32C())
+		}
+	}
+	return tw.Flush()
+}
+
+// keyGroups formats the key-group range of a task, [start,end), or "-"
+// when the manifest records none.
+func keyGroups(t *messages.TaskStateEntry) string {
+	if t.GetKeyGroupStart() == 0 && t.GetKeyGroupEnd() == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("[%d,%d)", t.GetKeyGroupStart(), t.GetKeyGroupEnd())
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func countOrDash(n uint32) string {
+	if n == 0 {
+		return "-"
+	}
+	return strconv.FormatUint(uint64(n), 10)
 }

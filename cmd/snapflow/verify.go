@@ -35,14 +35,23 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	if !complete {
 		return incomplete(c, id)
 	}
-	key := snapshots.ManifestKey(c.Job(), id)
 	m, err := c.ReadManifest(ctx, id)
-	if err != nil {
-		if !objectProblem(ctx, err) {
-			return err
+	return verifyObjects(ctx, c, stdout, snapshots.ManifestKey(c.Job(), id), m, err,
+		fmt.Sprintf("checkpoint %d of job %s", id, c.Job()))
+}
+
+// verifyObjects prints a line for manifest m, read from key with error
+// merr, and then, when it read, for each state object that it references,
+// re-reading and checking each. what names the checkpoint or savepoint in
+// errors. Missing or corrupt objects make it fail after it has printed
+// every line; a store failure stops it.
+func verifyObjects(ctx context.Context, c *snapshots.Checkpoints, stdout io.Writer, key string, m *messages.Manifest, merr error, what string) error {
+	if merr != nil {
+		if !objectProblem(ctx, merr) {
+			return merr
 		}
-		fmt.Fprintf(stdout, "FAIL  %s: %v\n", key, err)
-		return fmt.Errorf("checkpoint %d of job %s: the manifest does not verify", id, c.Job())
+		fmt.Fprintf(stdout, "FAIL  %s: %v\n", key, merr)
+		return fmt.Errorf("%s: the manifest does not verify", what)
 	}
 	fmt.Fprintf(stdout, "ok    %s\n", key)
 	failed := 0
@@ -60,7 +69,7 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("checkpoint %d of job %s: %d of %d objects failed verification", id, c.Job(), failed, len(m.GetTasks())+1)
+		return fmt.Errorf("%s: %d of %d objects failed verification", what, failed, len(m.GetTasks())+1)
 	}
 	return nil
 }
