@@ -63,6 +63,9 @@ type task struct {
 	// barrierSavepoint names the savepoint of the last barrier (or trigger)
 	// received, "" for a checkpoint: where the snapshot is stored.
 	barrierSavepoint string
+	// stopAt is the checkpoint of a stop-with-savepoint this source took:
+	// it stays paused when that savepoint completes (the job stops).
+	stopAt uint64
 }
 
 type outChannel struct {
@@ -130,6 +133,9 @@ func (t *task) Receive(ctx actor.Context) {
 			// A stop-with-savepoint: nothing after the barrier, unless the
 			// savepoint aborts.
 			t.paused = t.sh.cfg.syncSnapshots || m.Stop
+			if m.Stop {
+				t.stopAt = m.CheckpointId
+			}
 			t.snapshot(m.CheckpointId, 0)
 		}
 	case *messages.AbortCheckpoint:
@@ -137,7 +143,9 @@ func (t *task) Receive(ctx actor.Context) {
 		t.resume(m.Epoch)
 	case *messages.CompleteCheckpoint:
 		// Two-phase-commit sinks will commit here.
-		t.resume(m.Epoch)
+		if m.CheckpointId != t.stopAt { // after a stop-with-savepoint, nothing more
+			t.resume(m.Epoch)
+		}
 	case *messages.RunTasks:
 		t.onRun(m)
 	case *messages.EndSource:

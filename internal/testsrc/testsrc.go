@@ -205,3 +205,114 @@ func decode(off []byte) (int64, error) {
 	}
 	return int64(binary.BigEndian.Uint64(off)), nil
 }
+
+// GatedSplits adds a split source of gen(0), gen(1), ... gen(count-1) that
+// never produces an index at or beyond its gate's limit. Like
+// topology.Generate, its position is one split per residue class of the
+// index (task s of p reads the indices i with i % p == s), dealt out again
+// and divided when a job is restored at another parallelism.
+func GatedSplits[T any](g *topology.Graph, name string, count int64, gen func(int64) T, gate *Gate, opts ...topology.Option) topology.Stream[T] {
+	return topology.FromSplits(g, name, topology.Splits{
+		Initial: func(p int) [][]byte {
+			out := make([][]byte, p)
+			for s := range out {
+				out[s] = encodeSplit(int64(s), int64(p))
+			}
+			return out
+		},
+		Divide: func(b []byte) ([]byte, []byte, bool) {
+			next, step, err := decodeSplit(b)
+			if err != nil || next+step >= count {
+				return nil, nil, false
+			}
+			return encodeSplit(next, 2*step), encodeSplit(next+step, 2*step), true
+		},
+	}, func(int, int) topology.SplitSource[T] { return &gatedSplits[T]{gen: gen, count: count, gate: gate} }, opts...)
+}
+
+type gatedSplits[T any] struct {
+	gen    func(int64) T
+	count  int64
+	gate   *Gate
+	splits [][2]int64 // next, step
+	cur    int
+}
+
+func encodeSplit(next, step int64) []byte {
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, uint64(next)), uint64(step))
+}
+
+func decodeSplit(b []byte) (next, step int64, err error) {
+	if len(b) != 16 {
+		return 0, 0, fmt.Errorf("testsrc: split of %d bytes, want 16", len(b))
+	}
+	next, step = int64(binary.BigEndian.Uint64(b)), int64(binary.BigEndian.Uint64(b[8:]))
+	if next < 0 || step < 1 {
+		return 0, 0, fmt.Errorf("testsrc: split next=%d step=%d is invalid", next, step)
+	}
+	return next, step, nil
+}
+
+// SetWake implements topology.Waker.
+func (s *gatedSplits[T]) SetWake(w func()) {
+	s.gate.mu.Lock()
+	s.gate.wake = append(s.gate.wake, w)
+	s.gate.mu.Unlock()
+}
+
+// Open implements topology.SplitSource.
+func (s *gatedSplits[T]) Open(_ context.Context, splits [][]byte) error {
+	s.splits, s.cur = make([][2]int64, len(splits)), 0
+	for i, b := range splits {
+		next, step, err := decodeSplit(b)
+		if err != nil {
+			return err
+		}
+		s.splits[i] = [2]int64{next, step}
+	}
+	return nil
+}
+
+// Read implements topology.SplitSource: it fills buf from the splits in
+// turn, below the gate's limit.
+func (s *gatedSplits[T]) Read(buf []T) (int, error) {
+	s.gate.mu.Lock()
+	limit := min(s.count, s.gate.limit)
+	s.gate.mu.Unlock()
+	n, done := 0, 0
+	for range s.splits {
+		sp := &s.splits[s.cur]
+		for n < len(buf) && sp[0] < limit {
+			buf[n] = s.gen(sp[0])
+			n++
+			sp[0] += sp[1]
+		}
+		if sp[0] >= s.count {
+			done++
+		}
+		if n == len(buf) {
+			return n, nil
+		}
+		s.cur = (s.cur + 1) % len(s.splits)
+	}
+	if done == len(s.splits) {
+		return n, io.EOF
+	}
+	select {
+	case s.gate.reached <- limit:
+	default:
+	}
+	return n, topology.ErrSourceIdle
+}
+
+// Splits implements topology.SplitSource.
+func (s *gatedSplits[T]) Splits() [][]byte {
+	out := make([][]byte, len(s.splits))
+	for i, sp := range s.splits {
+		out[i] = encodeSplit(sp[0], sp[1])
+	}
+	return out
+}
+
+// Close implements topology.SplitSource.
+func (s *gatedSplits[T]) Close() error { return nil }
