@@ -47,6 +47,7 @@ type flags struct {
 	repeat      int
 	from        string
 	cpuprofile  string
+	sizes       string
 }
 
 // Defaults of the flags that decide how long a run takes.
@@ -89,7 +90,8 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.DurationVar(&f.duration, "duration", defaultDuration, "measuring time per run of a row (after a warm-up of a fifth of it, at most 1s)")
 	fs.Int64Var(&f.records, "records", 0, "instead of -duration, run each row until this many records have reached the sink, and measure the whole run")
 	fs.StringVar(&f.store, "store", "mem://", "snapshot store URL: mem://, a directory, or s3://BUCKET/PREFIX?endpoint=HOST:PORT&secure=false")
-	fs.StringVar(&f.sweep, "sweep", "", "a sweep instead: state-size, fan-in, recovery, parallelism, backpressure or latency")
+	fs.StringVar(&f.sweep, "sweep", "", "a sweep instead: state-size, fan-in, recovery, parallelism, backpressure, latency or rescale")
+	fs.StringVar(&f.sizes, "sizes", defaultRescaleSizes, "-sweep rescale: sizes of keyed state (over -keys keys), comma-separated, in bytes, KiB, MiB or GiB")
 	fs.StringVar(&f.jsonOut, "json", "", "write the rows as a JSON array to this file (a metric not measured is null)")
 	fs.StringVar(&f.plotOut, "plot", "", "draw throughput and p99 latency against the interval into this PNG")
 	fs.StringVar(&f.from, "from", "", "measure nothing: read the rows of a file written by -json, and print, -json and -plot them")
@@ -153,6 +155,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := os.MkdirAll(f.cpuprofile, 0o755); err != nil {
 			return fmt.Errorf("bench: -cpuprofile: %w", err)
 		}
+	}
+	if f.sweep == "rescale" {
+		return runRescaleSweep(ctx, f, stdout, stderr)
 	}
 	var rows []Row
 	if f.from != "" {
@@ -395,7 +400,7 @@ func plan(f flags) ([]rowConfig, error) {
 		}
 		return out, nil
 	default:
-		return nil, fmt.Errorf("%w: unknown -sweep %q (state-size, fan-in, recovery, parallelism, backpressure, latency)", errUsage, f.sweep)
+		return nil, fmt.Errorf("%w: unknown -sweep %q (state-size, fan-in, recovery, parallelism, backpressure, latency, rescale)", errUsage, f.sweep)
 	}
 	for _, m := range strings.Split(f.modes, ",") {
 		switch m = strings.TrimSpace(m); m {
@@ -504,6 +509,9 @@ func runInChild(ctx context.Context, stderr io.Writer, rc rowConfig) (Row, error
 func runChild(ctx context.Context, spec string, stdout io.Writer) error {
 	if ws, ok := strings.CutPrefix(spec, clusterWorkerPrefix); ok {
 		return runClusterWorker(ctx, ws, os.Stdin, stdout)
+	}
+	if rs, ok := strings.CutPrefix(spec, rescaleChildPrefix); ok {
+		return runRescaleChildSpec(ctx, rs, stdout)
 	}
 	var cc childConfig
 	if err := json.Unmarshal([]byte(spec), &cc); err != nil {
