@@ -416,7 +416,14 @@ type StateHandle struct {
 	Key   string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
 	Size  uint64                 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
 	// crc32c is the Castagnoli CRC-32 of the stored payload.
-	Crc32C        uint32 `protobuf:"varint,3,opt,name=crc32c,proto3" json:"crc32c,omitempty"`
+	Crc32C uint32 `protobuf:"varint,3,opt,name=crc32c,proto3" json:"crc32c,omitempty"`
+	// key_groups indexes the object's keyed state: where each key group's
+	// KeyGroupState lies in the stored bytes, in key-group order, so that a
+	// task restored at another parallelism reads only the key groups of its
+	// range. indexed tells an object without key groups from one written
+	// before the index.
+	KeyGroups     []*KeyGroupSection `protobuf:"bytes,4,rep,name=key_groups,json=keyGroups,proto3" json:"key_groups,omitempty"`
+	Indexed       bool               `protobuf:"varint,5,opt,name=indexed,proto3" json:"indexed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -472,6 +479,90 @@ func (x *StateHandle) GetCrc32C() uint32 {
 	return 0
 }
 
+func (x *StateHandle) GetKeyGroups() []*KeyGroupSection {
+	if x != nil {
+		return x.KeyGroups
+	}
+	return nil
+}
+
+func (x *StateHandle) GetIndexed() bool {
+	if x != nil {
+		return x.Indexed
+	}
+	return false
+}
+
+// KeyGroupSection is where one key group's serialised KeyGroupState lies in
+// a stored object: length bytes at offset, whose CRC-32C is crc32c.
+type KeyGroupSection struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	KeyGroup      uint32                 `protobuf:"varint,1,opt,name=key_group,json=keyGroup,proto3" json:"key_group,omitempty"`
+	Offset        uint64                 `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	Length        uint64                 `protobuf:"varint,3,opt,name=length,proto3" json:"length,omitempty"`
+	Crc32C        uint32                 `protobuf:"varint,4,opt,name=crc32c,proto3" json:"crc32c,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeyGroupSection) Reset() {
+	*x = KeyGroupSection{}
+	mi := &file_messages_snapflow_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeyGroupSection) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeyGroupSection) ProtoMessage() {}
+
+func (x *KeyGroupSection) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_snapflow_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeyGroupSection.ProtoReflect.Descriptor instead.
+func (*KeyGroupSection) Descriptor() ([]byte, []int) {
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *KeyGroupSection) GetKeyGroup() uint32 {
+	if x != nil {
+		return x.KeyGroup
+	}
+	return 0
+}
+
+func (x *KeyGroupSection) GetOffset() uint64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *KeyGroupSection) GetLength() uint64 {
+	if x != nil {
+		return x.Length
+	}
+	return 0
+}
+
+func (x *KeyGroupSection) GetCrc32C() uint32 {
+	if x != nil {
+		return x.Crc32C
+	}
+	return 0
+}
+
 // AckCheckpoint reports that a task's state for a checkpoint is durable.
 type AckCheckpoint struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -489,7 +580,7 @@ type AckCheckpoint struct {
 
 func (x *AckCheckpoint) Reset() {
 	*x = AckCheckpoint{}
-	mi := &file_messages_snapflow_proto_msgTypes[6]
+	mi := &file_messages_snapflow_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -501,7 +592,7 @@ func (x *AckCheckpoint) String() string {
 func (*AckCheckpoint) ProtoMessage() {}
 
 func (x *AckCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[6]
+	mi := &file_messages_snapflow_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -514,7 +605,7 @@ func (x *AckCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckCheckpoint.ProtoReflect.Descriptor instead.
 func (*AckCheckpoint) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{6}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *AckCheckpoint) GetEpoch() uint64 {
@@ -586,7 +677,7 @@ type DeclineCheckpoint struct {
 
 func (x *DeclineCheckpoint) Reset() {
 	*x = DeclineCheckpoint{}
-	mi := &file_messages_snapflow_proto_msgTypes[7]
+	mi := &file_messages_snapflow_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -598,7 +689,7 @@ func (x *DeclineCheckpoint) String() string {
 func (*DeclineCheckpoint) ProtoMessage() {}
 
 func (x *DeclineCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[7]
+	mi := &file_messages_snapflow_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -611,7 +702,7 @@ func (x *DeclineCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeclineCheckpoint.ProtoReflect.Descriptor instead.
 func (*DeclineCheckpoint) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{7}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DeclineCheckpoint) GetEpoch() uint64 {
@@ -653,7 +744,7 @@ type CompleteCheckpoint struct {
 
 func (x *CompleteCheckpoint) Reset() {
 	*x = CompleteCheckpoint{}
-	mi := &file_messages_snapflow_proto_msgTypes[8]
+	mi := &file_messages_snapflow_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -665,7 +756,7 @@ func (x *CompleteCheckpoint) String() string {
 func (*CompleteCheckpoint) ProtoMessage() {}
 
 func (x *CompleteCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[8]
+	mi := &file_messages_snapflow_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -678,7 +769,7 @@ func (x *CompleteCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteCheckpoint.ProtoReflect.Descriptor instead.
 func (*CompleteCheckpoint) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{8}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CompleteCheckpoint) GetEpoch() uint64 {
@@ -707,7 +798,7 @@ type AbortCheckpoint struct {
 
 func (x *AbortCheckpoint) Reset() {
 	*x = AbortCheckpoint{}
-	mi := &file_messages_snapflow_proto_msgTypes[9]
+	mi := &file_messages_snapflow_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -719,7 +810,7 @@ func (x *AbortCheckpoint) String() string {
 func (*AbortCheckpoint) ProtoMessage() {}
 
 func (x *AbortCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[9]
+	mi := &file_messages_snapflow_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -732,7 +823,7 @@ func (x *AbortCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortCheckpoint.ProtoReflect.Descriptor instead.
 func (*AbortCheckpoint) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{9}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *AbortCheckpoint) GetEpoch() uint64 {
@@ -769,7 +860,7 @@ type Restore struct {
 
 func (x *Restore) Reset() {
 	*x = Restore{}
-	mi := &file_messages_snapflow_proto_msgTypes[10]
+	mi := &file_messages_snapflow_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -781,7 +872,7 @@ func (x *Restore) String() string {
 func (*Restore) ProtoMessage() {}
 
 func (x *Restore) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[10]
+	mi := &file_messages_snapflow_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -794,7 +885,7 @@ func (x *Restore) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Restore.ProtoReflect.Descriptor instead.
 func (*Restore) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{10}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Restore) GetEpoch() uint64 {
@@ -841,7 +932,7 @@ type TaskStateEntry struct {
 
 func (x *TaskStateEntry) Reset() {
 	*x = TaskStateEntry{}
-	mi := &file_messages_snapflow_proto_msgTypes[11]
+	mi := &file_messages_snapflow_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -853,7 +944,7 @@ func (x *TaskStateEntry) String() string {
 func (*TaskStateEntry) ProtoMessage() {}
 
 func (x *TaskStateEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[11]
+	mi := &file_messages_snapflow_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -866,7 +957,7 @@ func (x *TaskStateEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStateEntry.ProtoReflect.Descriptor instead.
 func (*TaskStateEntry) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{11}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TaskStateEntry) GetTaskId() string {
@@ -947,7 +1038,7 @@ type OperatorEntry struct {
 
 func (x *OperatorEntry) Reset() {
 	*x = OperatorEntry{}
-	mi := &file_messages_snapflow_proto_msgTypes[12]
+	mi := &file_messages_snapflow_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -959,7 +1050,7 @@ func (x *OperatorEntry) String() string {
 func (*OperatorEntry) ProtoMessage() {}
 
 func (x *OperatorEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[12]
+	mi := &file_messages_snapflow_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -972,7 +1063,7 @@ func (x *OperatorEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OperatorEntry.ProtoReflect.Descriptor instead.
 func (*OperatorEntry) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{12}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *OperatorEntry) GetOperatorId() string {
@@ -1051,7 +1142,7 @@ type Manifest struct {
 
 func (x *Manifest) Reset() {
 	*x = Manifest{}
-	mi := &file_messages_snapflow_proto_msgTypes[13]
+	mi := &file_messages_snapflow_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1063,7 +1154,7 @@ func (x *Manifest) String() string {
 func (*Manifest) ProtoMessage() {}
 
 func (x *Manifest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[13]
+	mi := &file_messages_snapflow_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1076,7 +1167,7 @@ func (x *Manifest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Manifest.ProtoReflect.Descriptor instead.
 func (*Manifest) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{13}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Manifest) GetJob() string {
@@ -1161,7 +1252,7 @@ type StateEntry struct {
 
 func (x *StateEntry) Reset() {
 	*x = StateEntry{}
-	mi := &file_messages_snapflow_proto_msgTypes[14]
+	mi := &file_messages_snapflow_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1173,7 +1264,7 @@ func (x *StateEntry) String() string {
 func (*StateEntry) ProtoMessage() {}
 
 func (x *StateEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[14]
+	mi := &file_messages_snapflow_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1186,7 +1277,7 @@ func (x *StateEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateEntry.ProtoReflect.Descriptor instead.
 func (*StateEntry) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{14}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *StateEntry) GetKey() []byte {
@@ -1221,7 +1312,7 @@ type NamedState struct {
 
 func (x *NamedState) Reset() {
 	*x = NamedState{}
-	mi := &file_messages_snapflow_proto_msgTypes[15]
+	mi := &file_messages_snapflow_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1233,7 +1324,7 @@ func (x *NamedState) String() string {
 func (*NamedState) ProtoMessage() {}
 
 func (x *NamedState) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[15]
+	mi := &file_messages_snapflow_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1246,7 +1337,7 @@ func (x *NamedState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamedState.ProtoReflect.Descriptor instead.
 func (*NamedState) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{15}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *NamedState) GetName() string {
@@ -1274,7 +1365,7 @@ type KeyGroupState struct {
 
 func (x *KeyGroupState) Reset() {
 	*x = KeyGroupState{}
-	mi := &file_messages_snapflow_proto_msgTypes[16]
+	mi := &file_messages_snapflow_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1286,7 +1377,7 @@ func (x *KeyGroupState) String() string {
 func (*KeyGroupState) ProtoMessage() {}
 
 func (x *KeyGroupState) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[16]
+	mi := &file_messages_snapflow_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1299,7 +1390,7 @@ func (x *KeyGroupState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyGroupState.ProtoReflect.Descriptor instead.
 func (*KeyGroupState) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{16}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *KeyGroupState) GetKeyGroup() uint32 {
@@ -1350,7 +1441,7 @@ type TaskState struct {
 
 func (x *TaskState) Reset() {
 	*x = TaskState{}
-	mi := &file_messages_snapflow_proto_msgTypes[17]
+	mi := &file_messages_snapflow_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1362,7 +1453,7 @@ func (x *TaskState) String() string {
 func (*TaskState) ProtoMessage() {}
 
 func (x *TaskState) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[17]
+	mi := &file_messages_snapflow_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1375,7 +1466,7 @@ func (x *TaskState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskState.ProtoReflect.Descriptor instead.
 func (*TaskState) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{17}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TaskState) GetJob() string {
@@ -1498,7 +1589,7 @@ type StateDescriptor struct {
 
 func (x *StateDescriptor) Reset() {
 	*x = StateDescriptor{}
-	mi := &file_messages_snapflow_proto_msgTypes[18]
+	mi := &file_messages_snapflow_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1510,7 +1601,7 @@ func (x *StateDescriptor) String() string {
 func (*StateDescriptor) ProtoMessage() {}
 
 func (x *StateDescriptor) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[18]
+	mi := &file_messages_snapflow_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1523,7 +1614,7 @@ func (x *StateDescriptor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateDescriptor.ProtoReflect.Descriptor instead.
 func (*StateDescriptor) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{18}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *StateDescriptor) GetName() string {
@@ -1589,7 +1680,7 @@ type StoredObject struct {
 
 func (x *StoredObject) Reset() {
 	*x = StoredObject{}
-	mi := &file_messages_snapflow_proto_msgTypes[19]
+	mi := &file_messages_snapflow_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1601,7 +1692,7 @@ func (x *StoredObject) String() string {
 func (*StoredObject) ProtoMessage() {}
 
 func (x *StoredObject) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[19]
+	mi := &file_messages_snapflow_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1614,7 +1705,7 @@ func (x *StoredObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoredObject.ProtoReflect.Descriptor instead.
 func (*StoredObject) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{19}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StoredObject) GetKind() string {
@@ -1658,7 +1749,7 @@ type Origin struct {
 
 func (x *Origin) Reset() {
 	*x = Origin{}
-	mi := &file_messages_snapflow_proto_msgTypes[20]
+	mi := &file_messages_snapflow_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1670,7 +1761,7 @@ func (x *Origin) String() string {
 func (*Origin) ProtoMessage() {}
 
 func (x *Origin) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[20]
+	mi := &file_messages_snapflow_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1683,7 +1774,7 @@ func (x *Origin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Origin.ProtoReflect.Descriptor instead.
 func (*Origin) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{20}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Origin) GetSavepoint() string {
@@ -1746,11 +1837,19 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12.\n" +
 	"\x13timestamp_unix_nano\x18\x03 \x01(\x03R\x11timestampUnixNano\x12\x1c\n" +
 	"\tsavepoint\x18\x04 \x01(\tR\tsavepoint\x12\x12\n" +
-	"\x04stop\x18\x05 \x01(\bR\x04stop\"K\n" +
+	"\x04stop\x18\x05 \x01(\bR\x04stop\"\xa2\x01\n" +
 	"\vStateHandle\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x16\n" +
-	"\x06crc32c\x18\x03 \x01(\rR\x06crc32c\"\x9d\x02\n" +
+	"\x06crc32c\x18\x03 \x01(\rR\x06crc32c\x12;\n" +
+	"\n" +
+	"key_groups\x18\x04 \x03(\v2\x1c.snapflow.v1.KeyGroupSectionR\tkeyGroups\x12\x18\n" +
+	"\aindexed\x18\x05 \x01(\bR\aindexed\"v\n" +
+	"\x0fKeyGroupSection\x12\x1b\n" +
+	"\tkey_group\x18\x01 \x01(\rR\bkeyGroup\x12\x16\n" +
+	"\x06offset\x18\x02 \x01(\x04R\x06offset\x12\x16\n" +
+	"\x06length\x18\x03 \x01(\x04R\x06length\x12\x16\n" +
+	"\x06crc32c\x18\x04 \x01(\rR\x06crc32c\"\x9d\x02\n" +
 	"\rAckCheckpoint\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12\x17\n" +
@@ -1874,7 +1973,7 @@ func file_messages_snapflow_proto_rawDescGZIP() []byte {
 	return file_messages_snapflow_proto_rawDescData
 }
 
-var file_messages_snapflow_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_messages_snapflow_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_messages_snapflow_proto_goTypes = []any{
 	(*RecordBatch)(nil),        // 0: snapflow.v1.RecordBatch
 	(*Barrier)(nil),            // 1: snapflow.v1.Barrier
@@ -1882,38 +1981,40 @@ var file_messages_snapflow_proto_goTypes = []any{
 	(*Credit)(nil),             // 3: snapflow.v1.Credit
 	(*TriggerCheckpoint)(nil),  // 4: snapflow.v1.TriggerCheckpoint
 	(*StateHandle)(nil),        // 5: snapflow.v1.StateHandle
-	(*AckCheckpoint)(nil),      // 6: snapflow.v1.AckCheckpoint
-	(*DeclineCheckpoint)(nil),  // 7: snapflow.v1.DeclineCheckpoint
-	(*CompleteCheckpoint)(nil), // 8: snapflow.v1.CompleteCheckpoint
-	(*AbortCheckpoint)(nil),    // 9: snapflow.v1.AbortCheckpoint
-	(*Restore)(nil),            // 10: snapflow.v1.Restore
-	(*TaskStateEntry)(nil),     // 11: snapflow.v1.TaskStateEntry
-	(*OperatorEntry)(nil),      // 12: snapflow.v1.OperatorEntry
-	(*Manifest)(nil),           // 13: snapflow.v1.Manifest
-	(*StateEntry)(nil),         // 14: snapflow.v1.StateEntry
-	(*NamedState)(nil),         // 15: snapflow.v1.NamedState
-	(*KeyGroupState)(nil),      // 16: snapflow.v1.KeyGroupState
-	(*TaskState)(nil),          // 17: snapflow.v1.TaskState
-	(*StateDescriptor)(nil),    // 18: snapflow.v1.StateDescriptor
-	(*StoredObject)(nil),       // 19: snapflow.v1.StoredObject
-	(*Origin)(nil),             // 20: snapflow.v1.Origin
+	(*KeyGroupSection)(nil),    // 6: snapflow.v1.KeyGroupSection
+	(*AckCheckpoint)(nil),      // 7: snapflow.v1.AckCheckpoint
+	(*DeclineCheckpoint)(nil),  // 8: snapflow.v1.DeclineCheckpoint
+	(*CompleteCheckpoint)(nil), // 9: snapflow.v1.CompleteCheckpoint
+	(*AbortCheckpoint)(nil),    // 10: snapflow.v1.AbortCheckpoint
+	(*Restore)(nil),            // 11: snapflow.v1.Restore
+	(*TaskStateEntry)(nil),     // 12: snapflow.v1.TaskStateEntry
+	(*OperatorEntry)(nil),      // 13: snapflow.v1.OperatorEntry
+	(*Manifest)(nil),           // 14: snapflow.v1.Manifest
+	(*StateEntry)(nil),         // 15: snapflow.v1.StateEntry
+	(*NamedState)(nil),         // 16: snapflow.v1.NamedState
+	(*KeyGroupState)(nil),      // 17: snapflow.v1.KeyGroupState
+	(*TaskState)(nil),          // 18: snapflow.v1.TaskState
+	(*StateDescriptor)(nil),    // 19: snapflow.v1.StateDescriptor
+	(*StoredObject)(nil),       // 20: snapflow.v1.StoredObject
+	(*Origin)(nil),             // 21: snapflow.v1.Origin
 }
 var file_messages_snapflow_proto_depIdxs = []int32{
-	5,  // 0: snapflow.v1.AckCheckpoint.state:type_name -> snapflow.v1.StateHandle
-	5,  // 1: snapflow.v1.Restore.state:type_name -> snapflow.v1.StateHandle
-	5,  // 2: snapflow.v1.TaskStateEntry.state:type_name -> snapflow.v1.StateHandle
-	18, // 3: snapflow.v1.OperatorEntry.states:type_name -> snapflow.v1.StateDescriptor
-	11, // 4: snapflow.v1.Manifest.tasks:type_name -> snapflow.v1.TaskStateEntry
-	12, // 5: snapflow.v1.Manifest.operators:type_name -> snapflow.v1.OperatorEntry
-	14, // 6: snapflow.v1.NamedState.entries:type_name -> snapflow.v1.StateEntry
-	15, // 7: snapflow.v1.KeyGroupState.states:type_name -> snapflow.v1.NamedState
-	16, // 8: snapflow.v1.TaskState.key_groups:type_name -> snapflow.v1.KeyGroupState
-	18, // 9: snapflow.v1.TaskState.state_descriptors:type_name -> snapflow.v1.StateDescriptor
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	6,  // 0: snapflow.v1.StateHandle.key_groups:type_name -> snapflow.v1.KeyGroupSection
+	5,  // 1: snapflow.v1.AckCheckpoint.state:type_name -> snapflow.v1.StateHandle
+	5,  // 2: snapflow.v1.Restore.state:type_name -> snapflow.v1.StateHandle
+	5,  // 3: snapflow.v1.TaskStateEntry.state:type_name -> snapflow.v1.StateHandle
+	19, // 4: snapflow.v1.OperatorEntry.states:type_name -> snapflow.v1.StateDescriptor
+	12, // 5: snapflow.v1.Manifest.tasks:type_name -> snapflow.v1.TaskStateEntry
+	13, // 6: snapflow.v1.Manifest.operators:type_name -> snapflow.v1.OperatorEntry
+	15, // 7: snapflow.v1.NamedState.entries:type_name -> snapflow.v1.StateEntry
+	16, // 8: snapflow.v1.KeyGroupState.states:type_name -> snapflow.v1.NamedState
+	17, // 9: snapflow.v1.TaskState.key_groups:type_name -> snapflow.v1.KeyGroupState
+	19, // 10: snapflow.v1.TaskState.state_descriptors:type_name -> snapflow.v1.StateDescriptor
+	11, // [11:11] is the sub-list for method output_type
+	11, // [11:11] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_messages_snapflow_proto_init() }
@@ -1927,7 +2028,7 @@ func file_messages_snapflow_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_snapflow_proto_rawDesc), len(file_messages_snapflow_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -80,10 +80,14 @@ func (c *Checkpoints) putState(ctx context.Context, key string, st *messages.Tas
 	if err != nil {
 		return nil, fmt.Errorf("snapshots: put %s: %w", key, err)
 	}
+	idx, err := indexKeyGroups(data)
+	if err != nil {
+		return nil, fmt.Errorf("snapshots: put %s: index its key groups: %w", key, err)
+	}
 	if err := c.store.Put(ctx, key, data); err != nil {
 		return nil, err
 	}
-	return &messages.StateHandle{Key: key, Size: uint64(len(data)), Crc32C: Checksum(data)}, nil
+	return &messages.StateHandle{Key: key, Size: uint64(len(data)), Crc32C: Checksum(data), KeyGroups: idx, Indexed: true}, nil
 }
 
 func validateTaskID(id string) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -316,4 +317,34 @@ func (d *Dir) delete(key string) error {
 		}
 	}
 	return nil
+}
+
+// GetRange implements RangeReader: it reads length bytes at offset of the
+// object's file.
+func (d *Dir) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	if err := validateKey(key); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("snapshots: get %s: %w", key, err)
+	}
+	f, err := os.Open(d.path(key))
+	if err != nil {
+		if missing(err) {
+			return nil, fmt.Errorf("snapshots: get %s: %w", key, ErrNotFound)
+		}
+		return nil, fmt.Errorf("snapshots: get %s: %w", key, err)
+	}
+	defer f.Close()
+	if offset < 0 || length < 0 {
+		return nil, fmt.Errorf("snapshots: get %s bytes %d..%d: %w", key, offset, offset+length, ErrCorrupt)
+	}
+	buf := make([]byte, length)
+	if _, err := f.ReadAt(buf, offset); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("snapshots: get %s bytes %d..%d: the object is shorter: %w", key, offset, offset+length, ErrCorrupt)
+		}
+		return nil, fmt.Errorf("snapshots: get %s: %w", key, err)
+	}
+	return buf, nil
 }

@@ -137,3 +137,15 @@ var (
 	_ Store        = (*guarded)(nil)
 	_ BatchDeleter = (*guarded)(nil)
 )
+
+// GetRange reads part of an object: a ranged read when the store is a
+// RangeReader, else the whole object, sliced.
+func (g *guarded) GetRange(ctx context.Context, key string, offset, length int64) (data []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			data = nil
+			g.recovered(ctx, p, "GetRange", key, &err)
+		}
+	}()
+	return getRange(ctx, g.s, key, offset, length)
+}

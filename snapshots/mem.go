@@ -123,3 +123,21 @@ func (m *Mem) Delete(ctx context.Context, key string) error {
 	delete(m.objs, key)
 	return nil
 }
+
+// GetRange implements RangeReader.
+func (m *Mem) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	if err := validateKey(key); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("snapshots: get %s: %w", key, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	data, ok := m.objs[key]
+	if !ok {
+		return nil, fmt.Errorf("snapshots: get %s: %w", key, ErrNotFound)
+	}
+	b, err := sliceRange(key, data, offset, length)
+	return slices.Clone(b), err
+}

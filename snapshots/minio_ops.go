@@ -38,13 +38,38 @@ func (m *MinIO) Get(ctx context.Context, key string) ([]byte, error) {
 	if err := validateKey(key); err != nil {
 		return nil, err
 	}
-	return m.getObject(ctx, "get "+key, m.object(key))
+	return m.getObject(ctx, "get "+key, m.object(key), minio.GetObjectOptions{})
 }
 
-func (m *MinIO) getObject(ctx context.Context, op, object string) ([]byte, error) {
+// GetRange implements RangeReader with a ranged GET.
+func (m *MinIO) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	if err := validateKey(key); err != nil {
+		return nil, err
+	}
+	if offset < 0 || length < 0 {
+		return nil, fmt.Errorf("snapshots: get %s bytes %d..%d: %w", key, offset, offset+length, ErrCorrupt)
+	}
+	if length == 0 {
+		return []byte{}, nil
+	}
+	var opts minio.GetObjectOptions
+	if err := opts.SetRange(offset, offset+length-1); err != nil {
+		return nil, fmt.Errorf("snapshots: get %s: %w", key, err)
+	}
+	data, err := m.getObject(ctx, fmt.Sprintf("get %s bytes %d..%d", key, offset, offset+length), m.object(key), opts)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) != length {
+		return nil, fmt.Errorf("snapshots: get %s bytes %d..%d: %d bytes came back: the object is shorter: %w", key, offset, offset+length, len(data), ErrCorrupt)
+	}
+	return data, nil
+}
+
+func (m *MinIO) getObject(ctx context.Context, op, object string, opts minio.GetObjectOptions) ([]byte, error) {
 	var data []byte
 	err := m.do(ctx, op, func(ctx context.Context) error {
-		body, info, _, err := m.core.GetObject(ctx, m.bucket, object, minio.GetObjectOptions{})
+		body, info, _, err := m.core.GetObject(ctx, m.bucket, object, opts)
 		if err != nil {
 			return err
 		}
@@ -148,7 +173,7 @@ func (m *MinIO) Check(ctx context.Context) error {
 	if err := m.put(ctx, "check write", probe, want); err != nil {
 		return m.explainCheck(ctx, "check write", err)
 	}
-	got, rerr := m.getObject(ctx, "check read", probe)
+	got, rerr := m.getObject(ctx, "check read", probe, minio.GetObjectOptions{})
 	switch {
 	case rerr != nil:
 		rerr = m.explainCheck(ctx, "check read", rerr)
