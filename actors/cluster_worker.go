@@ -488,39 +488,29 @@ func (h *workerHost) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, c
 
 // loadDeployed reads the states of the tasks placed on this worker: each
 // task's own stored state, or, for a task whose state is redistributed from
-// another parallelism, the stored states that held its key groups (each
-// read once, however many tasks share it), merged with its splits.
+// another parallelism, the key groups of its range from the stored states
+// that held them (through their key-group index, only those bytes),
+// merged with its splits.
 func loadDeployed(ctx context.Context, cps *snapshots.Checkpoints, plan *topology.Plan, mine []*messages.DeployTask) (map[string]*messages.TaskState, error) {
 	states := map[string]*messages.TaskState{}
-	read := map[string]*messages.TaskState{} // by key
-	get := func(task string, h *messages.StateHandle) (*messages.TaskState, error) {
-		if st := read[h.GetKey()]; st != nil {
-			return st, nil
-		}
-		st, err := cps.ReadTaskState(ctx, h)
-		if err != nil {
-			return nil, fmt.Errorf("load the state of task %s: %w", task, err)
-		}
-		read[h.GetKey()] = st
-		return st, nil
-	}
 	for _, dt := range mine {
 		t := plan.Tasks[dt.Task]
 		switch {
 		case dt.Rescaled:
-			parts := make([]*messages.TaskState, len(dt.Parts))
-			for i, h := range dt.Parts {
-				var err error
-				if parts[i], err = get(t.ID, h); err != nil {
-					return nil, err
+			part := &messages.TaskState{}
+			for _, h := range dt.Parts {
+				groups, _, err := cps.ReadKeyGroups(ctx, h, t.KeyGroupStart, t.KeyGroupEnd)
+				if err != nil {
+					return nil, fmt.Errorf("load the key groups of task %s: %w", t.ID, err)
 				}
+				part.KeyGroups = append(part.KeyGroups, groups...)
 			}
 			tr := topology.TaskRestore{Rescaled: true, Splits: dt.Splits, HasSplits: dt.HasSplits}
-			states[t.ID] = topology.MergeState(t, tr, parts)
+			states[t.ID] = topology.MergeState(t, tr, []*messages.TaskState{part})
 		case dt.State != nil:
-			st, err := get(t.ID, dt.State)
+			st, err := cps.ReadTaskState(ctx, dt.State)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("load the state of task %s: %w", t.ID, err)
 			}
 			states[t.ID] = st
 		}
