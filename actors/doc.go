@@ -22,11 +22,29 @@
 // A job resumes from the newest complete checkpoint of its name in its store
 // (by default the directory snapshots.DefaultDir). Start refuses, before any
 // record flows, a checkpoint that cannot be restored exactly
-// (topology.CheckRestore), a job that already finished (ErrAlreadyFinished;
+// (topology.PlanRestore), a job that already finished (ErrAlreadyFinished;
 // see WithStartOver), and a store whose checkpoints are all unusable
 // (snapshots.ErrNoUsableCheckpoint). While the job runs, what it reports
 // about a checkpoint (EventCheckpointCompleted or EventCheckpointAborted, and
 // the answer of Job.Checkpoint) matches what recovery would restore.
+//
+// # Savepoints and rescaling
+//
+// Job.Savepoint takes a savepoint: an aligned checkpoint that the user
+// names, stored self-contained under `<job>/savepoints/<name>/` and never
+// deleted by retention. Job.StopWithSavepoint takes one and stops the job
+// at its barrier. FromSavepoint (or FromCheckpoint, for a retained
+// checkpoint) starts a job from it, even a changed job: state is found by
+// operator id (topology.OperatorID), and an operator may run at another
+// parallelism. Keyed state is then redistributed by key group, each new task
+// restoring the key groups of its range from the stored tasks that held
+// them (in cluster mode, workers read only those bytes, through the
+// key-group index of each state handle); the splits of split sources
+// (topology.FromSplits, and the built-in sources) are dealt out again over
+// the new source tasks. The decision, and every refusal, is
+// topology.PlanRestore's. The job records where it started in the store, so
+// that until it completes a checkpoint of its own, recovery (and a restart
+// without the option) restore that point again.
 //
 // # Cluster mode
 //

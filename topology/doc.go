@@ -39,6 +39,18 @@
 // declaration or a changed one is refused before any record flows.
 // DecodeValueState and DecodeMapState read state out of a stored snapshot.
 //
+// Every operator has a stable id (OperatorID; by default its name), which
+// checkpoints and savepoints map its state to. A source keeps its position
+// either as one offset per task (FromSource: a Source) or as a list of
+// splits (FromSplits: a SplitSource, such as one split per partition),
+// which can move between tasks; the built-in sources (Generate, Sequence,
+// FromSlice) use splits. PlanRestore decides how a stored checkpoint is
+// restored into a plan: by operator id, with keyed state redistributed by
+// key group and splits dealt out again when an operator's parallelism
+// changed, and it refuses, naming the operator, what cannot be restored
+// exactly (a changed max parallelism, state of a missing operator id, a
+// changed state declaration, a Source's offsets over another parallelism).
+//
 // Records leave a task in batches per downstream channel. A batch is sent
 // when it holds InstanceContext.BatchSize records or, for large records,
 // InstanceContext.BatchBytes estimated bytes (the record that reaches the
