@@ -23,11 +23,19 @@ var soakRates = chaos.Rates{
 
 // TestSoak runs every soak shape on the memory store and on MinIO, with
 // checkpoints every 20ms and failures of every kind, until the target number
-// of task failures is reached. SNAPFLOW_SOAK=full (make soak) runs the long
-// version; the short one runs in make test. The seed is printed; replay with
-// -seed.
+// of task failures is reached, then the rescaling shape (subtest rescale).
+// SNAPFLOW_SOAK=full (make soak) runs the long version; the short one runs
+// in make test. The seed is printed; replay with -seed.
 func TestSoak(t *testing.T) {
 	seed := testSeed(t)
+	srv := miniotest.Start(t)
+	srv.MakeBucket(t, "soak")
+	t.Run("shapes", func(t *testing.T) { soakShapes(t, seed, srv) })
+	t.Run("rescale", func(t *testing.T) { soakRescale(t, seed, srv) })
+}
+
+// soakShapes runs the shapes of chaos.Shapes in turn.
+func soakShapes(t *testing.T, seed uint64, srv *miniotest.Server) {
 	// Sources are paced (rate records/s per task), so that each run lasts
 	// long enough for 20ms checkpoints to complete between failures and
 	// recoveries restore real mid-stream state.
@@ -35,8 +43,6 @@ func TestSoak(t *testing.T) {
 	if os.Getenv("SNAPFLOW_SOAK") == "full" {
 		target, n, budget = 240, 100_000, 4
 	}
-	srv := miniotest.Start(t)
-	srv.MakeBucket(t, "soak")
 	rng := rand.New(rand.NewPCG(seed, 1))
 	total := map[chaos.Kind]int{}
 	taskFailures, runs, completed, fromCkpt := 0, 0, 0, 0
@@ -81,4 +87,58 @@ func TestSoak(t *testing.T) {
 			t.Errorf("no %s was injected", k)
 		}
 	}
+}
+
+// soakRescale runs the rescaling shape (chaos.Rescale), alternately on the
+// memory store and on MinIO: four phases of parallelisms chosen from each
+// run's seed, each ended by a stop-with-savepoint that the next starts
+// from, with failures injected throughout. Every run is verified by
+// chaos.Run: every savepoint holds the checkers exactly at the sources'
+// positions, each phase's recovery restored its savepoint again after a
+// failure while restoring it, and the final state is that of a
+// failure-free run. Runs go on until the target number of task failures.
+func soakRescale(t *testing.T, seed uint64, srv *miniotest.Server) {
+	target, n, budget, rate := 8, int64(16_000), 1, 100_000.0
+	if os.Getenv("SNAPFLOW_SOAK") == "full" {
+		target, n, budget = 120, 100_000, 3
+	}
+	rng := rand.New(rand.NewPCG(seed, 2))
+	total := map[chaos.Kind]int{}
+	var sum chaos.RunResult
+	runs := 0
+	start := time.Now()
+	for runs < 2 || sum.Failures < target {
+		store, storeName := snapshots.Store(snapshots.NewMem()), "mem"
+		if runs%2 == 1 {
+			store, storeName = srv.Store(t, "soak", fmt.Sprintf("rescale-%d", runs)), "minio"
+		}
+		runSeed := rng.Uint64()
+		res, err := chaos.Run(context.Background(), chaos.RunConfig{
+			Shape: chaos.Rescale, N: n, Store: store, Seed: runSeed, Rates: soakRates, Budget: budget, Rate: rate, Logger: testLogger(t),
+		})
+		if err != nil {
+			t.Fatalf("rescale run %d on %s, seed %d, phases %v: %v\ninjected: %s", runs, storeName, runSeed, res.Phases, err, chaos.FormatCounts(res.Counts))
+		}
+		for k, c := range res.Counts {
+			total[k] += c
+		}
+		sum.Failures += res.Failures
+		sum.Restores += res.Restores
+		sum.FromCkpt += res.FromCkpt
+		sum.Completed += res.Completed
+		sum.Savepoints += res.Savepoints
+		sum.SavepointsFailed += res.SavepointsFailed
+		sum.SavepointRestores += res.SavepointRestores
+		sum.StartRetries += res.StartRetries
+		runs++
+		t.Logf("rescale run %d on %-5s seed %d, phases %v: %d failures, %d restores (%d from a checkpoint, %d of a savepoint), %d checkpoints, %d savepoints (%d attempts failed), %d Start retries, %d stale messages dropped, %v; injected %s",
+			runs, storeName, runSeed, res.Phases, res.Failures, res.Restores, res.FromCkpt, res.SavepointRestores, res.Completed,
+			res.Savepoints, res.SavepointsFailed, res.StartRetries, res.Stale, res.Elapsed.Round(time.Millisecond), chaos.FormatCounts(res.Counts))
+		if runs > 50*target {
+			t.Fatalf("only %d task failures after %d runs", sum.Failures, runs)
+		}
+	}
+	t.Logf("rescale soak: %d runs, %d task failures observed, %d restores (%d from a checkpoint, %d of a savepoint), %d checkpoints, %d savepoints taken, %d savepoint attempts failed, %d Start retries, %v; injected %s",
+		runs, sum.Failures, sum.Restores, sum.FromCkpt, sum.SavepointRestores, sum.Completed, sum.Savepoints, sum.SavepointsFailed, sum.StartRetries,
+		time.Since(start).Round(time.Millisecond), chaos.FormatCounts(total))
 }

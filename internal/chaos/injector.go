@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/messages"
+	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
 )
 
@@ -40,16 +42,27 @@ type Rates struct {
 }
 
 // Injector decides, from its seed, where failures strike, and counts them.
-// Its budget bounds, per kind, the failures that end a task (panics, dropped
-// and duplicated batches) so that a job always gets to finish.
+// Its budget bounds, per kind and per phase (see NewPhase), the failures
+// that end a task (panics, dropped and duplicated batches) so that a job
+// always gets to finish.
 type Injector struct {
 	seed  uint64
 	rates Rates
 
 	mu     sync.Mutex
-	budget int // per task-ending kind
+	budget int          // per task-ending kind and phase
+	spent  map[Kind]int // of the budget, in this phase
 	counts map[Kind]int
 	seen   map[site]uint64 // how often each site was rolled
+	// failRestore, when not 0, is a checkpoint whose next restore by any
+	// task fails (see FailRestoreOf).
+	failRestore uint64
+	// failPut, when not "", is a key prefix below which the next Put fails
+	// (see FailPutUnder); failedPut tells that it did, and of which
+	// checkpoint the object was.
+	failPut          string
+	failedPut        bool
+	failedCheckpoint uint64
 
 	disabled atomic.Bool
 }
@@ -57,7 +70,86 @@ type Injector struct {
 // NewInjector returns an injector that injects at most budget task failures
 // of each kind.
 func NewInjector(seed uint64, rates Rates, budget int) *Injector {
-	return &Injector{seed: seed, rates: rates, budget: budget, counts: map[Kind]int{}, seen: map[site]uint64{}}
+	return &Injector{seed: seed, rates: rates, budget: budget, spent: map[Kind]int{}, counts: map[Kind]int{}, seen: map[site]uint64{}}
+}
+
+// NewPhase renews the budget of task failures, for the next phase of a run
+// (a job resumed from a savepoint, say): every phase may fail as often as
+// the first. The counts go on.
+func (in *Injector) NewPhase() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	clear(in.spent)
+}
+
+// FailRestoreOf makes the next task that restores checkpoint fail while
+// restoring it (a RestorePanic), whatever the rates, even while injection
+// is disabled; once. A phase started from a savepoint uses it so that every
+// phase's recovery restores its savepoint again, however fast the machine.
+func (in *Injector) FailRestoreOf(checkpoint uint64) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.failRestore = checkpoint
+}
+
+// FailPutUnder makes the next Put of a key below prefix (the objects of a
+// savepoint, say) fail with ErrInjected, whatever the rates, even while
+// injection is disabled; once. PutFailed then reports it. An empty prefix
+// disarms it.
+func (in *Injector) FailPutUnder(prefix string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.failPut, in.failedPut, in.failedCheckpoint = prefix, false, 0
+}
+
+// PutFailed reports whether the Put that FailPutUnder asked to fail has
+// failed, and the checkpoint id of the task state or manifest it carried
+// (0 for another object).
+func (in *Injector) PutFailed() (checkpoint uint64, failed bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.failedCheckpoint, in.failedPut
+}
+
+// forcedPut reports whether this Put of key is the one FailPutUnder asked
+// to fail, and counts it.
+func (in *Injector) forcedPut(key string, data []byte) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.failPut == "" || !strings.HasPrefix(key, in.failPut) {
+		return false
+	}
+	in.failPut, in.failedPut = "", true
+	in.failedCheckpoint = checkpointOf(data)
+	in.counts[StoreError]++
+	return true
+}
+
+// checkpointOf returns the checkpoint id of a stored task state or
+// manifest, or 0.
+func checkpointOf(data []byte) uint64 {
+	var st messages.TaskState
+	if snapshots.DecodeObject(data, snapshots.KindTaskState, &st) == nil {
+		return st.GetCheckpointId()
+	}
+	var m messages.Manifest
+	if snapshots.DecodeObject(data, snapshots.KindManifest, &m) == nil {
+		return m.GetCheckpointId()
+	}
+	return 0
+}
+
+// forcedRestore reports whether this restore of checkpoint is the one
+// FailRestoreOf asked to fail, and counts it.
+func (in *Injector) forcedRestore(checkpoint uint64) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.failRestore == 0 || in.failRestore != checkpoint {
+		return false
+	}
+	in.failRestore = 0
+	in.counts[RestorePanic]++
+	return true
 }
 
 // Disable stops all injection (for example for a final clean phase).
@@ -85,10 +177,13 @@ func (in *Injector) roll(p float64, ends bool, st site) bool {
 	n := in.seen[st]
 	in.seen[st] = n + 1
 	h := topology.HashString(fmt.Sprintf("%d|%s|%s|%s|%d|%d|%d", in.seed, st.kind, st.a, st.b, st.x, st.y, n))
-	if float64(h>>11)/(1<<53) >= p || (ends && in.counts[st.kind] >= in.budget) {
+	if float64(h>>11)/(1<<53) >= p || (ends && in.spent[st.kind] >= in.budget) {
 		return false
 	}
 	in.counts[st.kind]++
+	if ends {
+		in.spent[st.kind]++
+	}
 	return true
 }
 
@@ -145,6 +240,9 @@ func (in *Injector) Faults() *actors.Faults {
 			}
 		},
 		Restore: func(task string, checkpoint uint64) {
+			if in.forcedRestore(checkpoint) {
+				panic(fmt.Sprintf("chaos: %s panics while restoring checkpoint %d (the phase's savepoint)", task, checkpoint))
+			}
 			if in.roll(in.rates.RestorePanic, true, site{kind: RestorePanic, a: task, x: int64(checkpoint)}) {
 				panic(fmt.Sprintf("chaos: %s panics while restoring checkpoint %d", task, checkpoint))
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
@@ -25,6 +26,13 @@ type RunConfig struct {
 	Interval time.Duration // checkpoint interval (default 20ms)
 	Rate     float64       // records/s per source task (0: as fast as possible)
 	Logger   *slog.Logger
+	// Phases are the parallelisms of the phases of a shape with BuildPhase
+	// (nil: four, chosen from the seed; see PhasesFromSeed).
+	Phases []int
+	// SameSavepointName retries a phase's failed StopWithSavepoint under
+	// the same name, "phase-<i>"; by default each attempt after the first
+	// has a name of its own, "phase-<i>.<attempt>".
+	SameSavepointName bool
 }
 
 // RunResult is what a run did.
@@ -38,63 +46,109 @@ type RunResult struct {
 	Stale       uint64
 	Elapsed     time.Duration
 	FinalStates map[string]map[int64]int64 // checker operator -> key -> last seq
+
+	// Of a run in phases (a shape with BuildPhase):
+	Phases            []int // the parallelism of each phase
+	Savepoints        int   // savepoints taken: one per phase but the last
+	SavepointsFailed  int   // StopWithSavepoint calls that failed (the job ran on, and they were retried)
+	SavepointRestores int   // recoveries that restored a phase's savepoint again, before the phase completed a checkpoint
+	StartRetries      int   // Start calls that failed on an injected store error (and were retried)
 }
 
 // Run runs one soak job to its end and verifies it: no semantic violation,
 // the sink saw every seq, and the final "last" state of every checker equals
-// the failure-free result.
+// the failure-free result. A shape with BuildPhase runs in phases (see
+// RunConfig.Phases).
 func Run(ctx context.Context, rc RunConfig) (RunResult, error) {
+	if rc.Shape.BuildPhase != nil {
+		return runPhases(ctx, rc)
+	}
 	start := time.Now()
 	in := NewInjector(rc.Seed, rc.Rates, rc.Budget)
 	in.Disable() // armed once the job runs: Start itself must succeed
 	v := &Violations{}
-	job := fmt.Sprintf("soak-%s-%d", rc.Shape.Name, rc.Seed)
+	job := jobName(rc)
 	g := topology.New(job)
 	sink := rc.Shape.Build(g, rc.N, rc.Rate, in, v)
-	interval := rc.Interval
-	if interval == 0 {
-		interval = 20 * time.Millisecond
-	}
-	logger := rc.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
 	var res RunResult
-	opts := []actors.Option{
-		actors.WithStore(WrapStore(rc.Store, in)), actors.WithLogger(logger), actors.WithFaults(in.Faults()),
-		actors.WithCheckpointInterval(interval), actors.WithCheckpointTimeout(10 * time.Second),
-		actors.WithTolerableCheckpointFailures(-1),
-		actors.WithRestartPolicy(restart.Policy{InitialBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond,
-			MaxFailures: 100_000, Window: time.Hour}),
-		actors.WithListener(func(e actors.Event) {
-			switch e.Kind {
-			case actors.EventRunning:
-				in.Enable()
-			case actors.EventTaskFailed:
-				res.Failures++
-			case actors.EventRestoring:
-				res.Restores++
-				if e.Checkpoint > 0 {
-					res.FromCkpt++
-				}
-			case actors.EventCheckpointCompleted:
-				res.Completed++
-			case actors.EventCheckpointAborted:
-				res.Aborted++
-			}
-		}),
-	}
+	var t tally
+	opts := append(jobOptions(rc, in), actors.WithListener(func(e actors.Event) {
+		if e.Kind == actors.EventRunning {
+			in.Enable()
+		}
+		t.listen(e)
+	}))
 	j, err := actors.Start(ctx, g, opts...)
 	if err != nil {
 		return res, err
 	}
 	err = j.Wait()
 	in.Disable()
+	t.addTo(&res)
 	res.Counts, res.Elapsed, res.Stale = in.Counts(), time.Since(start), j.Stats().StaleMessages
 	if err != nil {
 		return res, fmt.Errorf("job %s: %w", job, err)
 	}
 	return res, verify(ctx, rc, job, sink, v, &res)
+}
+
+func (rc RunConfig) logger() *slog.Logger {
+	if rc.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return rc.Logger
+}
+
+func jobName(rc RunConfig) string { return fmt.Sprintf("soak-%s-%d", rc.Shape.Name, rc.Seed) }
+
+// jobOptions are the options of every soak job but its listener.
+func jobOptions(rc RunConfig, in *Injector) []actors.Option {
+	interval := rc.Interval
+	if interval == 0 {
+		interval = 20 * time.Millisecond
+	}
+	return []actors.Option{
+		actors.WithStore(WrapStore(rc.Store, in)), actors.WithLogger(rc.logger()), actors.WithFaults(in.Faults()),
+		actors.WithCheckpointInterval(interval), actors.WithCheckpointTimeout(10 * time.Second),
+		actors.WithTolerableCheckpointFailures(-1),
+		actors.WithRestartPolicy(restart.Policy{InitialBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond,
+			MaxFailures: 100_000, Window: time.Hour}),
+	}
+}
+
+// tally counts a job's events; its listener may run on any goroutine.
+type tally struct {
+	mu                                               sync.Mutex
+	failures, restores, fromCkpt, completed, aborted int
+}
+
+func (t *tally) listen(e actors.Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch e.Kind {
+	case actors.EventTaskFailed:
+		t.failures++
+	case actors.EventRestoring:
+		t.restores++
+		if e.Checkpoint > 0 {
+			t.fromCkpt++
+		}
+	case actors.EventCheckpointCompleted:
+		t.completed++
+	case actors.EventCheckpointAborted:
+		t.aborted++
+	}
+}
+
+// addTo adds the counts to res.
+func (t *tally) addTo(res *RunResult) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	res.Failures += t.failures
+	res.Restores += t.restores
+	res.FromCkpt += t.fromCkpt
+	res.Completed += t.completed
+	res.Aborted += t.aborted
 }
 
 func verify(ctx context.Context, rc RunConfig, job string, sink *Sink, v *Violations, res *RunResult) error {

@@ -41,6 +41,9 @@ func (s *Store) fault(ctx context.Context, op, key string) error {
 
 // Put implements snapshots.Store.
 func (s *Store) Put(ctx context.Context, key string, data []byte) error {
+	if s.in.forcedPut(key, data) {
+		return fmt.Errorf("%w (forced): put %s", ErrInjected, key)
+	}
 	if err := s.fault(ctx, "put", key); err != nil {
 		return err
 	}

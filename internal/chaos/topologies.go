@@ -12,7 +12,12 @@ type Shape struct {
 	Name     string
 	Checkers []string
 	Build    func(g *topology.Graph, n int64, rate float64, in *Injector, v *Violations) *Sink
-	Want     func(n int64) map[int64]int64
+	// BuildPhase, set instead of Build, makes the shape run in phases of
+	// different parallelisms, each stopped with a savepoint that the next
+	// starts from (see Run). It adds the operators of phase ph to g, writing
+	// to sink, the verifying sink of the whole run.
+	BuildPhase func(g *topology.Graph, ph Phase, n int64, rate float64, in *Injector, sink *Sink)
+	Want       func(n int64) map[int64]int64
 }
 
 // keys is the number of keys of the soak's sources (a multiple of every
@@ -80,9 +85,43 @@ var Shapes = []Shape{
 	},
 }
 
+// MaxPhaseParallelism is the highest parallelism of a phase of Rescale.
+const MaxPhaseParallelism = 4
+
+// Rescale is the soak's rescaling shape, run in phases: a union of two
+// KeyedSplits sources (one split per key, so that a key's records stay in
+// order whatever the parallelism), a keyed checker and a second keyed
+// checker. In a phase of parallelism p, source-a and check run p tasks,
+// source-b p-1 (at least 1), and check2 and the sink
+// MaxPhaseParallelism+1-p, so that every stage is rescaled at every phase.
+var Rescale = Shape{
+	Name:     "rescale",
+	Checkers: []string{"check", "check2"},
+	BuildPhase: func(g *topology.Graph, ph Phase, n int64, rate float64, in *Injector, sink *Sink) {
+		p := ph.Parallelism
+		a := KeyedSplits(g, "source-a", 0, keys, n/keys, rate, ph.Gate, topology.Parallelism(p))
+		b := KeyedSplits(g, "source-b", keys, keys/2, n/keys/2, rate, ph.Gate, topology.Parallelism(max(1, p-1)))
+		first := Check(topology.Union(a, b), "check", p, in, sink.v)
+		p2 := MaxPhaseParallelism + 1 - p
+		topology.Sink(Check(first, "check2", p2, in, sink.v), "sink", sink.Write, topology.Parallelism(p2))
+	},
+	Want: func(n int64) map[int64]int64 {
+		w := map[int64]int64{}
+		for k := range int64(keys) {
+			if n/keys > 0 {
+				w[k] = n / keys
+			}
+			if k < keys/2 && n/keys/2 > 0 {
+				w[keys+k] = n / keys / 2
+			}
+		}
+		return w
+	},
+}
+
 // ShapeNamed returns the shape called name.
 func ShapeNamed(name string) (Shape, error) {
-	for _, s := range Shapes {
+	for _, s := range append(Shapes[:len(Shapes):len(Shapes)], Rescale) {
 		if s.Name == name {
 			return s, nil
 		}
