@@ -13,4 +13,13 @@
 // a lost or duplicated record makes it fire, and the violation is recorded
 // even though the job then recovers. The sink checks that no seq is ever
 // skipped (replays after a recovery may repeat seqs: sinks are at-least-once).
+//
+// The rescale shape (Rescale) runs in phases of different parallelisms:
+// each phase is stopped with a savepoint (retried while injected failures
+// abort it) and the next starts from it. Its sources are KeyedSplits, one
+// split per key like Kafka partitions, so that a key's records stay in seq
+// order at any parallelism; a Gate ends each phase part way through the
+// records. Every savepoint must hold each checker exactly at the sources'
+// positions, and every phase's recovery must restore its savepoint again
+// after a failure while restoring it.
 package chaos
