@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"syscall"
+	"time"
 )
 
 // childAttr puts a cluster worker in a process group of its own, and has
@@ -16,4 +17,14 @@ func killGroup(p *os.Process) {
 	if err := syscall.Kill(-p.Pid, syscall.SIGKILL); err != nil {
 		_ = p.Kill()
 	}
+}
+
+// processCPU is the CPU time (user and system) this process has used so
+// far, and true; false where it cannot be read.
+func processCPU() (time.Duration, bool) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, false
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -77,9 +78,17 @@ type RescaleRow struct {
 	RestoreMinMs metric    `json:"restore_min_ms"`
 	RestoreMaxMs metric    `json:"restore_max_ms"`
 	RestoresMs   []float64 `json:"restores_ms"`
+	// CPUP50Ms is the median of the CPU time (user and system) the process
+	// used during each restore, and CPUMs every run's (null where it
+	// cannot be read).
+	CPUP50Ms metric   `json:"cpu_p50_ms"`
+	CPUMs    []metric `json:"cpu_ms"`
 	// RatioToSameP is RestoreP50Ms against that of the same-parallelism
-	// restore of the same savepoint (From→From).
+	// restore of the same savepoint (From→From); PairedRatio the median
+	// over the rounds of each run against the baseline's run of its round,
+	// which ran just before it.
 	RatioToSameP metric `json:"ratio_to_same_parallelism"`
+	PairedRatio  metric `json:"paired_ratio_to_same_parallelism"`
 	// ReadBytes and ReadGets are what one restore read from the store
 	// (the most of any run).
 	ReadBytes int64 `json:"read_bytes"`
@@ -109,6 +118,7 @@ type taskStats struct {
 // rescaleRun is one restore: how long it took and what it read.
 type rescaleRun struct {
 	d     time.Duration
+	cpu   metric // ms
 	reads readStats
 }
 
@@ -145,13 +155,23 @@ func runRescale(ctx context.Context, spec rescaleSpec, progress io.Writer) ([]Re
 			return nil, err
 		}
 	}
+	// The collector runs between restores, never during one: the heap
+	// holds both savepoints (the memory store), which a restoring process
+	// would not mark, and a collection during a restore lets the runtime
+	// return pages to the OS that whichever restore comes next faults in
+	// again (on this kind of VM that made single restores 2× slower).
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	runs := map[rescalePair][]rescaleRun{}
 	total := spec.Repeat * len(rescalePairs)
-	for k := range spec.Repeat {
+	for k := -1; k < spec.Repeat; k++ { // round -1 warms up: its runs are not kept
 		for i, p := range rescalePairs {
-			fmt.Fprintf(progress, "[%d/%d] rescale %s %s ...", k*len(rescalePairs)+i+1, total, mib(spec.StateBytes), p)
+			if k < 0 {
+				fmt.Fprintf(progress, "[warm-up] rescale %s %s ...", mib(spec.StateBytes), p)
+			} else {
+				fmt.Fprintf(progress, "[%d/%d] rescale %s %s ...", k*len(rescalePairs)+i+1, total, mib(spec.StateBytes), p)
+			}
 			profile := ""
-			if spec.Profiles != "" {
+			if spec.Profiles != "" && k >= 0 {
 				profile = filepath.Join(spec.Profiles, fmt.Sprintf("rescale-%dMiB-%dto%d-run%d.pprof", spec.StateBytes>>20, p.From, p.To, k+1))
 			}
 			g := rescaleGraph(jobs[p.From], p.To, spec.Keys, spec.blob(), nil)
@@ -160,8 +180,11 @@ func runRescale(ctx context.Context, spec rescaleSpec, progress io.Writer) ([]Re
 				fmt.Fprintln(progress, " failed")
 				return nil, fmt.Errorf("bench: rescale %s %s: %w", mib(spec.StateBytes), p, err)
 			}
-			fmt.Fprintf(progress, " %s ms, read %s in %d objects\n", thousands(float64(run.d.Microseconds())/1000, 1), mib(run.reads.bytes), run.reads.gets)
-			runs[p] = append(runs[p], run)
+			fmt.Fprintf(progress, " %s ms (CPU %s ms), read %s in %d objects\n", thousands(float64(run.d.Microseconds())/1000, 1),
+				run.cpu.cell(1), mib(run.reads.bytes), run.reads.gets)
+			if k >= 0 {
+				runs[p] = append(runs[p], run)
+			}
 		}
 	}
 	rows := make([]RescaleRow, 0, len(rescalePairs))
@@ -274,7 +297,7 @@ func keyedTaskStats(plan *topology.Plan, r *topology.Restore, rp *snapshots.Rest
 // from Start to EventRunning and what the job read from store meanwhile;
 // then it stops the job. With a profile path, the restore is profiled.
 func restoreOnce(ctx context.Context, store *countingStore, g *topology.Graph, profile string) (rescaleRun, error) {
-	runtime.GC() // the last restore's garbage is no part of this one
+	runtime.GC() // the last restore's garbage is no part of this one (see runRescale)
 	running := make(chan time.Time, 1)
 	failed := make(chan error, 1)
 	listen := func(e actors.Event) {
@@ -296,6 +319,7 @@ func restoreOnce(ctx context.Context, store *countingStore, g *topology.Graph, p
 		return rescaleRun{}, err
 	}
 	store.reset()
+	cpu0, cpuOK := processCPU()
 	t0 := time.Now()
 	j, err := actors.Start(ctx, g, actors.WithStore(store), actors.FromSavepoint(rescaleSavepoint),
 		actors.WithCheckpointInterval(0), actors.WithListener(listen))
@@ -317,6 +341,9 @@ func restoreOnce(ctx context.Context, store *countingStore, g *topology.Graph, p
 	case <-timeout.C:
 		err = fmt.Errorf("not running within %v of Start", rescaleRestoreTimeout)
 	}
+	if cpu1, ok := processCPU(); ok && cpuOK {
+		run.cpu = msOf(cpu1 - cpu0)
+	}
 	stopProfile()
 	run.reads = store.reset()
 	if stopErr := j.Stop(); stopErr != nil && !isStopped(stopErr) && err == nil {
@@ -335,9 +362,14 @@ func summariseRescale(spec rescaleSpec, p rescalePair, runs []rescaleRun, ts tas
 	row := RescaleRow{StateBytes: spec.StateBytes, Keys: spec.Keys, Store: spec.Store, From: p.From, To: p.To,
 		Runs: len(runs), SavepointBytes: ts.savepoint}
 	ds := make([]time.Duration, len(runs))
+	var cpu []float64
 	for i, r := range runs {
 		ds[i] = r.d
 		row.RestoresMs = append(row.RestoresMs, float64(r.d.Microseconds())/1000)
+		row.CPUMs = append(row.CPUMs, r.cpu)
+		if v, ok := r.cpu.value(); ok {
+			cpu = append(cpu, v)
+		}
 		if r.reads.bytes > row.ReadBytes {
 			row.ReadBytes, row.ReadGets = r.reads.bytes, r.reads.gets
 		}
@@ -345,6 +377,9 @@ func summariseRescale(spec rescaleSpec, p rescalePair, runs []rescaleRun, ts tas
 	if len(ds) > 0 {
 		slices.Sort(ds)
 		row.RestoreP50Ms, row.RestoreMinMs, row.RestoreMaxMs = msOf(ds[(len(ds)-1)/2]), msOf(ds[0]), msOf(ds[len(ds)-1])
+	}
+	if len(cpu) > 0 {
+		row.CPUP50Ms = measured(lowerMedian(cpu))
 	}
 	if ts.tasks > 0 {
 		row.TaskReadMaxBytes, row.TaskReadMeanBytes = measured(ts.readMax), measured(ts.readMean)
@@ -357,23 +392,38 @@ func summariseRescale(spec rescaleSpec, p rescalePair, runs []rescaleRun, ts tas
 }
 
 // rescaleRatios sets each row's restore time against that of the
-// same-parallelism restore of the same savepoint and state size.
+// same-parallelism restore of the same savepoint and state size: the
+// ratio of the medians, and the median of the ratios of the runs of one
+// round (run k against the baseline's run k).
 func rescaleRatios(rows []RescaleRow) {
 	for i := range rows {
 		r := &rows[i]
-		r.RatioToSameP = metric{}
-		v, ok := r.RestoreP50Ms.value()
-		if !ok {
-			continue
-		}
+		r.RatioToSameP, r.PairedRatio = metric{}, metric{}
 		for _, b := range rows {
-			if b.StateBytes == r.StateBytes && b.From == r.From && b.To == r.From {
-				if base, ok := b.RestoreP50Ms.value(); ok {
-					r.RatioToSameP = per(v, base)
+			if b.StateBytes != r.StateBytes || b.Keys != r.Keys || b.From != r.From || b.To != r.From {
+				continue
+			}
+			if v, ok := r.RestoreP50Ms.value(); ok {
+				r.RatioToSameP = per(v, b.RestoreP50Ms.or(0))
+			}
+			var paired []float64
+			for k := range min(len(r.RestoresMs), len(b.RestoresMs)) {
+				if b.RestoresMs[k] > 0 {
+					paired = append(paired, r.RestoresMs[k]/b.RestoresMs[k])
 				}
+			}
+			if len(paired) > 0 {
+				r.PairedRatio = measured(lowerMedian(paired))
 			}
 		}
 	}
+}
+
+// lowerMedian is the median of vs, the lower middle when their number is
+// even (as the other sweeps' rows); vs is sorted in place.
+func lowerMedian(vs []float64) float64 {
+	slices.Sort(vs)
+	return vs[(len(vs)-1)/2]
 }
 
 // mib formats a byte count in MiB with one decimal.

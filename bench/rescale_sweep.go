@@ -168,8 +168,9 @@ var rescaleCols = []rescaleColumn{
 	{"runs", func(r RescaleRow) string { return count(int64(r.Runs)) }},
 	{"restore p50 ms", func(r RescaleRow) string { return r.RestoreP50Ms.cell(1) }},
 	{"min / max ms", func(r RescaleRow) string { return r.RestoreMinMs.cell(1) + " / " + r.RestoreMaxMs.cell(1) }},
+	{"CPU p50 ms", func(r RescaleRow) string { return r.CPUP50Ms.cell(1) }},
 	{"× same p", func(r RescaleRow) string { return ratioCell(r.RatioToSameP) }},
-	{"savepoint MiB", func(r RescaleRow) string { return mibCell(measured(float64(r.SavepointBytes))) }},
+	{"paired", func(r RescaleRow) string { return ratioCell(r.PairedRatio) }},
 	{"read MiB", func(r RescaleRow) string { return mibCell(measured(float64(r.ReadBytes))) }},
 	{"objects", func(r RescaleRow) string { return count(int64(r.ReadGets)) }},
 	{"task read max / mean MiB", func(r RescaleRow) string {
@@ -185,9 +186,11 @@ var rescaleCols = []rescaleColumn{
 const rescaleNote = `restore: from actors.Start with FromSavepoint to EventRunning (every task has restored its state); the median run,
   and the fastest and slowest; the rows of a state size run interleaved (2→2, 2→3, 4→4, 4→2, again) in one process.
 p: the savepoint's parallelism → the restored job's, of the keyed operator (max parallelism %d, keys: %s).
+CPU: the process's CPU time (user and system) during a restore, the median run.
 × same p: restore p50 against the same-parallelism restore of the same savepoint (2→3 against 2→2, 4→2 against 4→4);
-  target: at most 1.5×.
-savepoint: the keyed operator's task states in the savepoint; read: bytes and objects one restore read from the store.
+  paired: the median of each run against the baseline's run of its round, just before it. Target: at most 1.5×.
+read: bytes and objects one restore read from the store: the manifest and every task state (the keyed operator's are
+  the state size).
 task read: per task of the keyed operator, the stored task states its state is built from (all of each one it needs);
   task share: the key groups it restores; read / share: the largest ratio of a task's read to its share.
 `
