@@ -2,15 +2,22 @@ package actors_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/snapflow/snapflow/actors"
 	"github.com/snapflow/snapflow/internal/chaos"
 	"github.com/snapflow/snapflow/internal/miniotest"
+	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
+	"github.com/snapflow/snapflow/topology"
 )
 
 // soakRates are the failure rates of the soak.
@@ -141,4 +148,133 @@ func soakRescale(t *testing.T, seed uint64, srv *miniotest.Server) {
 	t.Logf("rescale soak: %d runs, %d task failures observed, %d restores (%d from a checkpoint, %d of a savepoint), %d checkpoints, %d savepoints taken, %d savepoint attempts failed, %d Start retries, %v; injected %s",
 		runs, sum.Failures, sum.Restores, sum.FromCkpt, sum.SavepointRestores, sum.Completed, sum.Savepoints, sum.SavepointsFailed, sum.StartRetries,
 		time.Since(start).Round(time.Millisecond), chaos.FormatCounts(total))
+}
+
+// TestSavepointRetrySameName: a savepoint that failed is taken again under
+// the same name, as a user (or the rescale soak with SameSavepointName)
+// would, and the new one completes. It must stay intact, whatever the
+// aborted attempt still does in the background: here its other tasks'
+// uploads and the deletion of what it stored are held until the second
+// attempt has completed, then let go. The chaos soak found this with
+// StopWithSavepoint retried under one name: "load savepoint: ... not
+// found" and "crc32c ..., want ...: corrupt object".
+//
+// Known bug, skipped unless SNAPFLOW_KNOWN_BUGS is set: the aborted
+// attempt's cleanup deletes the savepoint's whole prefix, the new manifest
+// included, and its late uploads overwrite the new attempt's objects
+// (their keys do not name the checkpoint).
+func TestSavepointRetrySameName(t *testing.T) {
+	if os.Getenv("SNAPFLOW_KNOWN_BUGS") == "" {
+		t.Skip("known bug: an aborted savepoint's cleanup and late uploads destroy a retry under the same name (set SNAPFLOW_KNOWN_BUGS=1 to run)")
+	}
+	const job, name = "retry-same-name", "sp"
+	mem := snapshots.NewMem()
+	store := &heldSavepointStore{Store: mem, prefix: snapshots.SavepointPrefix(job, name), release: make(chan struct{})}
+	g := topology.New(job)
+	v := &chaos.Violations{}
+	src := chaos.KeyedSplits(g, "source", 0, 8, 1<<40, 20_000, nil, topology.Parallelism(2))
+	sink := chaos.NewSink(v)
+	topology.Sink(chaos.Check(src, "check", 2, nil, v), "sink", sink.Write)
+	completed := make(chan struct{}, 1)
+	j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(testLogger(t)),
+		actors.WithCheckpointInterval(10*time.Millisecond), actors.WithTolerableCheckpointFailures(-1),
+		actors.WithListener(func(e actors.Event) {
+			if e.Kind == actors.EventCheckpointCompleted {
+				select {
+				case completed <- struct{}{}:
+				default:
+				}
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Stop()
+	release := sync.OnceFunc(func() { close(store.release) })
+	defer release() // before Stop, which waits for the held calls
+	select {
+	case <-completed:
+	case <-time.After(testTimeout):
+		t.Fatal("no checkpoint completed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if _, err := j.Savepoint(ctx, name); err == nil {
+		t.Fatal("the first attempt succeeded although the upload of one of its states failed")
+	}
+	id, err := j.Savepoint(ctx, name)
+	if err != nil {
+		t.Fatalf("the second attempt: %v", err)
+	}
+	release()
+	if err := j.Stop(); !errors.Is(err, actors.ErrStopped) { // waits for the job's background work
+		t.Fatalf("Stop: %v", err)
+	}
+	rp, err := snapshots.NewCheckpoints(mem, job, nil).LoadSavepoint(context.Background(), name)
+	if err != nil {
+		t.Fatalf("savepoint %q, completed as checkpoint %d, no longer loads (%d uploads of the aborted attempt and %d listings of the savepoint were held): %v",
+			name, id, store.heldPuts.Load(), store.heldLists.Load(), err)
+	}
+	if rp.Manifest.GetCheckpointId() != id {
+		t.Fatalf("savepoint %q is checkpoint %d, want %d", name, rp.Manifest.GetCheckpointId(), id)
+	}
+	if err := v.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// heldSavepointStore fails the upload of the sink's state in the first
+// attempt at a savepoint (the first checkpoint whose objects are put below
+// prefix): the sink's barrier comes last, so every other task of the
+// attempt has snapshotted and started its upload by then. It holds those
+// uploads, and every List of exactly prefix (the listing that deletes a
+// savepoint), until release is closed; the held calls then go on, whatever
+// their context says.
+type heldSavepointStore struct {
+	snapshots.Store
+	prefix  string
+	release chan struct{}
+
+	mu                  sync.Mutex
+	attempt             uint64 // the checkpoint id of the first attempt
+	heldPuts, heldLists atomic.Int64
+}
+
+func (s *heldSavepointStore) Put(ctx context.Context, key string, data []byte) error {
+	if !strings.HasPrefix(key, s.prefix) {
+		return s.Store.Put(ctx, key, data)
+	}
+	var st messages.TaskState
+	ckpt := uint64(0)
+	if snapshots.DecodeObject(data, snapshots.KindTaskState, &st) == nil {
+		ckpt = st.GetCheckpointId()
+	}
+	s.mu.Lock()
+	if s.attempt == 0 {
+		s.attempt = ckpt
+	}
+	first := ckpt != 0 && ckpt == s.attempt
+	s.mu.Unlock()
+	switch {
+	case first && key == s.prefix+"sink#0.state":
+		return fmt.Errorf("test: the upload of %s fails: %w", key, chaos.ErrInjected)
+	case first:
+		s.heldPuts.Add(1)
+		<-s.release
+		return s.Store.Put(context.WithoutCancel(ctx), key, data)
+	}
+	return s.Store.Put(ctx, key, data)
+}
+
+func (s *heldSavepointStore) List(ctx context.Context, prefix string) ([]string, error) {
+	if prefix == s.prefix {
+		s.heldLists.Add(1)
+		<-s.release
+		ctx = context.WithoutCancel(ctx)
+	}
+	return s.Store.List(ctx, prefix)
+}
+
+func (s *heldSavepointStore) Delete(ctx context.Context, key string) error {
+	return s.Store.Delete(context.WithoutCancel(ctx), key)
 }
