@@ -8,6 +8,10 @@
 // run -repeat times (5 by default), interleaved, and each reports its median
 // run and the spread of its runs. `go run ./bench -h` lists the flags.
 //
+// Sweeps vary one thing instead (-sweep): state size, fan-in, recovery,
+// parallelism, backpressure, latency, and rescale, which measures
+// restoring a savepoint at its parallelism and at another (rescale.go).
+//
 //	go run ./bench -topology paritysum -intervals off,1s,100ms,20ms -duration 4s -repeat 9 -json rows.json -plot rows.png
 package main
 

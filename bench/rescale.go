@@ -172,7 +172,7 @@ func runRescale(ctx context.Context, spec rescaleSpec, progress io.Writer) ([]Re
 			}
 			profile := ""
 			if spec.Profiles != "" && k >= 0 {
-				profile = filepath.Join(spec.Profiles, fmt.Sprintf("rescale-%dMiB-%dto%d-run%d.pprof", spec.StateBytes>>20, p.From, p.To, k+1))
+				profile = filepath.Join(spec.Profiles, fmt.Sprintf("rescale-%s-%dto%d-run%d.pprof", sizeLabel(spec.StateBytes), p.From, p.To, k+1))
 			}
 			g := rescaleGraph(jobs[p.From], p.To, spec.Keys, spec.blob(), nil)
 			run, err := restoreOnce(ctx, counted, g, profile)
@@ -424,6 +424,17 @@ func rescaleRatios(rows []RescaleRow) {
 func lowerMedian(vs []float64) float64 {
 	slices.Sort(vs)
 	return vs[(len(vs)-1)/2]
+}
+
+// sizeLabel names a byte count in a file name: 256MiB, 64KiB or 100B.
+func sizeLabel(b int64) string {
+	switch {
+	case b%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", b>>20)
+	case b%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", b>>10)
+	}
+	return fmt.Sprintf("%dB", b)
 }
 
 // mib formats a byte count in MiB with one decimal.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,7 +72,7 @@ func TestRescaleSmoke(t *testing.T) {
 			t.Errorf("%s: no paired ratio", r.pair())
 		}
 		for k := 1; k <= 2; k++ {
-			p := filepath.Join(dir, "prof", "rescale-0MiB-"+strings.Replace(r.pair().String(), "→", "to", 1)+"-run"+string(rune('0'+k))+".pprof")
+			p := filepath.Join(dir, "prof", fmt.Sprintf("rescale-64KiB-%dto%d-run%d.pprof", r.From, r.To, k))
 			if st, err := os.Stat(p); err != nil || st.Size() == 0 {
 				t.Errorf("no CPU profile %s: %v", p, err)
 			}
