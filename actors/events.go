@@ -71,7 +71,8 @@ type Event struct {
 	Checkpoint uint64
 	Final      bool          // the final checkpoint
 	// Savepoint names the savepoint that Checkpoint is, on
-	// EventCheckpointCompleted and EventCheckpointAborted ("": a checkpoint).
+	// EventCheckpointCompleted and EventCheckpointAborted, and the savepoint
+	// restored on EventRunning and EventRestoring ("": a checkpoint).
 	Savepoint string
 	Task       string        // EventTaskFailed (the lost tasks, comma-separated, for a lost worker)
 	Bytes      uint64        // EventCheckpointCompleted: state bytes

@@ -50,7 +50,7 @@ func Run(ctx context.Context, g *topology.Graph, opts ...Option) error {
 //
 // Start refuses, before any record flows:
 //   - a checkpoint that cannot be restored exactly into g (see
-//     WithAllowTopologyChange and topology.CheckRestore);
+//     WithAllowTopologyChange and topology.PlanRestore);
 //   - a store whose complete checkpoints of the job are all unusable (an
 //     error wrapping snapshots.ErrNoUsableCheckpoint);
 //   - a job that already finished (ErrAlreadyFinished): its newest

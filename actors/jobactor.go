@@ -223,11 +223,12 @@ func (j *jobActor) onRestored(m *messages.TaskRestored) {
 	}
 	j.coord = coordinator.New(j.sh.cfg.checkpoint, j.taskIDs, j.nextID)
 	var from uint64
+	var savepoint string
 	if j.restore != nil {
-		from = j.restore.Manifest.GetCheckpointId()
+		from, savepoint = j.restore.Manifest.GetCheckpointId(), j.restore.Manifest.GetSavepoint()
 	}
-	j.log.Info("job running", "epoch", j.epoch, "restored_checkpoint", from, "tasks", len(j.sh.pids))
-	j.emit(Event{Kind: EventRunning, Epoch: j.epoch, Checkpoint: from})
+	j.log.Info("job running", "epoch", j.epoch, "restored_checkpoint", from, "savepoint", savepoint, "tasks", len(j.sh.pids))
+	j.emit(Event{Kind: EventRunning, Epoch: j.epoch, Checkpoint: from, Savepoint: savepoint})
 	now := time.Now()
 	var acts []coordinator.Action
 	for _, req := range j.waitingReqs {

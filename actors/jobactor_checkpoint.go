@@ -68,8 +68,12 @@ func (j *jobActor) writeManifest(a coordinator.Action) {
 	}
 	for _, ack := range a.Acks {
 		t := j.sh.plan.Task(ack.TaskId)
-		m.Tasks = append(m.Tasks, &messages.TaskStateEntry{TaskId: ack.TaskId, Operator: t.Operator, Subtask: uint32(t.Subtask), State: ack.State,
-			OperatorId: t.OperatorID, Parallelism: uint32(t.Parallelism), KeyGroupStart: uint32(t.KeyGroupStart), KeyGroupEnd: uint32(t.KeyGroupEnd)})
+		e := &messages.TaskStateEntry{TaskId: ack.TaskId, Operator: t.Operator, Subtask: uint32(t.Subtask), State: ack.State,
+			OperatorId: t.OperatorID, Parallelism: uint32(t.Parallelism)}
+		if t.Keyed { // the key groups whose state the task stored
+			e.KeyGroupStart, e.KeyGroupEnd = uint32(t.KeyGroupStart), uint32(t.KeyGroupEnd)
+		}
+		m.Tasks = append(m.Tasks, e)
 	}
 	sh, root, self, epoch := j.sh, j.sh.system.Root, j.self, j.epoch
 	j.manifests++ // a failover waits for it: the manifest may still land

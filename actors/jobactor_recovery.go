@@ -150,9 +150,10 @@ func (j *jobActor) onRestorePoint(m *restorePointMsg) {
 		return
 	}
 	var id uint64
+	var savepoint string
 	var assign *topology.Restore
 	if rp := m.restore; rp != nil {
-		id = rp.Manifest.GetCheckpointId()
+		id, savepoint = rp.Manifest.GetCheckpointId(), rp.Manifest.GetSavepoint()
 		var err error
 		if assign, err = planRestore(j.sh.cfg, j.sh.plan, j.sh.declared, rp, m.named, j.log); err != nil {
 			j.fail(fmt.Errorf("restore: %w", err), "the checkpoint cannot be restored into this job")
@@ -168,7 +169,7 @@ func (j *jobActor) onRestorePoint(m *restorePointMsg) {
 	}
 	j.restore = m.restore
 	j.log.Info("restoring the job", "epoch", j.epoch, "checkpoint", id)
-	j.emit(Event{Kind: EventRestoring, Epoch: j.epoch, Checkpoint: id})
+	j.emit(Event{Kind: EventRestoring, Epoch: j.epoch, Checkpoint: id, Savepoint: savepoint})
 	j.sh.inc.Store(j.sh.newIncarnation(j.epoch, m.restore, assign))
 	j.beginRestore()
 	if j.cl != nil {

@@ -156,13 +156,17 @@ func WithListener(f func(Event)) Option { return func(c *config) { c.listener = 
 // before it processes anything else. For benchmarks.
 func WithSynchronousSnapshots() Option { return func(c *config) { c.syncSnapshots = true } }
 
-// WithAllowTopologyChange lets a job resume from a checkpoint taken by a
-// topology with a different fingerprint, as long as the checkpoint can still
-// be restored exactly: every operator that holds state in it must still
-// exist with the same kind and parallelism, keyed state needs the same max
-// parallelism and the same state declarations (new states may be added).
-// Stateless operators and edges may change; new operators start empty. Start
-// refuses anything else, before any record flows, saying what changed.
+// WithAllowTopologyChange lets a job resume from its newest checkpoint
+// although the topology changed (another fingerprint), as long as the
+// checkpoint can still be restored exactly, as from a savepoint (see
+// FromSavepoint): state is found by operator id, an operator may run at
+// another parallelism (keyed state is redistributed by key group, split
+// sources' splits over the new tasks), keyed state needs the same max
+// parallelism and the same state declarations (new states may be added),
+// and a source that keeps one offset per task (topology.FromSource) keeps
+// its parallelism. Stateless operators and edges may change; new operators
+// start empty. Start refuses anything else, before any record flows, saying
+// what changed.
 func WithAllowTopologyChange() Option { return func(c *config) { c.allowNewTopology = true } }
 
 // FromSavepoint starts the job from the savepoint called name (see

@@ -91,7 +91,11 @@ func resumeFrom(ctx context.Context, r *resumed, cfg *config, plan *topology.Pla
 	job := plan.Job
 	o := &messages.Origin{Savepoint: cfg.from.savepoint, CheckpointId: cfg.from.checkpoint}
 	rp, err := loadOrigin(ctx, r.cps, o)
-	if err != nil {
+	switch {
+	case errors.Is(err, snapshots.ErrNotFound) && cfg.from.isSavepoint:
+		return nil, fmt.Errorf("actors: job %q: start from %s: the store %s holds no complete savepoint of that name (list them with `snapflow savepoints list`): %w",
+			job, cfg.from, cfg.store, err)
+	case err != nil:
 		return nil, fmt.Errorf("actors: job %q: start from %s in %s: %w", job, cfg.from, cfg.store, err)
 	}
 	m := rp.Manifest

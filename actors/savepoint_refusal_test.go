@@ -80,7 +80,7 @@ func TestSavepointRefusals(t *testing.T) {
 			return func(_ *topology.Context[int64], v int64, out *topology.Collector[int64]) error { out.Emit(v); return nil }
 		}), is: topology.ErrIncompatibleState, want: []string{`operator "stage1"`, `state "count": value type changed from int64 to float64`}},
 		{name: "savepoint missing", stage1: stage1(counter), opts: []actors.Option{actors.FromSavepoint("nope")}, is: snapshots.ErrNotFound,
-			want: []string{`start from savepoint "nope"`}},
+			want: []string{`start from savepoint "nope"`, "snapflow savepoints list"}},
 		{name: "invalid savepoint name", stage1: stage1(counter), opts: []actors.Option{actors.FromSavepoint("a/b")}, is: snapshots.ErrInvalidSavepointName,
 			want: []string{`FromSavepoint("a/b")`}},
 		{name: "checkpoint missing", stage1: stage1(counter), opts: []actors.Option{actors.FromCheckpoint(999)}, is: snapshots.ErrNotFound,

@@ -188,7 +188,7 @@ func TestRescaleThroughSavepoints(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r := ev.of(actors.EventRunning); len(r) == 0 || r[0].Checkpoint != sp.CheckpointId {
+			if r := ev.of(actors.EventRunning); len(r) == 0 || r[0].Checkpoint != sp.CheckpointId || r[0].Savepoint != fmt.Sprintf("phase-%d", i-1) {
 				t.Fatalf("phase %d started from %+v, want savepoint phase-%d (checkpoint %d)", i, r, i-1, sp.CheckpointId)
 			}
 		}

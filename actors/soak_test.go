@@ -106,8 +106,9 @@ func soakShapes(t *testing.T, seed uint64, srv *miniotest.Server) {
 // failure-free run. Runs go on until the target number of task failures.
 func soakRescale(t *testing.T, seed uint64, srv *miniotest.Server) {
 	target, n, budget, rate := 8, int64(16_000), 1, 100_000.0
-	if os.Getenv("SNAPFLOW_SOAK") == "full" {
-		target, n, budget = 120, 100_000, 3
+	full := os.Getenv("SNAPFLOW_SOAK") == "full"
+	if full {
+		target, n, budget = 400, 200_000, 3
 	}
 	rng := rand.New(rand.NewPCG(seed, 2))
 	total := map[chaos.Kind]int{}
@@ -148,6 +149,18 @@ func soakRescale(t *testing.T, seed uint64, srv *miniotest.Server) {
 	t.Logf("rescale soak: %d runs, %d task failures observed, %d restores (%d from a checkpoint, %d of a savepoint), %d checkpoints, %d savepoints taken, %d savepoint attempts failed, %d Start retries, %v; injected %s",
 		runs, sum.Failures, sum.Restores, sum.FromCkpt, sum.SavepointRestores, sum.Completed, sum.Savepoints, sum.SavepointsFailed, sum.StartRetries,
 		time.Since(start).Round(time.Millisecond), chaos.FormatCounts(total))
+	// Every run restored each savepoint again and failed a savepoint
+	// attempt per phase (chaos.Run checks both); the full soak must also
+	// have restored checkpoints that phases took of their own, and injected
+	// every kind of failure.
+	if full && sum.FromCkpt <= sum.SavepointRestores {
+		t.Errorf("all %d restores from a checkpoint restored a phase's savepoint: the soak must exercise restores of a phase's own checkpoints", sum.FromCkpt)
+	}
+	for _, k := range []chaos.Kind{chaos.OperatorPanic, chaos.SnapshotPanic, chaos.RestorePanic, chaos.DropBatch, chaos.DupBatch, chaos.StoreError} {
+		if total[k] == 0 && full {
+			t.Errorf("no %s was injected", k)
+		}
+	}
 }
 
 // TestSavepointRetrySameName: a savepoint that failed is taken again under

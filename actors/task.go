@@ -192,7 +192,7 @@ func (t *task) onStarted(ctx actor.Context) {
 	t.inst = inst
 	t.src, _ = inst.(topology.SourceInstance)
 	// A task without state in the checkpoint belongs to an operator that is
-	// new or held no state: topology.CheckRestore has refused any other
+	// new or held no state: topology.PlanRestore has refused any other
 	// checkpoint. It starts empty.
 	if st := inc.restoreState(t.sh.plan, t.idx); st != nil {
 		if f := t.sh.cfg.faults; f != nil && f.Restore != nil {

@@ -293,7 +293,9 @@ func (c *Checkpoints) ReadTaskState(ctx context.Context, h *messages.StateHandle
 		return nil, fmt.Errorf("snapshots: state %s: crc32c %08x, want %08x: %w", key, got, h.GetCrc32C(), ErrCorrupt)
 	}
 	st := new(messages.TaskState)
-	if err := DecodeObject(data, KindTaskState, st); err != nil {
+	// The bytes are those the handle describes: their envelope's checksum
+	// cannot differ, and is not computed again.
+	if err := decodeObject(data, KindTaskState, st, true); err != nil {
 		return nil, fmt.Errorf("snapshots: state %s: %w", key, err)
 	}
 	return st, nil

@@ -61,6 +61,13 @@ func EncodeObject(kind string, m proto.Message) ([]byte, error) {
 // wider than 32 bits), when its kind is not kind, when the checksum does not
 // match the payload, or when the payload does not unmarshal.
 func DecodeObject(data []byte, kind string, into proto.Message) error {
+	return decodeObject(data, kind, into, false)
+}
+
+// decodeObject is DecodeObject; verified says that data's checksum as a
+// whole was already checked against a handle's, which makes the envelope's
+// checksum of the payload, a second pass over the same bytes, redundant.
+func decodeObject(data []byte, kind string, into proto.Message, verified bool) error {
 	env, err := parseEnvelope(data)
 	if err != nil {
 		return fmt.Errorf("snapshots: decode envelope: %w: %w", ErrCorrupt, err)
@@ -68,8 +75,10 @@ func DecodeObject(data []byte, kind string, into proto.Message) error {
 	if env.kind != kind {
 		return fmt.Errorf("snapshots: decode: kind %q, want %q: %w", env.kind, kind, ErrCorrupt)
 	}
-	if got := Checksum(env.payload); got != env.crc {
-		return fmt.Errorf("snapshots: decode %s: crc32c %08x, want %08x: %w", kind, got, env.crc, ErrCorrupt)
+	if !verified {
+		if got := Checksum(env.payload); got != env.crc {
+			return fmt.Errorf("snapshots: decode %s: crc32c %08x, want %08x: %w", kind, got, env.crc, ErrCorrupt)
+		}
 	}
 	if err := proto.Unmarshal(env.payload, into); err != nil {
 		return fmt.Errorf("snapshots: decode %s payload: %w: %w", kind, ErrCorrupt, err)

@@ -42,6 +42,9 @@ type TaskPlan struct {
 	// KeyGroupStart and KeyGroupEnd bound the key groups [start, end) the
 	// task owns.
 	KeyGroupStart, KeyGroupEnd int
+	// Keyed says that the operator declares keyed state (Process), which
+	// the task stores by key group.
+	Keyed bool
 
 	node *node
 	maxP int
@@ -80,7 +83,7 @@ func NewPlan(g *Graph) (*Plan, error) {
 			start, end := KeyGroupRange(g.maxParallelism, n.parallelism, s)
 			p.Tasks = append(p.Tasks, &TaskPlan{
 				Index: len(p.Tasks), ID: fmt.Sprintf("%s#%d", n.name, s), Operator: n.name, OperatorID: n.uid, Kind: n.kind,
-				Subtask: s, Parallelism: n.parallelism, KeyGroupStart: start, KeyGroupEnd: end, node: n, maxP: g.maxParallelism,
+				Subtask: s, Parallelism: n.parallelism, KeyGroupStart: start, KeyGroupEnd: end, Keyed: n.keyedState, node: n, maxP: g.maxParallelism,
 			})
 		}
 	}
