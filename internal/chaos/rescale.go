@@ -116,7 +116,7 @@ func runPhase(ctx context.Context, rc RunConfig, ph Phase, sp savepoint, in *Inj
 	switch {
 	case err != nil:
 		return savepoint{}, err
-	case ph.Index > 0 && pt.savepointRestores == 0:
+	case ph.Index > 0 && pt.restoredSavepoint() == 0:
 		return savepoint{}, fmt.Errorf("a task failed while restoring savepoint %s (checkpoint %d), but no recovery restored it again",
 			sp.name, sp.id)
 	case ph.Gate != nil:
@@ -277,6 +277,13 @@ func (t *phaseTally) listen(e actors.Event) {
 		t.savepointRestores++
 		t.mu.Unlock()
 	}
+}
+
+// restoredSavepoint returns how many recoveries restored the savepoint.
+func (t *phaseTally) restoredSavepoint() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.savepointRestores
 }
 
 func (t *phaseTally) addTo(res *RunResult) {
