@@ -65,19 +65,19 @@ type jobActor struct {
 	cleanBelow, cleaned uint64
 	cleaning            bool
 
-	requests     map[uint64]chan checkpointResult
-	waitingReqs  []uint64
+	requests    map[uint64]chan checkpointResult
+	waitingReqs []uint64
 	// savepoints are the savepoint requests not yet answered, by request
 	// id; spNames their names; waitingSavepoints those made while the job
 	// was not running.
 	savepoints        map[uint64]*savepointReq
 	spNames           map[string]bool
 	waitingSavepoints []uint64
-	nextRequest  uint64
-	triggeredAt  map[uint64]time.Time
-	pendingBytes uint64
-	pendingAlign time.Duration // longest alignment among the acks so far
-	pendingAsync time.Duration // longest upload among the acks so far
+	nextRequest       uint64
+	triggeredAt       map[uint64]time.Time
+	pendingBytes      uint64
+	pendingAlign      time.Duration // longest alignment among the acks so far
+	pendingAsync      time.Duration // longest upload among the acks so far
 
 	result error
 

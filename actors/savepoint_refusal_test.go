@@ -58,7 +58,10 @@ func TestSavepointRefusals(t *testing.T) {
 	counter := func(ks *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, int64, int64] {
 		topology.Value[int64](ks, "count")
 		topology.Value[int64](ks, "sum")
-		return func(_ *topology.Context[int64], v int64, out *topology.Collector[int64]) error { out.Emit(v); return nil }
+		return func(_ *topology.Context[int64], v int64, out *topology.Collector[int64]) error {
+			out.Emit(v)
+			return nil
+		}
 	}
 	for _, c := range []struct {
 		name   string
@@ -77,7 +80,10 @@ func TestSavepointRefusals(t *testing.T) {
 		{name: "state type changed", stage1: stage1(func(ks *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, int64, int64] {
 			topology.Value[float64](ks, "count")
 			topology.Value[int64](ks, "sum")
-			return func(_ *topology.Context[int64], v int64, out *topology.Collector[int64]) error { out.Emit(v); return nil }
+			return func(_ *topology.Context[int64], v int64, out *topology.Collector[int64]) error {
+				out.Emit(v)
+				return nil
+			}
 		}), is: topology.ErrIncompatibleState, want: []string{`operator "stage1"`, `state "count": value type changed from int64 to float64`}},
 		{name: "savepoint missing", stage1: stage1(counter), opts: []actors.Option{actors.FromSavepoint("nope")}, is: snapshots.ErrNotFound,
 			want: []string{`start from savepoint "nope"`, "snapflow savepoints list"}},
