@@ -69,17 +69,17 @@ type Event struct {
 	Time       time.Time
 	Epoch      uint64
 	Checkpoint uint64
-	Final      bool // the final checkpoint
+	Final      bool          // the final checkpoint
+	Task       string        // EventTaskFailed (the lost tasks, comma-separated, for a lost worker)
+	Bytes      uint64        // EventCheckpointCompleted: state bytes
+	Duration   time.Duration // EventCheckpointCompleted: from trigger to completion
+	Alignment  time.Duration // EventCheckpointCompleted: the longest alignment of any task
+	Upload     time.Duration // EventCheckpointCompleted: the longest state upload of any task
+	Err        error
+	Node       string // EventNodeJoined, EventNodeLost: "worker-id@host:port"
+	Placement  string // EventPlaced: "task,task -> worker; ..."
 	// Savepoint names the savepoint that Checkpoint is, on
 	// EventCheckpointCompleted and EventCheckpointAborted, and the savepoint
 	// restored on EventRunning and EventRestoring ("": a checkpoint).
 	Savepoint string
-	Task      string        // EventTaskFailed (the lost tasks, comma-separated, for a lost worker)
-	Bytes     uint64        // EventCheckpointCompleted: state bytes
-	Duration  time.Duration // EventCheckpointCompleted: from trigger to completion
-	Alignment time.Duration // EventCheckpointCompleted: the longest alignment of any task
-	Upload    time.Duration // EventCheckpointCompleted: the longest state upload of any task
-	Err       error
-	Node      string // EventNodeJoined, EventNodeLost: "worker-id@host:port"
-	Placement string // EventPlaced: "task,task -> worker; ..."
 }
