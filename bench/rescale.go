@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
 	"google.golang.org/protobuf/proto"
@@ -257,13 +258,18 @@ func addTaskStats(ctx context.Context, store snapshots.Store, job string, from i
 }
 
 // keyedTaskStats sizes what each task of the keyed operator "sum" reads
-// (the stored states r says its state is built from) and restores (the key
-// groups of its state).
+// on its own, as a worker of a cluster does, and restores (the key groups
+// of its state). A task restored at its own parallelism reads its stored
+// state whole; a rescaled one reads, from each stored state r lists, the
+// bytes of the key groups of its range, through the handle's key-group
+// index (snapshots.Checkpoints.ReadKeyGroups).
 func keyedTaskStats(plan *topology.Plan, r *topology.Restore, rp *snapshots.Restorable) taskStats {
 	stored := map[string]int64{}
+	handles := map[string]*messages.StateHandle{}
 	var s taskStats
 	for _, t := range rp.Manifest.GetTasks() {
 		stored[t.GetTaskId()] = int64(t.GetState().GetSize())
+		handles[t.GetTaskId()] = t.GetState()
 		if st := rp.States[t.GetTaskId()]; st.GetOperator() == "sum" {
 			s.savepoint += int64(t.GetState().GetSize())
 		}
@@ -273,8 +279,13 @@ func keyedTaskStats(plan *topology.Plan, r *topology.Restore, rp *snapshots.Rest
 			continue
 		}
 		var read, share int64
-		for _, id := range r.Task(i).Parts {
-			read += stored[id]
+		tr := r.Task(i)
+		for _, id := range tr.Parts {
+			if tr.Rescaled && handles[id].GetIndexed() {
+				read += indexedSpan(handles[id], t.KeyGroupStart, t.KeyGroupEnd)
+			} else {
+				read += stored[id]
+			}
 		}
 		for _, g := range r.State(plan, i, rp.States).GetKeyGroups() {
 			share += int64(proto.Size(g))
@@ -291,6 +302,24 @@ func keyedTaskStats(plan *topology.Plan, r *topology.Restore, rp *snapshots.Rest
 		s.shareMean /= float64(s.tasks)
 	}
 	return s
+}
+
+// indexedSpan is the bytes ReadKeyGroups reads from the state h for the
+// key groups [start, end): from the first one's offset to the last one's
+// end.
+func indexedSpan(h *messages.StateHandle, start, end int) int64 {
+	var from, to uint64
+	found := false
+	for _, s := range h.GetKeyGroups() {
+		if int(s.GetKeyGroup()) < start || int(s.GetKeyGroup()) >= end {
+			continue
+		}
+		if !found {
+			from, found = s.GetOffset(), true
+		}
+		to = s.GetOffset() + s.GetLength()
+	}
+	return int64(to - from)
 }
 
 // restoreOnce starts g from savepoint rescaleSavepoint and returns the time

@@ -191,7 +191,9 @@ CPU: the process's CPU time (user and system) during a restore, the median run.
   paired: the median of each run against the baseline's run of its round, just before it. Target: at most 1.5×.
 read: bytes and objects one restore read from the store: the manifest and every task state (the keyed operator's are
   the state size).
-task read: per task of the keyed operator, the stored task states its state is built from (all of each one it needs);
+task read: per task of the keyed operator, what it reads on its own, as on a worker of a cluster: its stored state whole
+  at the same parallelism; rescaled, the bytes of its key groups in each stored state that held some (ranged reads
+  through the key-group index). In one process the job reads each object once (read), and tasks share it.
   task share: the key groups it restores; read / share: the largest ratio of a task's read to its share.
 `
 
