@@ -34,9 +34,12 @@ type restorePointMsg struct {
 	restore *snapshots.Restorable
 	// named: restore is the job's origin (a savepoint or checkpoint it was
 	// started from), which has completed no checkpoint since.
-	named    bool
-	err      error
-	attempts int
+	named bool
+	err   error
+	// savepoints says, for each savepoint in doubt, whether its manifest
+	// is in the store (see savepointsLanded).
+	savepoints map[uint64]bool
+	attempts   int
 }
 
 // manifestWrittenMsg reports the end of a manifest upload.

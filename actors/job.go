@@ -227,8 +227,9 @@ func (j *Job) Checkpoint(ctx context.Context) (uint64, error) {
 // the job already has (an error wrapping snapshots.ErrSavepointExists). A
 // savepoint that fails (a task declines, an upload fails, it times out, or
 // the job fails over meanwhile) leaves the job running and returns why;
-// what it stored is deleted. Once the sources have ended it is refused
-// (the final checkpoint is the job's last).
+// what that attempt stored is deleted. Once the sources have ended it is
+// refused (the final checkpoint is the job's last). When ctx ends first,
+// Savepoint returns its error, but the savepoint may still be taken.
 func (j *Job) Savepoint(ctx context.Context, name string) (uint64, error) {
 	return j.savepoint(ctx, name, false)
 }

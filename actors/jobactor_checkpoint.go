@@ -39,7 +39,11 @@ func (j *jobActor) apply(acts []coordinator.Action) {
 		case coordinator.InDoubt:
 			j.log.Warn("the failover came while the manifest of a checkpoint was being written: it counts as complete only if the manifest landed",
 				"checkpoint", a.Checkpoint)
-			j.inDoubt[a.Checkpoint] = inDoubt{final: a.Final, requests: a.Requests, savepoint: j.savepointName(a.Savepoint)}
+			d := inDoubt{final: a.Final, requests: a.Requests}
+			if sp := j.savepoints[a.Savepoint]; sp != nil {
+				d.savepoint, d.stop = sp.name, sp.stop
+			}
+			j.inDoubt[a.Checkpoint] = d
 		}
 	}
 	j.armTimer()
@@ -136,7 +140,7 @@ func (j *jobActor) aborted(a coordinator.Action) {
 	j.emit(Event{Kind: EventCheckpointAborted, Epoch: j.epoch, Checkpoint: a.Checkpoint, Final: a.Final, Savepoint: name,
 		Err: fmt.Errorf("checkpoint %d aborted: %s", a.Checkpoint, a.Reason)})
 	if name != "" {
-		j.cleanSavepoint(name)
+		j.cleanSavepoint(name, a.Checkpoint)
 	} else {
 		j.cleanAborted(a.Checkpoint)
 	}

@@ -14,6 +14,7 @@ type inDoubt struct {
 	final     bool
 	requests  []uint64
 	savepoint string // the savepoint's name, "" for a checkpoint
+	stop      bool   // a stop-with-savepoint
 }
 
 // settle reports the outcome of in-doubt checkpoint id, once known: complete
@@ -40,10 +41,18 @@ func (j *jobActor) settle(id uint64, landed bool, why string) {
 		err = fmt.Errorf("%w: checkpoint %d aborted: %s", coordinator.ErrFailover, id, why)
 		j.log.Warn("a checkpoint abandoned by the failover is aborted: its manifest did not land", "checkpoint", id, "savepoint", d.savepoint, "how", why)
 		j.emit(Event{Kind: EventCheckpointAborted, Epoch: j.epoch, Checkpoint: id, Final: d.final, Savepoint: d.savepoint, Err: err})
-		j.cleanAborted(id)
+		if d.savepoint != "" {
+			j.cleanSavepoint(d.savepoint, id)
+		} else {
+			j.cleanAborted(id)
+		}
 	}
 	delete(j.triggeredAt, id)
 	j.savepointEnded(d.savepoint)
+	if landed && d.stop && len(d.requests) == 1 { // the sources stopped at its barrier: so does the job
+		j.stopAtSavepoint(d.savepoint, id, d.requests[0])
+		return
+	}
 	for _, r := range d.requests {
 		delete(j.savepoints, r)
 		if reply := j.requests[r]; reply != nil {

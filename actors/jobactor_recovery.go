@@ -133,17 +133,24 @@ func (j *jobActor) maybeLoadRestorePoint() {
 }
 
 // loadRestorePoint reads the newest complete checkpoint whose objects verify.
+// The savepoints in doubt are read back first: they are settled before
+// the restore.
 func (j *jobActor) loadRestorePoint() {
 	sh, root, self, epoch := j.sh, j.sh.system.Root, j.self, j.epoch
+	doubt := j.inDoubtSavepoints()
 	sh.goUploadCtx(sh.uploadCtx, func(ctx context.Context) {
+		landed := savepointsLanded(ctx, sh.cps, doubt)
 		rp, named, err := loadPoint(ctx, sh.cps, sh.origin)
-		root.Send(self, &restorePointMsg{epoch: epoch, restore: rp, named: named, err: err})
+		root.Send(self, &restorePointMsg{epoch: epoch, restore: rp, named: named, err: err, savepoints: landed})
 	})
 }
 
 func (j *jobActor) onRestorePoint(m *restorePointMsg) {
 	if m.epoch != j.epoch || j.phase != phaseBackoff {
 		return
+	}
+	if j.settleSavepoints(m.savepoints) {
+		return // a stop-with-savepoint landed: the job stopped there
 	}
 	if m.err != nil {
 		j.onFailure(fmt.Errorf("restore: load the newest checkpoint: %w", m.err))
@@ -164,7 +171,7 @@ func (j *jobActor) onRestorePoint(m *restorePointMsg) {
 			errCheckpointsGone, j.lastCompleted, j.sh.cfg.store), "its checkpoints are gone")
 		return
 	}
-	for d := range j.inDoubt {
+	for d := range j.inDoubt { // checkpoints: the savepoints are settled
 		j.settle(d, d == id, "recovery found the newest usable checkpoint in the store")
 	}
 	j.restore = m.restore

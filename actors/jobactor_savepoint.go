@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -71,28 +70,79 @@ func (j *jobActor) savepointCompleted(a coordinator.Action) {
 	}
 	delete(j.savepoints, a.Savepoint)
 	j.savepointEnded(sp.name)
-	if !sp.stop {
-		return
+	if sp.stop {
+		j.stopAtSavepoint(sp.name, a.Checkpoint, a.Savepoint)
 	}
-	if reply := j.requests[a.Savepoint]; reply != nil {
-		reply <- checkpointResult{id: a.Checkpoint}
-		delete(j.requests, a.Savepoint)
+}
+
+// stopAtSavepoint answers the stop-with-savepoint request req, whose
+// savepoint name completed as checkpoint id, and stops the job: its
+// sources produced nothing after the savepoint's barrier.
+func (j *jobActor) stopAtSavepoint(name string, id, req uint64) {
+	if reply := j.requests[req]; reply != nil {
+		reply <- checkpointResult{id: id}
+		delete(j.requests, req)
 	}
-	j.log.Info("job stopped with a savepoint", "savepoint", sp.name, "checkpoint", a.Checkpoint)
-	j.finish(fmt.Errorf("%w with savepoint %q (checkpoint %d)", ErrStopped, sp.name, a.Checkpoint))
+	j.log.Info("job stopped with a savepoint", "savepoint", name, "checkpoint", id)
+	j.finish(fmt.Errorf("%w with savepoint %q (checkpoint %d)", ErrStopped, name, id))
+}
+
+// settleSavepoints resolves the savepoints left in doubt by a failover
+// (their manifest write's outcome unknown) by reading each one's manifest
+// back, before the restore: landed when it is there with the savepoint's
+// checkpoint id. It reports whether one of them was a stop-with-savepoint
+// that landed, which stopped the job.
+func (j *jobActor) settleSavepoints(found map[uint64]bool) bool {
+	for id, d := range j.inDoubt {
+		if d.savepoint == "" {
+			continue
+		}
+		stop := d.stop
+		j.settle(id, found[id], "the savepoint's manifest was read back")
+		if stop && found[id] {
+			return true
+		}
+	}
+	return false
+}
+
+// inDoubtSavepoints returns the savepoints in doubt, by checkpoint id.
+func (j *jobActor) inDoubtSavepoints() map[uint64]string {
+	out := map[uint64]string{}
+	for id, d := range j.inDoubt {
+		if d.savepoint != "" {
+			out[id] = d.savepoint
+		}
+	}
+	return out
+}
+
+// savepointsLanded reads back the manifests of the savepoints in doubt and
+// returns which of them are complete with their checkpoint id. A manifest
+// that cannot be read counts as not landed.
+func savepointsLanded(ctx context.Context, cps *snapshots.Checkpoints, doubt map[uint64]string) map[uint64]bool {
+	found := map[uint64]bool{}
+	for id, name := range doubt {
+		m, err := cps.ReadSavepointManifest(ctx, name)
+		found[id] = err == nil && m.GetCheckpointId() == id
+	}
+	return found
 }
 
 // savepointEnded forgets that savepoint name is being taken.
 func (j *jobActor) savepointEnded(name string) { delete(j.spNames, name) }
 
-// cleanSavepoint deletes what an aborted savepoint stored. Uploads still in
-// flight may land afterwards: such an incomplete savepoint has no manifest,
-// is never restored, and `snapflow savepoints delete` removes it.
-func (j *jobActor) cleanSavepoint(name string) {
+// cleanSavepoint deletes what the aborted attempt at savepoint name, taken
+// as checkpoint id, stored: only that attempt's objects (see
+// snapshots.SavepointStateKey), never another attempt's or a complete
+// savepoint. Uploads still in flight may land afterwards: they belong to no
+// manifest, are never restored, and `snapflow savepoints delete` removes
+// them.
+func (j *jobActor) cleanSavepoint(name string, id uint64) {
 	sh := j.sh
 	sh.goUploadCtx(sh.uploadCtx, func(ctx context.Context) {
-		if err := sh.cps.DeleteSavepoint(ctx, name); err != nil && !errors.Is(err, snapshots.ErrNotFound) && ctx.Err() == nil {
-			sh.log.Warn("deleting the objects of an aborted savepoint failed", "savepoint", name, "err", err)
+		if _, err := sh.cps.DeleteSavepointAttempt(ctx, name, id); err != nil && ctx.Err() == nil {
+			sh.log.Warn("deleting the objects of an aborted savepoint failed", "savepoint", name, "checkpoint", id, "err", err)
 		}
 	})
 }

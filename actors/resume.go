@@ -121,11 +121,17 @@ func resumeFrom(ctx context.Context, r *resumed, cfg *config, plan *topology.Pla
 // returns nil when there is neither.
 func loadPoint(ctx context.Context, cps *snapshots.Checkpoints, origin *messages.Origin) (rp *snapshots.Restorable, named bool, err error) {
 	rp, err = cps.LoadLatestSince(ctx, origin.GetFirstId())
-	if err != nil || rp != nil || origin == nil {
+	if rp != nil || origin == nil || (err != nil && !errors.Is(err, snapshots.ErrNoUsableCheckpoint)) {
 		return rp, false, err
 	}
+	// No checkpoint of the current history, or none usable: its origin
+	// precedes them all.
+	why := "has completed no checkpoint since"
+	if err != nil {
+		why = fmt.Sprintf("none of the checkpoints it completed since can be restored (%v)", err)
+	}
 	if rp, err = loadOrigin(ctx, cps, origin); err != nil {
-		return nil, true, fmt.Errorf("the job started from %s and has completed no checkpoint since: %w", originString(origin), err)
+		return nil, true, fmt.Errorf("the job started from %s and %s: %w", originString(origin), why, err)
 	}
 	return rp, true, nil
 }

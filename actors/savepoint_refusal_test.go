@@ -15,7 +15,7 @@ import (
 
 // savepointed runs shape at parallelism 2 until its sources reach limit,
 // and stops it with savepoint "sp" in store.
-func savepointed(t *testing.T, store snapshots.Store, shape rescaleShape, limit int64) {
+func savepointed(t *testing.T, store snapshots.Store, shape rescaleShape, limit int64) uint64 {
 	t.Helper()
 	gate := testsrc.NewGate(limit)
 	j, err := actors.Start(context.Background(), shape.build(2, gate, func(int64) error { return nil }),
@@ -24,7 +24,7 @@ func savepointed(t *testing.T, store snapshots.Store, shape rescaleShape, limit 
 		t.Fatal(err)
 	}
 	gate.WaitReached(t, limit)
-	stopWithSavepoint(t, j, "sp")
+	return stopWithSavepoint(t, j, "sp")
 }
 
 // TestSavepointRefusals: what Start refuses when starting from a savepoint,
@@ -143,8 +143,8 @@ func TestSavepointRefusals(t *testing.T) {
 func TestCorruptSavepointRefused(t *testing.T) {
 	shape := rescaleShape{job: "corrupt", n: 1 << 40, maxP: 16}
 	store := snapshots.NewMem()
-	savepointed(t, store, shape, 2000)
-	key := snapshots.SavepointStateKey(shape.job, "sp", "stage1#1")
+	id := savepointed(t, store, shape, 2000)
+	key := snapshots.SavepointStateKey(shape.job, "sp", id, "stage1#1")
 	data, err := store.Get(context.Background(), key)
 	if err != nil {
 		t.Fatal(err)
@@ -226,14 +226,73 @@ func TestFailedSavepointKeepsJobRunning(t *testing.T) {
 		t.Errorf("StopWithSavepoint with failing uploads: %v, want the upload's error", err)
 	}
 	store.armed.Store(false)
+	// The name of a failed attempt can be used again: the clean-up of the
+	// failed attempt never touches the new one's objects.
+	retried, err := j.Savepoint(context.Background(), "bad")
+	if err != nil {
+		t.Fatalf("Savepoint again after a failed attempt: %v", err)
+	}
 	gate.SetLimit(shape.n)
 	if err := waitJob(t, j); err != nil {
 		t.Fatalf("the job after failed savepoints: %v", err)
 	}
-	for _, name := range []string{"bad", "bad-stop"} {
-		if ok, err := j.Checkpoints().SavepointExists(context.Background(), name); ok || err != nil {
-			t.Errorf("savepoint %s: exists %t, %v", name, ok, err)
-		}
+	if ok, err := j.Checkpoints().SavepointExists(context.Background(), "bad-stop"); ok || err != nil {
+		t.Errorf("savepoint bad-stop: exists %t, %v", ok, err)
+	}
+	if sp, err := j.Checkpoints().LoadSavepoint(context.Background(), "bad"); err != nil || sp.Manifest.CheckpointId != retried {
+		t.Errorf("the savepoint retried under a failed attempt's name, once every clean-up ran: %v, %v", sp, err)
+	}
+	rp, err := j.Checkpoints().LoadLatest(context.Background())
+	if err != nil || rp == nil || !rp.Manifest.Final {
+		t.Fatalf("final checkpoint: %v %v", rp, err)
+	}
+	count1, _, sum2 := shape.want()
+	assertEqualMaps(t, "stage1 count", states(t, rp, "stage1", "count"), count1)
+	assertEqualMaps(t, "stage2 sum", states(t, rp, "stage2", "sum"), sum2)
+}
+
+// TestOriginWhenNewCheckpointsUnusable: a job started from a savepoint
+// whose own checkpoints are all unusable (corrupt) resumes from the
+// savepoint again, not from a checkpoint of its earlier history nor from
+// nothing, and ends exact.
+func TestOriginWhenNewCheckpointsUnusable(t *testing.T) {
+	shape := rescaleShape{job: "origin", n: 8000, maxP: 16}
+	store := snapshots.NewMem()
+	savepointed(t, store, shape, 2000)
+	gate := testsrc.NewGate(4000)
+	j, err := actors.Start(context.Background(), shape.build(3, gate, func(int64) error { return nil }),
+		actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.FromSavepoint("sp"), actors.WithCheckpointInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate.WaitReached(t, 4000)
+	id, err := j.Checkpoint(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Stop(); !errors.Is(err, actors.ErrStopped) {
+		t.Fatal(err)
+	}
+	key := snapshots.StateKey(shape.job, id, "stage1#0")
+	data, err := store.Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0x10
+	if err := store.Put(context.Background(), key, data); err != nil {
+		t.Fatal(err)
+	}
+	var ev events
+	j, err = actors.Start(context.Background(), shape.build(2, testsrc.NewGate(shape.n), func(int64) error { return nil }),
+		actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithListener(ev.listen))
+	if err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	if err := waitJob(t, j); err != nil {
+		t.Fatal(err)
+	}
+	if r := ev.of(actors.EventRunning); len(r) == 0 || r[0].Savepoint != "sp" {
+		t.Fatalf("restarted from %+v, want savepoint sp", r)
 	}
 	rp, err := j.Checkpoints().LoadLatest(context.Background())
 	if err != nil || rp == nil || !rp.Manifest.Final {

@@ -204,8 +204,10 @@ func TestRescaleThroughSavepoints(t *testing.T) {
 	assertEqualMaps(t, "stage1 count", states(t, rp, "stage1", "count"), count1)
 	assertEqualMaps(t, "stage1 sum", states(t, rp, "stage1", "sum"), sum1)
 	assertEqualMaps(t, "stage2 sum", states(t, rp, "stage2", "sum"), sum2)
-	if n := pf.injected.Load(); n != 2*int64(len(pars))-1 {
-		t.Errorf("%d failures injected, want %d", n, 2*len(pars)-1)
+	// Phase 0 restores state only if a checkpoint completed before its
+	// stage1 failure: one failure more, or not.
+	if n := pf.injected.Load(); n < 2*int64(len(pars))-1 || n > 2*int64(len(pars)) {
+		t.Errorf("%d failures injected, want %d or %d", n, 2*len(pars)-1, 2*len(pars))
 	}
 }
 

@@ -60,9 +60,11 @@ type task struct {
 	alignID    uint64
 	alignStart time.Time
 	barrierTS  int64
-	// barrierSavepoint names the savepoint of the last barrier (or trigger)
-	// received, "" for a checkpoint: where the snapshot is stored.
-	barrierSavepoint string
+	// savepointName names the savepoint that checkpoint savepointID is, as
+	// the last barrier (or trigger) received said, "" for a checkpoint: the
+	// snapshot of that id, and of no other, is stored there.
+	savepointName string
+	savepointID   uint64
 	// stopAt is the checkpoint of a stop-with-savepoint this source took:
 	// it stays paused when that savepoint completes (the job stops).
 	stopAt uint64
@@ -129,7 +131,7 @@ func (t *task) Receive(ctx actor.Context) {
 		}
 	case *messages.TriggerCheckpoint:
 		if m.Epoch == t.epoch && t.src != nil {
-			t.barrierTS, t.barrierSavepoint = m.TimestampUnixNano, m.Savepoint
+			t.barrierTS, t.savepointName, t.savepointID = m.TimestampUnixNano, m.Savepoint, m.CheckpointId
 			// A stop-with-savepoint: nothing after the barrier, unless the
 			// savepoint aborts.
 			t.paused = t.sh.cfg.syncSnapshots || m.Stop

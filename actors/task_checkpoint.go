@@ -21,7 +21,10 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 	}
 	err := t.inst.Snapshot(st)
 	t.flush()
-	savepoint := t.barrierSavepoint
+	var savepoint string
+	if t.savepointID == id {
+		savepoint = t.savepointName
+	}
 	t.sendControl(outItem{barrier: &messages.Barrier{Epoch: t.epoch, CheckpointId: id, TimestampUnixNano: t.barrierTS, Savepoint: savepoint}})
 	if err != nil {
 		t.log.Error("snapshot failed; declining the checkpoint", "checkpoint", id, "err", err)

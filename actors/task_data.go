@@ -162,7 +162,7 @@ func (t *task) onBarrier(m *messages.Barrier) {
 	if id, ok := t.aligner.Aligning(); ok && id != t.alignID {
 		t.alignID, t.alignStart = id, time.Now()
 	}
-	t.barrierTS, t.barrierSavepoint = m.TimestampUnixNano, m.Savepoint
+	t.barrierTS, t.savepointName, t.savepointID = m.TimestampUnixNano, m.Savepoint, m.CheckpointId
 	t.enqueue()
 }
 

@@ -126,6 +126,9 @@ func (c *Checkpoints) ReadKeyGroups(ctx context.Context, h *messages.StateHandle
 		return nil, 0, fmt.Errorf("snapshots: state handle: %w", err)
 	}
 	idx := h.GetKeyGroups()
+	if err := checkIndex(idx, h.GetSize()); err != nil {
+		return nil, 0, fmt.Errorf("snapshots: state %s: %w: %w", key, ErrCorrupt, err)
+	}
 	lo := sort.Search(len(idx), func(i int) bool { return int(idx[i].GetKeyGroup()) >= start })
 	hi := sort.Search(len(idx), func(i int) bool { return int(idx[i].GetKeyGroup()) >= end })
 	if lo >= hi {
@@ -159,6 +162,24 @@ func (c *Checkpoints) ReadKeyGroups(ctx context.Context, h *messages.StateHandle
 		out = append(out, g)
 	}
 	return out, int64(len(data)), nil
+}
+
+// checkIndex checks that a key-group index is in strictly increasing key
+// groups and offsets, with sections that do not overlap and lie within the
+// object's size: the order ReadKeyGroups searches in.
+func checkIndex(idx []*messages.KeyGroupSection, size uint64) error {
+	var end uint64
+	for i, s := range idx {
+		if i > 0 && s.GetKeyGroup() <= idx[i-1].GetKeyGroup() {
+			return fmt.Errorf("key-group index out of order: %d after %d", s.GetKeyGroup(), idx[i-1].GetKeyGroup())
+		}
+		if s.GetOffset() < end || s.GetOffset()+s.GetLength() > size || s.GetOffset()+s.GetLength() < s.GetOffset() {
+			return fmt.Errorf("key-group index: key group %d at bytes %d..%d overlaps another or lies beyond the object's %d bytes",
+				s.GetKeyGroup(), s.GetOffset(), s.GetOffset()+s.GetLength(), size)
+		}
+		end = s.GetOffset() + s.GetLength()
+	}
+	return nil
 }
 
 // getRange reads length bytes at offset of the object under key: a ranged

@@ -75,9 +75,19 @@ func SavepointsPrefix(job string) string { return job + savepointsDir }
 func SavepointPrefix(job, name string) string { return SavepointsPrefix(job) + name + "/" }
 
 // SavepointStateKey returns the key of a task's state in savepoint name,
-// "<job>/savepoints/<name>/<task-id>.state".
-func SavepointStateKey(job, name, taskID string) string {
-	return SavepointPrefix(job, name) + taskID + stateSuffix
+// taken as checkpoint id: "<job>/savepoints/<name>/chk-<id as 20
+// digits>/<task-id>.state". The id keeps the objects of two attempts at a
+// savepoint of one name apart: an attempt that failed, whose late uploads
+// and clean-up never touch those of the attempt that completes.
+func SavepointStateKey(job, name string, id uint64, taskID string) string {
+	return SavepointAttemptPrefix(job, name, id) + taskID + stateSuffix
+}
+
+// SavepointAttemptPrefix returns the prefix of the state objects of the
+// attempt at savepoint name taken as checkpoint id,
+// "<job>/savepoints/<name>/chk-<id as 20 digits>/".
+func SavepointAttemptPrefix(job, name string, id uint64) string {
+	return fmt.Sprintf("%s%s%0*d/", SavepointPrefix(job, name), chkPrefix, idDigits, id)
 }
 
 // SavepointManifestKey returns the key of the manifest of savepoint name,

@@ -15,7 +15,7 @@ func TestLayout(t *testing.T) {
 		{snapshots.ManifestKey("j", 1<<64-1), "j/checkpoints/chk-18446744073709551615/_manifest"},
 		{snapshots.SavepointsPrefix("job"), "job/savepoints/"},
 		{snapshots.SavepointPrefix("job", "v1"), "job/savepoints/v1/"},
-		{snapshots.SavepointStateKey("job", "v1", "sum#1"), "job/savepoints/v1/sum#1.state"},
+		{snapshots.SavepointStateKey("job", "v1", 7, "sum#1"), "job/savepoints/v1/chk-00000000000000000007/sum#1.state"},
 		{snapshots.SavepointManifestKey("job", "v1"), "job/savepoints/v1/_manifest"},
 		{snapshots.OriginKey("job"), "job/origin"},
 		{snapshots.LeaseKey("job"), "job/lease"},

@@ -57,7 +57,7 @@ func ValidateSavepointName(name string) error {
 }
 
 // PutSavepointState stores a task's state in savepoint name, as
-// SavepointStateKey(job, name, st.TaskId), and returns the handle that the
+// SavepointStateKey(job, name, st.CheckpointId, st.TaskId), and returns the handle that the
 // savepoint's manifest records, as PutTaskState does for a checkpoint.
 func (c *Checkpoints) PutSavepointState(ctx context.Context, name string, st *messages.TaskState) (*messages.StateHandle, error) {
 	if err := ValidateSavepointName(name); err != nil {
@@ -66,7 +66,7 @@ func (c *Checkpoints) PutSavepointState(ctx context.Context, name string, st *me
 	if err := validateTaskID(st.GetTaskId()); err != nil {
 		return nil, err
 	}
-	return c.putState(ctx, SavepointStateKey(c.job, name, st.GetTaskId()), st)
+	return c.putState(ctx, SavepointStateKey(c.job, name, st.GetCheckpointId(), st.GetTaskId()), st)
 }
 
 // PutSavepointManifest writes the manifest of savepoint m.Savepoint, which
@@ -292,4 +292,30 @@ func (c *Checkpoints) DeleteSavepoint(ctx context.Context, name string) error {
 	}
 	c.log.InfoContext(ctx, "snapshots: savepoint deleted", "savepoint", name, "objects", objects)
 	return nil
+}
+
+// DeleteSavepointAttempt deletes the state objects that a failed attempt at
+// savepoint name, taken as checkpoint id, stored (under
+// SavepointAttemptPrefix), and returns how many it deleted. It never
+// touches the savepoint's manifest, nor the objects of another attempt, and
+// refuses, with an error wrapping ErrSavepointExists, when the savepoint is
+// complete with that id: the attempt did not fail.
+func (c *Checkpoints) DeleteSavepointAttempt(ctx context.Context, name string, id uint64) (int, error) {
+	if err := ValidateSavepointName(name); err != nil {
+		return 0, err
+	}
+	switch m, err := c.ReadSavepointManifest(ctx, name); {
+	case err == nil && m.GetCheckpointId() == id:
+		return 0, fmt.Errorf("snapshots: savepoint %q of job %q is complete as checkpoint %d: %w", name, c.job, id, ErrSavepointExists)
+	case err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrCorrupt):
+		return 0, err
+	}
+	keys, err := c.store.List(ctx, SavepointAttemptPrefix(c.job, name, id))
+	if err != nil {
+		return 0, err
+	}
+	if err := deleteMany(ctx, c.store, keys); err != nil {
+		return 0, err
+	}
+	return len(keys), nil
 }

@@ -344,6 +344,11 @@ func TestRescaleRefusals(t *testing.T) {
 			Sink(FromSource(g, "input", func(int, int) Source[int] { return &offsetSource{n: 10} }, Parallelism(2)), "out", discard[int])
 			return mustPlan(t, g)
 		}(), RestoreOptions{}, `operator "in": the checkpoint holds its source position, but the job has no operator with that id`},
+		{"a source dropped, even when allowed", func() *Plan {
+			g := New("job")
+			Sink(FromSource(g, "input", func(int, int) Source[int] { return &offsetSource{n: 10} }, Parallelism(2)), "out", discard[int])
+			return mustPlan(t, g)
+		}(), RestoreOptions{AllowNonRestoredState: true}, `refused even with actors.AllowNonRestoredState: give the source that replaces it topology.OperatorID("in")`},
 		{"a Source become a split source", func() *Plan {
 			g := New("job")
 			Sink(Sequence(g, "in", 0, 9, Parallelism(2)), "out", discard[int64])

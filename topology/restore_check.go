@@ -272,6 +272,11 @@ func PlanRestore(p *Plan, declared map[string][]*messages.StateDescriptor, m *me
 		if !ok {
 			switch {
 			case !op.stateful():
+			case op.offsets || op.splits:
+				// Dropping a source's position would replay its records
+				// from the beginning into restored state downstream.
+				add(nil, "operator %q: the checkpoint holds its source position, but the job has no operator with that id; a new source would read its records again from the beginning, into restored state (counting them twice), so this is refused even with actors.AllowNonRestoredState: give the source that replaces it topology.OperatorID(%q)",
+					id, id)
 			case opts.AllowNonRestoredState:
 				r.Dropped = append(r.Dropped, id)
 			default:

@@ -37,6 +37,9 @@ type SplitSource[T any] interface {
 type Splits struct {
 	// Initial returns the splits of a job that starts without state, for
 	// the operator's parallelism: split i is read by task i % parallelism.
+	// Every task calls it, in every process of a cluster, so it must return
+	// the same splits for the same parallelism each time: tasks that
+	// disagree would read some records twice and others never.
 	Initial func(parallelism int) [][]byte
 	// Divide, optional, divides the state of a split into two splits that
 	// together hold exactly the records it has left, or returns ok false

@@ -9,10 +9,10 @@ import (
 func (c *Coordinator) complete(now time.Time) []Action {
 	p := c.end(now)
 	c.stats.Completed++
-	if p.savepoint == 0 {
+	if p.savepoint == 0 { // a savepoint neither is recovery's nor proves checkpoints work
 		c.stats.LastCompleted = p.id
+		c.stats.ConsecutiveFailures = 0
 	}
-	c.stats.ConsecutiveFailures = 0
 	if p.final {
 		c.finalDone, c.finalID = true, p.id
 	}

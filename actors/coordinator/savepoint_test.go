@@ -50,6 +50,25 @@ func TestSavepointFailureNotCounted(t *testing.T) {
 	}
 }
 
+// TestSavepointDoesNotResetFailures: a completed savepoint does not hide
+// checkpoints that keep failing.
+func TestSavepointDoesNotResetFailures(t *testing.T) {
+	c := New(Config{TolerableFailures: 1}, []string{"a"}, 1)
+	c.RequestCheckpoint(at(0), 1)
+	c.Decline(at(0), decline(1, "a", "no")) // 1 in a row: tolerated
+	c.RequestSavepoint(at(0), 2)
+	c.Ack(at(0), ack(2, "a"))
+	expect(t, c.ManifestWritten(at(0), 2, nil), "Completed chk=2 savepoint=2", "RequestDone req=2 chk=2")
+	c.RequestCheckpoint(at(0), 3)
+	var failed bool
+	for _, a := range c.Decline(at(0), decline(3, "a", "no")) {
+		failed = failed || a.Kind == FailJob
+	}
+	if !failed {
+		t.Errorf("two checkpoints failed in a row around a savepoint, one tolerated, and the job goes on: %+v", c.Stats())
+	}
+}
+
 // TestSavepointAfterFinish: once the sources have ended, a savepoint is
 // refused, queued ones included.
 func TestSavepointAfterFinish(t *testing.T) {

@@ -44,8 +44,9 @@ func (c *Coordinator) RequestCheckpoint(now time.Time, req uint64) []Action {
 // answers request req alone and is marked Savepoint in its actions. It is
 // triggered at once when no checkpoint is pending, otherwise as soon as the
 // pending one ends, before any queued checkpoint request. Its failure is
-// not counted against Config.TolerableFailures: a failed savepoint leaves
-// the job running. Once the sources have ended (Finish) it is answered at
+// not counted against Config.TolerableFailures (a failed savepoint leaves
+// the job running), nor does its completion reset the count of failed
+// checkpoints. Once the sources have ended (Finish) it is answered at
 // once with an error wrapping ErrFinishing.
 func (c *Coordinator) RequestSavepoint(now time.Time, req uint64) []Action {
 	c.observe(now)

@@ -276,7 +276,7 @@ func TestSavepointsVerify(t *testing.T) {
 		}
 	}
 
-	bad := snapshots.SavepointStateKey("wc", "v1", "sum#1")
+	bad := snapshots.SavepointStateKey("wc", "v1", savepointID, "sum#1")
 	if err := f.store.Put(t.Context(), bad, []byte("garbage")); err != nil {
 		t.Fatal(err)
 	}

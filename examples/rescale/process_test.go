@@ -202,7 +202,11 @@ func TestRefusals(t *testing.T) {
 	t.Run("corrupt savepoint", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "store")
 		mustSucceed(t, "setup", nil, storeArgs(dir, "-phases", "2", "-stop-with", "first")...)
-		obj := filepath.Join(dir, jobName, "savepoints", "first", "totals#0.state")
+		objs, err := filepath.Glob(filepath.Join(dir, jobName, "savepoints", "first", "chk-*", "totals#0.state"))
+		if err != nil || len(objs) != 1 {
+			t.Fatalf("the savepoint's totals#0.state: %v, %v", objs, err)
+		}
+		obj := objs[0]
 		b, err := os.ReadFile(obj)
 		if err != nil {
 			t.Fatal(err)

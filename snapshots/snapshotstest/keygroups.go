@@ -134,6 +134,11 @@ func testReadKeyGroupsCorrupt(t *testing.T, newStore newStoreFunc) {
 	if _, _, err := c.ReadKeyGroups(ctx, lying, 1, 2); !errors.Is(err, snapshots.ErrCorrupt) {
 		t.Errorf("an index that lies: %v", err)
 	}
+	unsorted := proto.CloneOf(h)
+	unsorted.KeyGroups[1], unsorted.KeyGroups[2] = unsorted.KeyGroups[2], unsorted.KeyGroups[1]
+	if _, _, err := c.ReadKeyGroups(ctx, unsorted, 0, 64); !errors.Is(err, snapshots.ErrCorrupt) || !strings.Contains(err.Error(), "out of order") {
+		t.Errorf("an index out of order: %v", err)
+	}
 	beyond := proto.CloneOf(h)
 	beyond.KeyGroups[7].Length = beyond.Size
 	if _, _, err := c.ReadKeyGroups(ctx, beyond, 60, 61); !errors.Is(err, snapshots.ErrCorrupt) {

@@ -31,6 +31,7 @@ var savepointTests = []test{
 	{"RetainKeepsOrigin", testRetainKeepsOrigin},
 	{"LoadLatestSince", testLoadLatestSince},
 	{"LoadCheckpoint", testLoadCheckpoint},
+	{"DeleteAttempt", testSavepointDeleteAttempt},
 }
 
 // savepointID is the checkpoint id of the savepoints the tests take.
@@ -49,7 +50,7 @@ func putSavepointStates(t *testing.T, c *snapshots.Checkpoints, name string, tas
 		if err != nil {
 			t.Fatalf("PutSavepointState %q %s: %v", name, task, err)
 		}
-		if want := snapshots.SavepointStateKey(job, name, task); h.GetKey() != want {
+		if want := snapshots.SavepointStateKey(job, name, savepointID, task); h.GetKey() != want {
 			t.Fatalf("handle key %q, want %q", h.GetKey(), want)
 		}
 		op, _, _ := strings.Cut(task, "#")
@@ -133,7 +134,7 @@ func testSavepointRoundTrip(t *testing.T, newStore newStoreFunc) {
 	wantSavepoint(t, fresh, m)
 	want := []string{snapshots.SavepointManifestKey(job, "v1")}
 	for _, task := range defaultTasks {
-		want = append(want, snapshots.SavepointStateKey(job, "v1", task))
+		want = append(want, snapshots.SavepointStateKey(job, "v1", savepointID, task))
 	}
 	slices.Sort(want)
 	wantKeys(t, s, "", want...)
@@ -188,8 +189,8 @@ func testSavepointCorruptState(t *testing.T, newStore newStoreFunc) {
 			c, _ := newCheckpoints(s)
 			complete(t, c, 1) // something a fallback could return
 			putSavepoint(t, c, "v1")
-			key := snapshots.SavepointStateKey(job, "v1", "sum#1")
-			other := mustGet(t, s, snapshots.SavepointStateKey(job, "v1", "sum#0"))
+			key := snapshots.SavepointStateKey(job, "v1", savepointID, "sum#1")
+			other := mustGet(t, s, snapshots.SavepointStateKey(job, "v1", savepointID, "sum#0"))
 			mustPut(t, s, key, cr.fn(mustGet(t, s, key), other))
 			wantLoadFails(t, c, "v1", key, snapshots.ErrCorrupt)
 			fresh, _ := newCheckpoints(s)
@@ -202,7 +203,7 @@ func testSavepointMissingState(t *testing.T, newStore newStoreFunc) {
 	s := newStore(t)
 	c, _ := newCheckpoints(s)
 	putSavepoint(t, c, "v1")
-	key := snapshots.SavepointStateKey(job, "v1", "src#0")
+	key := snapshots.SavepointStateKey(job, "v1", savepointID, "src#0")
 	if err := s.Delete(t.Context(), key); err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +232,7 @@ func testSavepointCorruptManifest(t *testing.T, newStore newStoreFunc) {
 			return mustGet(t, s, snapshots.ManifestKey(job, 1))
 		}},
 		{"a state, not a manifest", func(s snapshots.Store) []byte {
-			return mustGet(t, s, snapshots.SavepointStateKey(job, "v1", "src#0"))
+			return mustGet(t, s, snapshots.SavepointStateKey(job, "v1", savepointID, "src#0"))
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -341,7 +342,7 @@ func testSavepointPutValidation(t *testing.T, newStore newStoreFunc) {
 	if err := c.PutSavepointManifest(ctx, nil); err == nil {
 		t.Error("PutSavepointManifest(nil) succeeded")
 	}
-	wantKeys(t, s, "", snapshots.SavepointStateKey(job, "v1", "sum#0"))
+	wantKeys(t, s, "", snapshots.SavepointStateKey(job, "v1", savepointID, "sum#0"))
 	// A savepoint's manifest is not a checkpoint's.
 	if err := c.PutManifest(ctx, &messages.Manifest{Job: job, CheckpointId: 1, Savepoint: "v1"}); err == nil {
 		t.Error("PutManifest of a manifest naming a savepoint succeeded")
@@ -435,8 +436,8 @@ func testSavepointVerify(t *testing.T, newStore newStoreFunc) {
 	if err := c.VerifySavepoint(ctx, "v2"); !errors.Is(err, snapshots.ErrNotFound) {
 		t.Errorf("VerifySavepoint of an incomplete savepoint: %v, want ErrNotFound", err)
 	}
-	corrupt := snapshots.SavepointStateKey(job, "v1", "sum#0")
-	missing := snapshots.SavepointStateKey(job, "v1", "sum#1")
+	corrupt := snapshots.SavepointStateKey(job, "v1", savepointID, "sum#0")
+	missing := snapshots.SavepointStateKey(job, "v1", savepointID, "sum#1")
 	mustPut(t, s, corrupt, []byte("garbage"))
 	if err := s.Delete(ctx, missing); err != nil {
 		t.Fatal(err)
@@ -784,5 +785,32 @@ func testLoadCheckpoint(t *testing.T, newStore newStoreFunc) {
 				t.Errorf("LoadCheckpoint(%d) error %q does not name %s", tc.id, err, s)
 			}
 		}
+	}
+}
+
+// testSavepointDeleteAttempt: cleaning up a failed attempt at a savepoint
+// deletes that attempt's objects only: never the complete savepoint of the
+// same name, which it refuses to delete as an attempt.
+func testSavepointDeleteAttempt(t *testing.T, newStore newStoreFunc) {
+	c := snapshots.NewCheckpoints(newStore(t), job, nil)
+	m := putSavepoint(t, c, "v1")
+	// A later attempt at the same name, which fails: its states land, its
+	// manifest is refused.
+	for _, task := range []string{"sum#0", "sum#1"} {
+		if _, err := c.PutSavepointState(t.Context(), "v1", taskState(savepointID+1, task)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := c.DeleteSavepointAttempt(t.Context(), "v1", savepointID+1)
+	if err != nil || n != 2 {
+		t.Fatalf("DeleteSavepointAttempt = %d, %v; want the attempt's 2 objects", n, err)
+	}
+	wantSavepoint(t, c, m)
+	if _, err := c.DeleteSavepointAttempt(t.Context(), "v1", savepointID); !errors.Is(err, snapshots.ErrSavepointExists) {
+		t.Errorf("deleting the complete savepoint as an attempt: %v, want ErrSavepointExists", err)
+	}
+	wantSavepoint(t, c, m)
+	if n, err := c.DeleteSavepointAttempt(t.Context(), "none", 3); n != 0 || err != nil {
+		t.Errorf("an attempt that stored nothing: %d, %v", n, err)
 	}
 }
