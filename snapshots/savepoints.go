@@ -109,7 +109,7 @@ func (c *Checkpoints) PutSavepointManifest(ctx context.Context, m *messages.Mani
 
 // validateSavepointManifest checks that m is a manifest of savepoint name
 // of c's job whose entries are valid and whose states all lie below the
-// savepoint's prefix.
+// prefix of the savepoint's objects of m's checkpoint id.
 func (c *Checkpoints) validateSavepointManifest(m *messages.Manifest, name string) error {
 	if err := c.validateHead(m); err != nil {
 		return err
@@ -120,11 +120,11 @@ func (c *Checkpoints) validateSavepointManifest(m *messages.Manifest, name strin
 	if err := validateEntries(m); err != nil {
 		return err
 	}
-	prefix := SavepointPrefix(c.job, name)
+	prefix := SavepointAttemptPrefix(c.job, name, m.GetCheckpointId())
 	for _, t := range m.GetTasks() {
 		if key := t.GetState().GetKey(); !strings.HasPrefix(key, prefix) {
-			return fmt.Errorf("task %s: state %s lies outside the savepoint (%s), which must be self-contained",
-				t.GetTaskId(), key, prefix)
+			return fmt.Errorf("task %s: state %s lies outside the savepoint's objects of checkpoint %d (%s): a savepoint is self-contained, and holds the objects of the attempt that completed it",
+				t.GetTaskId(), key, m.GetCheckpointId(), prefix)
 		}
 	}
 	return nil

@@ -18,7 +18,7 @@ func ExampleCheckpoints_LoadSavepoint() {
 
 	m := &messages.Manifest{Job: "wordcount", CheckpointId: 7, Savepoint: "before-upgrade", MaxParallelism: 128}
 	for i, task := range []string{"count#0", "count#1"} {
-		st := &messages.TaskState{TaskId: task, OperatorId: "count", Subtask: uint32(i)}
+		st := &messages.TaskState{TaskId: task, OperatorId: "count", Subtask: uint32(i), CheckpointId: 7}
 		h, err := chks.PutSavepointState(ctx, "before-upgrade", st)
 		if err != nil {
 			panic(err)
@@ -46,6 +46,6 @@ func ExampleCheckpoints_LoadSavepoint() {
 	}
 	// Output:
 	// taken twice: true
-	// count#0 key groups [0,64) in wordcount/savepoints/before-upgrade/count#0.state
-	// count#1 key groups [64,128) in wordcount/savepoints/before-upgrade/count#1.state
+	// count#0 key groups [0,64) in wordcount/savepoints/before-upgrade/chk-00000000000000000007/count#0.state
+	// count#1 key groups [64,128) in wordcount/savepoints/before-upgrade/chk-00000000000000000007/count#1.state
 }

@@ -210,7 +210,7 @@ func TestSavepointsShow(t *testing.T) {
 		t.Errorf("show v1 printed\n%s\nwant the fields\n%q", r.stdout, want)
 	}
 	for _, e := range m.GetTasks() { // each task's object lies in the savepoint's folder
-		if want := "wc/savepoints/v1/" + e.GetTaskId() + ".state"; e.GetState().GetKey() != want {
+		if want := snapshots.SavepointStateKey("wc", "v1", savepointID, e.GetTaskId()); e.GetState().GetKey() != want {
 			t.Errorf("task %s maps to %s, want %s", e.GetTaskId(), e.GetState().GetKey(), want)
 		}
 	}
