@@ -123,6 +123,7 @@ func soakRescale(t *testing.T, seed uint64, srv *miniotest.Server) {
 		runSeed := rng.Uint64()
 		res, err := chaos.Run(context.Background(), chaos.RunConfig{
 			Shape: chaos.Rescale, N: n, Store: store, Seed: runSeed, Rates: soakRates, Budget: budget, Rate: rate, Logger: testLogger(t),
+			SameSavepointName: true, // a failed attempt is retried under its name, as a user would
 		})
 		if err != nil {
 			t.Fatalf("rescale run %d on %s, seed %d, phases %v: %v\ninjected: %s", runs, storeName, runSeed, res.Phases, err, chaos.FormatCounts(res.Counts))
@@ -170,16 +171,11 @@ func soakRescale(t *testing.T, seed uint64, srv *miniotest.Server) {
 // uploads and the deletion of what it stored are held until the second
 // attempt has completed, then let go. The chaos soak found this with
 // StopWithSavepoint retried under one name: "load savepoint: ... not
-// found" and "crc32c ..., want ...: corrupt object".
-//
-// Known bug, skipped unless SNAPFLOW_KNOWN_BUGS is set: the aborted
-// attempt's cleanup deletes the savepoint's whole prefix, the new manifest
-// included, and its late uploads overwrite the new attempt's objects
-// (their keys do not name the checkpoint).
+// found" and "crc32c ..., want ...: corrupt object", when the aborted
+// attempt's clean-up deleted the savepoint's whole prefix, the new manifest
+// included, and its late uploads overwrote the new attempt's objects. Each
+// attempt now keeps its objects under its own checkpoint id.
 func TestSavepointRetrySameName(t *testing.T) {
-	if os.Getenv("SNAPFLOW_KNOWN_BUGS") == "" {
-		t.Skip("known bug: an aborted savepoint's cleanup and late uploads destroy a retry under the same name (set SNAPFLOW_KNOWN_BUGS=1 to run)")
-	}
 	const job, name = "retry-same-name", "sp"
 	mem := snapshots.NewMem()
 	store := &heldSavepointStore{Store: mem, prefix: snapshots.SavepointPrefix(job, name), release: make(chan struct{})}
@@ -240,9 +236,9 @@ func TestSavepointRetrySameName(t *testing.T) {
 // attempt at a savepoint (the first checkpoint whose objects are put below
 // prefix): the sink's barrier comes last, so every other task of the
 // attempt has snapshotted and started its upload by then. It holds those
-// uploads, and every List of exactly prefix (the listing that deletes a
-// savepoint), until release is closed; the held calls then go on, whatever
-// their context says.
+// uploads, and every List below prefix (the listing that deletes what an
+// attempt stored), until release is closed; the held calls then go on,
+// whatever their context says.
 type heldSavepointStore struct {
 	snapshots.Store
 	prefix  string
@@ -269,7 +265,7 @@ func (s *heldSavepointStore) Put(ctx context.Context, key string, data []byte) e
 	first := ckpt != 0 && ckpt == s.attempt
 	s.mu.Unlock()
 	switch {
-	case first && key == s.prefix+"sink#0.state":
+	case first && strings.HasSuffix(key, "/sink#0.state"):
 		return fmt.Errorf("test: the upload of %s fails: %w", key, chaos.ErrInjected)
 	case first:
 		s.heldPuts.Add(1)
@@ -280,7 +276,7 @@ func (s *heldSavepointStore) Put(ctx context.Context, key string, data []byte) e
 }
 
 func (s *heldSavepointStore) List(ctx context.Context, prefix string) ([]string, error) {
-	if prefix == s.prefix {
+	if strings.HasPrefix(prefix, s.prefix+"chk-") { // an attempt's objects, listed to delete them
 		s.heldLists.Add(1)
 		<-s.release
 		ctx = context.WithoutCancel(ctx)
