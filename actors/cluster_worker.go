@@ -505,6 +505,9 @@ func loadDeployed(ctx context.Context, cps *snapshots.Checkpoints, plan *topolog
 				}
 				part.KeyGroups = append(part.KeyGroups, groups...)
 			}
+			// The part carries no state descriptors: the coordinator has
+			// checked them against the job's declarations (PlanRestore), and
+			// the task records its own in its next snapshot.
 			tr := topology.TaskRestore{Rescaled: true, Splits: dt.Splits, HasSplits: dt.HasSplits}
 			states[t.ID] = topology.MergeState(t, tr, []*messages.TaskState{part})
 		case dt.State != nil:
