@@ -107,7 +107,7 @@ func (j *jobActor) completed(a coordinator.Action) {
 	j.log.Debug("checkpoint complete", "checkpoint", a.Checkpoint, "final", a.Final, "bytes", j.pendingBytes, "took", took)
 	j.emit(Event{Kind: EventCheckpointCompleted, Epoch: j.epoch, Checkpoint: a.Checkpoint, Final: a.Final, Bytes: j.pendingBytes,
 		Duration: took, Alignment: j.pendingAlign, Upload: j.pendingAsync})
-	m := &messages.CompleteCheckpoint{Epoch: j.epoch, CheckpointId: a.Checkpoint}
+	m := &messages.CompleteCheckpoint{Epoch: j.epoch, CheckpointId: a.Checkpoint, Commit: true}
 	for _, pid := range j.sh.pids {
 		j.send(pid, m)
 	}

@@ -64,7 +64,7 @@ func (j *jobActor) savepointCompleted(a coordinator.Action) {
 	// The tasks hear of it as of a checkpoint: a source paused by the
 	// savepoint produces again, and it is where two-phase-commit sinks
 	// will commit.
-	m := &messages.CompleteCheckpoint{Epoch: j.epoch, CheckpointId: a.Checkpoint}
+	m := &messages.CompleteCheckpoint{Epoch: j.epoch, CheckpointId: a.Checkpoint, Commit: sp.stop}
 	for _, pid := range j.sh.pids {
 		j.send(pid, m)
 	}

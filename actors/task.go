@@ -144,10 +144,7 @@ func (t *task) Receive(ctx actor.Context) {
 		t.onAbort(m)
 		t.resume(m.Epoch)
 	case *messages.CompleteCheckpoint:
-		// Two-phase-commit sinks will commit here.
-		if m.CheckpointId != t.stopAt { // after a stop-with-savepoint, nothing more
-			t.resume(m.Epoch)
-		}
+		t.onComplete(m)
 	case *messages.RunTasks:
 		t.onRun(m)
 	case *messages.EndSource:
@@ -186,7 +183,7 @@ func (t *task) onStarted(ctx actor.Context) {
 	inc := t.sh.inc.Load()
 	t.epoch, t.ctx = inc.epoch, inc.ctx
 	inst, err := t.sh.plan.NewInstance(t.idx, topology.InstanceContext{
-		Job: t.sh.job, BatchSize: t.sh.cfg.batchSize, BatchBytes: t.sh.cfg.batchBytes, Sender: t, Logger: t.log,
+		Job: t.sh.job, BatchSize: t.sh.cfg.batchSize, BatchBytes: t.sh.cfg.batchBytes, Sender: t, Logger: t.log, Context: t.ctx,
 	})
 	if err != nil {
 		t.fail(err)
@@ -208,6 +205,14 @@ func (t *task) onStarted(ctx actor.Context) {
 	t.ins = make([]inChannel, len(t.plan.Inputs))
 	if len(t.ins) > 0 {
 		t.aligner = align.New[*batchMsg](len(t.ins))
+	}
+	if s, ok := inst.(topology.Starter); ok {
+		if err := s.Start(); err != nil {
+			if t.ctx.Err() != nil {
+				return // stopping: not a failure
+			}
+			t.fail(fmt.Errorf("start: %w", err))
+		}
 	}
 	t.root.Send(t.sh.jobPID, &messages.TaskRestored{Epoch: t.epoch, Task: uint32(t.idx)})
 }
@@ -244,6 +249,21 @@ func (t *task) onRun(m *messages.RunTasks) {
 			t.fail(fmt.Errorf("open source: %w", err))
 		}
 		t.schedulePoll()
+	}
+}
+
+// onComplete lets transactional sinks commit, and a paused source go on.
+func (t *task) onComplete(m *messages.CompleteCheckpoint) {
+	if m.Epoch != t.epoch {
+		return
+	}
+	if l, ok := t.inst.(topology.CheckpointListener); ok {
+		if err := l.CheckpointComplete(m.CheckpointId, m.Commit); err != nil {
+			t.fail(fmt.Errorf("checkpoint %d complete: %w", m.CheckpointId, err))
+		}
+	}
+	if m.CheckpointId != t.stopAt { // after a stop-with-savepoint, nothing more
+		t.resume(m.Epoch)
 	}
 }
 

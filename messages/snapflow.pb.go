@@ -735,9 +735,15 @@ func (x *DeclineCheckpoint) GetReason() string {
 
 // CompleteCheckpoint tells the tasks that a checkpoint's manifest is written.
 type CompleteCheckpoint struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	CheckpointId  uint64                 `protobuf:"varint,2,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Epoch        uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	CheckpointId uint64                 `protobuf:"varint,2,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	// commit says that transactional sinks commit what they pre-committed up
+	// to checkpoint_id: true for a checkpoint and for a stop-with-savepoint,
+	// false for a savepoint the job runs on after (recovery restores
+	// checkpoints, which would replay what a savepoint's commit made
+	// visible).
+	Commit        bool `protobuf:"varint,3,opt,name=commit,proto3" json:"commit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -784,6 +790,13 @@ func (x *CompleteCheckpoint) GetCheckpointId() uint64 {
 		return x.CheckpointId
 	}
 	return 0
+}
+
+func (x *CompleteCheckpoint) GetCommit() bool {
+	if x != nil {
+		return x.Commit
+	}
+	return false
 }
 
 // AbortCheckpoint tells the tasks that a checkpoint will never complete.
@@ -1433,8 +1446,13 @@ type TaskState struct {
 	// splits is the position of a source whose position is a list of splits
 	// (see topology.FromSplits), each split's own state; has_splits tells an
 	// empty list from none. Such a source leaves source_offset unset.
-	Splits        [][]byte `protobuf:"bytes,13,rep,name=splits,proto3" json:"splits,omitempty"`
-	HasSplits     bool     `protobuf:"varint,14,opt,name=has_splits,json=hasSplits,proto3" json:"has_splits,omitempty"`
+	Splits    [][]byte `protobuf:"bytes,13,rep,name=splits,proto3" json:"splits,omitempty"`
+	HasSplits bool     `protobuf:"varint,14,opt,name=has_splits,json=hasSplits,proto3" json:"has_splits,omitempty"`
+	// transactions are a transactional sink's transactions when the snapshot
+	// was taken: those pre-committed at this or an earlier barrier and not
+	// yet known committed (committed on restore), and the one open after the
+	// barrier (aborted on restore).
+	Transactions  []*Transaction `protobuf:"bytes,15,rep,name=transactions,proto3" json:"transactions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1567,6 +1585,69 @@ func (x *TaskState) GetHasSplits() bool {
 	return false
 }
 
+func (x *TaskState) GetTransactions() []*Transaction {
+	if x != nil {
+		return x.Transactions
+	}
+	return nil
+}
+
+// Transaction is one transaction of a transactional sink task.
+type Transaction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// checkpoint_id is the checkpoint whose barrier pre-committed it; 0 for
+	// the transaction still open.
+	CheckpointId uint64 `protobuf:"varint,1,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	// handle identifies the transaction to the sink (opaque to the runtime).
+	Handle        []byte `protobuf:"bytes,2,opt,name=handle,proto3" json:"handle,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Transaction) Reset() {
+	*x = Transaction{}
+	mi := &file_messages_snapflow_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Transaction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Transaction) ProtoMessage() {}
+
+func (x *Transaction) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_snapflow_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Transaction.ProtoReflect.Descriptor instead.
+func (*Transaction) Descriptor() ([]byte, []int) {
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *Transaction) GetCheckpointId() uint64 {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return 0
+}
+
+func (x *Transaction) GetHandle() []byte {
+	if x != nil {
+		return x.Handle
+	}
+	return nil
+}
+
 // StateDescriptor describes one declared keyed state: a restore into a
 // declaration with another kind, type or codec is refused rather than
 // misread.
@@ -1589,7 +1670,7 @@ type StateDescriptor struct {
 
 func (x *StateDescriptor) Reset() {
 	*x = StateDescriptor{}
-	mi := &file_messages_snapflow_proto_msgTypes[19]
+	mi := &file_messages_snapflow_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1601,7 +1682,7 @@ func (x *StateDescriptor) String() string {
 func (*StateDescriptor) ProtoMessage() {}
 
 func (x *StateDescriptor) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[19]
+	mi := &file_messages_snapflow_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1614,7 +1695,7 @@ func (x *StateDescriptor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateDescriptor.ProtoReflect.Descriptor instead.
 func (*StateDescriptor) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{19}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StateDescriptor) GetName() string {
@@ -1680,7 +1761,7 @@ type StoredObject struct {
 
 func (x *StoredObject) Reset() {
 	*x = StoredObject{}
-	mi := &file_messages_snapflow_proto_msgTypes[20]
+	mi := &file_messages_snapflow_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1692,7 +1773,7 @@ func (x *StoredObject) String() string {
 func (*StoredObject) ProtoMessage() {}
 
 func (x *StoredObject) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[20]
+	mi := &file_messages_snapflow_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1705,7 +1786,7 @@ func (x *StoredObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoredObject.ProtoReflect.Descriptor instead.
 func (*StoredObject) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{20}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *StoredObject) GetKind() string {
@@ -1749,7 +1830,7 @@ type Origin struct {
 
 func (x *Origin) Reset() {
 	*x = Origin{}
-	mi := &file_messages_snapflow_proto_msgTypes[21]
+	mi := &file_messages_snapflow_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1761,7 +1842,7 @@ func (x *Origin) String() string {
 func (*Origin) ProtoMessage() {}
 
 func (x *Origin) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[21]
+	mi := &file_messages_snapflow_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1774,7 +1855,7 @@ func (x *Origin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Origin.ProtoReflect.Descriptor instead.
 func (*Origin) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{21}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Origin) GetSavepoint() string {
@@ -1866,10 +1947,11 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12\x17\n" +
 	"\atask_id\x18\x03 \x01(\tR\x06taskId\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"O\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"g\n" +
 	"\x12CompleteCheckpoint\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12#\n" +
-	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\"d\n" +
+	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12\x16\n" +
+	"\x06commit\x18\x03 \x01(\bR\x06commit\"d\n" +
 	"\x0fAbortCheckpoint\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12\x16\n" +
@@ -1920,7 +2002,7 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\aentries\x18\x02 \x03(\v2\x17.snapflow.v1.StateEntryR\aentries\"]\n" +
 	"\rKeyGroupState\x12\x1b\n" +
 	"\tkey_group\x18\x01 \x01(\rR\bkeyGroup\x12/\n" +
-	"\x06states\x18\x02 \x03(\v2\x17.snapflow.v1.NamedStateR\x06states\"\xfd\x03\n" +
+	"\x06states\x18\x02 \x03(\v2\x17.snapflow.v1.NamedStateR\x06states\"\xbb\x04\n" +
 	"\tTaskState\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x1a\n" +
@@ -1939,7 +2021,11 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"operatorId\x12\x16\n" +
 	"\x06splits\x18\r \x03(\fR\x06splits\x12\x1d\n" +
 	"\n" +
-	"has_splits\x18\x0e \x01(\bR\thasSplits\"\xda\x01\n" +
+	"has_splits\x18\x0e \x01(\bR\thasSplits\x12<\n" +
+	"\ftransactions\x18\x0f \x03(\v2\x18.snapflow.v1.TransactionR\ftransactions\"J\n" +
+	"\vTransaction\x12#\n" +
+	"\rcheckpoint_id\x18\x01 \x01(\x04R\fcheckpointId\x12\x16\n" +
+	"\x06handle\x18\x02 \x01(\fR\x06handle\"\xda\x01\n" +
 	"\x0fStateDescriptor\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x19\n" +
@@ -1973,7 +2059,7 @@ func file_messages_snapflow_proto_rawDescGZIP() []byte {
 	return file_messages_snapflow_proto_rawDescData
 }
 
-var file_messages_snapflow_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_messages_snapflow_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_messages_snapflow_proto_goTypes = []any{
 	(*RecordBatch)(nil),        // 0: snapflow.v1.RecordBatch
 	(*Barrier)(nil),            // 1: snapflow.v1.Barrier
@@ -1994,27 +2080,29 @@ var file_messages_snapflow_proto_goTypes = []any{
 	(*NamedState)(nil),         // 16: snapflow.v1.NamedState
 	(*KeyGroupState)(nil),      // 17: snapflow.v1.KeyGroupState
 	(*TaskState)(nil),          // 18: snapflow.v1.TaskState
-	(*StateDescriptor)(nil),    // 19: snapflow.v1.StateDescriptor
-	(*StoredObject)(nil),       // 20: snapflow.v1.StoredObject
-	(*Origin)(nil),             // 21: snapflow.v1.Origin
+	(*Transaction)(nil),        // 19: snapflow.v1.Transaction
+	(*StateDescriptor)(nil),    // 20: snapflow.v1.StateDescriptor
+	(*StoredObject)(nil),       // 21: snapflow.v1.StoredObject
+	(*Origin)(nil),             // 22: snapflow.v1.Origin
 }
 var file_messages_snapflow_proto_depIdxs = []int32{
 	6,  // 0: snapflow.v1.StateHandle.key_groups:type_name -> snapflow.v1.KeyGroupSection
 	5,  // 1: snapflow.v1.AckCheckpoint.state:type_name -> snapflow.v1.StateHandle
 	5,  // 2: snapflow.v1.Restore.state:type_name -> snapflow.v1.StateHandle
 	5,  // 3: snapflow.v1.TaskStateEntry.state:type_name -> snapflow.v1.StateHandle
-	19, // 4: snapflow.v1.OperatorEntry.states:type_name -> snapflow.v1.StateDescriptor
+	20, // 4: snapflow.v1.OperatorEntry.states:type_name -> snapflow.v1.StateDescriptor
 	12, // 5: snapflow.v1.Manifest.tasks:type_name -> snapflow.v1.TaskStateEntry
 	13, // 6: snapflow.v1.Manifest.operators:type_name -> snapflow.v1.OperatorEntry
 	15, // 7: snapflow.v1.NamedState.entries:type_name -> snapflow.v1.StateEntry
 	16, // 8: snapflow.v1.KeyGroupState.states:type_name -> snapflow.v1.NamedState
 	17, // 9: snapflow.v1.TaskState.key_groups:type_name -> snapflow.v1.KeyGroupState
-	19, // 10: snapflow.v1.TaskState.state_descriptors:type_name -> snapflow.v1.StateDescriptor
-	11, // [11:11] is the sub-list for method output_type
-	11, // [11:11] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	20, // 10: snapflow.v1.TaskState.state_descriptors:type_name -> snapflow.v1.StateDescriptor
+	19, // 11: snapflow.v1.TaskState.transactions:type_name -> snapflow.v1.Transaction
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_messages_snapflow_proto_init() }
@@ -2028,7 +2116,7 @@ func file_messages_snapflow_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_snapflow_proto_rawDesc), len(file_messages_snapflow_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

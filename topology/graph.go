@@ -111,6 +111,9 @@ type node struct {
 	// splits is set for a source whose position is a list of splits
 	// (FromSplits), which a restore at another parallelism redistributes.
 	splits *splitSpec
+	// transactional is set for a two-phase-commit sink, whose state (its
+	// transactions) is not redistributed.
+	transactional bool
 }
 
 // edge joins two operators.

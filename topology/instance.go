@@ -35,6 +35,9 @@ type InstanceContext struct {
 	BatchBytes int
 	Sender     Sender
 	Logger     *slog.Logger
+	// Context ends with the task's incarnation (a failover, a stop or a
+	// failure of the job); nil means context.Background.
+	Context context.Context
 }
 
 // Instance is the runtime's type-erased view of one task. Methods are called
@@ -53,6 +56,21 @@ type Instance interface {
 	EndOfInput() error
 	// Close releases resources; it is called on every stop, also after failures.
 	Close() error
+}
+
+// Starter is implemented by instances that must do something once their
+// state is restored (or when there is none), before any record: the
+// runtime calls Start then.
+type Starter interface {
+	Start() error
+}
+
+// CheckpointListener is implemented by instances that act when a
+// checkpoint completes: transactional sinks commit there. commit is false
+// for a savepoint the job runs on after (recovery restores checkpoints, so
+// what it made visible could be replayed). An error fails the task.
+type CheckpointListener interface {
+	CheckpointComplete(id uint64, commit bool) error
 }
 
 // SourceStatus is what a source read reports besides its records.

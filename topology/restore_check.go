@@ -141,10 +141,13 @@ type storedOperator struct {
 	splits      bool         // a task holds splits
 	keyed       bool         // a task holds keyed state or state descriptors
 	opState     bool         // a task holds non-keyed operator state
+	txns        bool         // a task holds a transactional sink's transactions
 	descriptors []*messages.StateDescriptor
 }
 
-func (o *storedOperator) stateful() bool { return o.offsets || o.splits || o.keyed || o.opState }
+func (o *storedOperator) stateful() bool {
+	return o.offsets || o.splits || o.keyed || o.opState || o.txns
+}
 
 func (o *storedOperator) what() string {
 	var parts []string
@@ -156,6 +159,9 @@ func (o *storedOperator) what() string {
 	}
 	if o.opState {
 		parts = append(parts, "operator state")
+	}
+	if o.txns {
+		parts = append(parts, "transactions")
 	}
 	return strings.Join(parts, " and ")
 }
@@ -191,6 +197,7 @@ func storedOperators(m *messages.Manifest, states map[string]*messages.TaskState
 		op.splits = op.splits || st.GetHasSplits()
 		op.keyed = op.keyed || len(st.GetKeyGroups()) > 0 || len(st.GetStateDescriptors()) > 0
 		op.opState = op.opState || len(st.GetOperatorState()) > 0
+		op.txns = op.txns || len(st.GetTransactions()) > 0
 		if op.descriptors == nil && len(st.GetStateDescriptors()) > 0 {
 			op.descriptors = st.GetStateDescriptors()
 		}
@@ -211,11 +218,12 @@ func storedOperators(m *messages.Manifest, states map[string]*messages.TaskState
 
 // newOperator is one operator of the plan, as PlanRestore sees it.
 type newOperator struct {
-	name  string
-	kind  Kind
-	tasks []*TaskPlan // by subtask
-	keyed bool
-	split *splitSpec
+	name          string
+	kind          Kind
+	tasks         []*TaskPlan // by subtask
+	keyed         bool
+	split         *splitSpec
+	transactional bool
 }
 
 // PlanRestore decides how checkpoint m, whose task states are states, is
@@ -252,7 +260,7 @@ func PlanRestore(p *Plan, declared map[string][]*messages.StateDescriptor, m *me
 		if op == nil {
 			op = &newOperator{name: t.Operator, kind: t.Kind}
 			if t.node != nil {
-				op.keyed, op.split = t.node.keyedState, t.node.splits
+				op.keyed, op.split, op.transactional = t.node.keyedState, t.node.splits, t.node.transactional
 			}
 			cur[t.OperatorID] = op
 		}
@@ -302,6 +310,12 @@ func PlanRestore(p *Plan, declared map[string][]*messages.StateDescriptor, m *me
 		checkKeyed(op, n, label, rescale, m, p, declared, add)
 		if op.opState && rescale {
 			add(nil, "%s: its non-keyed operator state cannot be redistributed over %d tasks: keep parallelism %d", label, len(n.tasks), len(op.tasks))
+		}
+		if op.txns && rescale {
+			add(nil, "%s: the transactions of a two-phase-commit sink are not redistributed yet, over %d tasks: keep parallelism %d", label, len(n.tasks), len(op.tasks))
+		}
+		if op.txns && !n.transactional {
+			add(nil, "%s: the checkpoint holds the transactions of a two-phase-commit sink, which it no longer is: they would be neither committed nor aborted", label)
 		}
 		if len(e.Problems) > before {
 			continue
