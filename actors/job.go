@@ -236,11 +236,22 @@ func (j *Job) Savepoint(ctx context.Context, name string) (uint64, error) {
 
 // StopWithSavepoint takes a savepoint called name and stops the job there:
 // the sources stop at their barrier, so no record after it reaches any
-// state or sink, and the tasks are told the savepoint completed (where
-// two-phase-commit sinks will commit) before they stop. It returns the
-// savepoint's checkpoint id once the job has stopped; Wait then returns an
-// error wrapping ErrStopped. If the savepoint fails, the sources produce
-// again, the job keeps running, and StopWithSavepoint returns why.
+// state or sink. The tasks are sent the savepoint's completion, where
+// two-phase-commit sinks commit; that they handle it before they stop is
+// not guaranteed yet, and a sink that did not commits on the next start,
+// from what the savepoint holds. It returns the savepoint's checkpoint id
+// once the job has stopped; Wait then returns an error wrapping
+// ErrStopped. If the savepoint fails, the sources produce again, the job
+// keeps running, and StopWithSavepoint returns why. If the manifest's write
+// is in doubt when the job fails over, the manifest is read back: a
+// savepoint that landed stops the job there.
+//
+// The savepoint becomes the job's origin (see FromSavepoint): starting the
+// job again, even without FromSavepoint, resumes from it, not from an older
+// checkpoint.
+//
+// When ctx ends first, StopWithSavepoint returns its error, but the request
+// stays with the job, which may still stop with the savepoint; Wait tells.
 func (j *Job) StopWithSavepoint(ctx context.Context, name string) (uint64, error) {
 	id, err := j.savepoint(ctx, name, true)
 	if err != nil {

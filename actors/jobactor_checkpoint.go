@@ -80,6 +80,7 @@ func (j *jobActor) writeManifest(a coordinator.Action) {
 		m.Tasks = append(m.Tasks, e)
 	}
 	sh, root, self, epoch := j.sh, j.sh.system.Root, j.self, j.epoch
+	stop := j.savepoints[a.Savepoint] != nil && j.savepoints[a.Savepoint].stop
 	j.manifests++ // a failover waits for it: the manifest may still land
 	// Not cancelled when the job stops: a manifest write is either done or
 	// not started, never abandoned half-way (Stop waits for it).
@@ -88,7 +89,9 @@ func (j *jobActor) writeManifest(a coordinator.Action) {
 		switch {
 		case err != nil:
 		case m.Savepoint != "":
-			err = sh.cps.PutSavepointManifest(ctx, m)
+			if err = sh.cps.PutSavepointManifest(ctx, m); err == nil && stop {
+				stoppedAt(ctx, sh, m)
+			}
 		default:
 			err = sh.cps.PutManifest(ctx, m)
 		}

@@ -146,3 +146,17 @@ func (j *jobActor) cleanSavepoint(name string, id uint64) {
 		}
 	})
 }
+
+// stoppedAt records a stop-with-savepoint's savepoint m as the job's
+// origin, so that starting the job again, even without FromSavepoint,
+// resumes from it rather than from an older checkpoint whose replay would
+// repeat what the savepoint's commit made visible. A failure is logged:
+// the savepoint is complete, and FromSavepoint still names it.
+func stoppedAt(ctx context.Context, sh *shared, m *messages.Manifest) {
+	o := &messages.Origin{Savepoint: m.GetSavepoint(), CheckpointId: m.GetCheckpointId(), FirstId: m.GetCheckpointId() + 1,
+		TimestampUnixNano: time.Now().UnixNano()}
+	if err := sh.cps.PutOrigin(ctx, o); err != nil {
+		sh.log.Warn("the job stopped with a savepoint, but recording it as where to resume failed: start the job with FromSavepoint to resume from it",
+			"savepoint", m.GetSavepoint(), "err", err)
+	}
+}

@@ -131,7 +131,7 @@ func loadPoint(ctx context.Context, cps *snapshots.Checkpoints, origin *messages
 		why = fmt.Sprintf("none of the checkpoints it completed since can be restored (%v)", err)
 	}
 	if rp, err = loadOrigin(ctx, cps, origin); err != nil {
-		return nil, true, fmt.Errorf("the job started from %s and %s: %w", originString(origin), why, err)
+		return nil, true, fmt.Errorf("the job resumes from its origin, %s (where it was started from, or stopped with a savepoint), as it %s: %w", originString(origin), why, err)
 	}
 	return rp, true, nil
 }

@@ -302,3 +302,44 @@ func TestOriginWhenNewCheckpointsUnusable(t *testing.T) {
 	assertEqualMaps(t, "stage1 count", states(t, rp, "stage1", "count"), count1)
 	assertEqualMaps(t, "stage2 sum", states(t, rp, "stage2", "sum"), sum2)
 }
+
+// TestStopWithSavepointThenPlainRestart: a job stopped with a savepoint
+// and started again without FromSavepoint resumes from the savepoint, not
+// from its older checkpoints, and ends exact.
+func TestStopWithSavepointThenPlainRestart(t *testing.T) {
+	shape := rescaleShape{job: "plain-restart", n: 8000, maxP: 16}
+	store := snapshots.NewMem()
+	gate := testsrc.NewGate(3000)
+	j, err := actors.Start(context.Background(), shape.build(2, gate, func(int64) error { return nil }),
+		actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithCheckpointInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate.WaitReached(t, 3000)
+	older, err := j.Checkpoint(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate.SetLimit(5000)
+	gate.WaitReached(t, 5000)
+	id := stopWithSavepoint(t, j, "stopped")
+	var ev events
+	j, err = actors.Start(context.Background(), shape.build(2, testsrc.NewGate(shape.n), func(int64) error { return nil }),
+		actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithListener(ev.listen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := waitJob(t, j); err != nil {
+		t.Fatal(err)
+	}
+	if r := ev.of(actors.EventRunning); len(r) == 0 || r[0].Savepoint != "stopped" || r[0].Checkpoint != id {
+		t.Fatalf("restarted from %+v, want savepoint stopped (checkpoint %d), not checkpoint %d", r, id, older)
+	}
+	rp, err := j.Checkpoints().LoadLatest(context.Background())
+	if err != nil || rp == nil || !rp.Manifest.Final {
+		t.Fatalf("final checkpoint: %v %v", rp, err)
+	}
+	count1, _, sum2 := shape.want()
+	assertEqualMaps(t, "stage1 count", states(t, rp, "stage1", "count"), count1)
+	assertEqualMaps(t, "stage2 sum", states(t, rp, "stage2", "sum"), sum2)
+}
