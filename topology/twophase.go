@@ -20,18 +20,21 @@ import (
 // holds as pre-committed, and the sink aborts everything else of its own.
 // The runtime calls the methods from one goroutine at a time.
 type TwoPhaseSink[T any] interface {
-	// Recover runs when the task starts, before any record. It commits
-	// each transaction of pending (pre-committed as part of the checkpoint
-	// restored, perhaps committed already: Commit is idempotent), and
-	// aborts every other transaction the task may have left: open (the
-	// restored checkpoint's open transaction, nil for none) and any begun
-	// after that checkpoint, which no checkpoint holds. pending is empty
-	// when the job starts without state.
-	Recover(ctx context.Context, pending [][]byte, open []byte) error
+	// Recover runs when the task starts, before any record. checkpoint is
+	// the id of the checkpoint restored (0: none). It commits each
+	// transaction of pending (pre-committed as part of that checkpoint,
+	// perhaps committed already: Commit is idempotent), and aborts every
+	// other transaction the task may have left: open (the restored
+	// checkpoint's open transaction, nil for none) and any begun after
+	// that checkpoint, which no checkpoint holds. pending is empty when
+	// the job starts without state.
+	Recover(ctx context.Context, checkpoint uint64, pending [][]byte, open []byte) error
 	// Begin opens a transaction and returns its handle, which must tell it
 	// from every transaction the task began before, in this run or any
-	// earlier one.
-	Begin(ctx context.Context) (txn []byte, err error)
+	// earlier one. after is the checkpoint whose barrier the transaction
+	// follows: the one restored (0: none) for the first transaction, then
+	// each checkpoint whose barrier pre-committed the previous one.
+	Begin(ctx context.Context, after uint64) (txn []byte, err error)
 	// Write writes records into transaction txn. The sink must not keep
 	// the slice.
 	Write(ctx context.Context, txn []byte, records []T) error
@@ -94,12 +97,14 @@ type twoPhaseInstance[T any] struct {
 	in   inputs[T]
 	task string
 
-	pending  []*messages.Transaction // pre-committed, by increasing checkpoint id
-	open     []byte                  // the transaction records go into
-	restored []byte                  // the restored checkpoint's open transaction
+	pending    []*messages.Transaction // pre-committed, by increasing checkpoint id
+	open       []byte                  // the transaction records go into
+	restored   []byte                  // the restored checkpoint's open transaction
+	checkpoint uint64                  // the checkpoint restored (0: none)
 }
 
 func (p *twoPhaseInstance[T]) Restore(st *messages.TaskState) error {
+	p.checkpoint = st.GetCheckpointId()
 	for _, tx := range st.GetTransactions() {
 		if tx.GetCheckpointId() == 0 {
 			p.restored = tx.GetHandle()
@@ -117,11 +122,11 @@ func (p *twoPhaseInstance[T]) Start() error {
 	for i, tx := range p.pending {
 		handles[i] = tx.GetHandle()
 	}
-	if err := p.retry("recover", func() error { return p.sink.Recover(p.ctx, handles, p.restored) }); err != nil {
+	if err := p.retry("recover", func() error { return p.sink.Recover(p.ctx, p.checkpoint, handles, p.restored) }); err != nil {
 		return err
 	}
 	p.pending, p.restored = nil, nil
-	txn, err := p.sink.Begin(p.ctx)
+	txn, err := p.sink.Begin(p.ctx, p.checkpoint)
 	if err != nil {
 		return fmt.Errorf("begin a transaction: %w", err)
 	}
@@ -148,7 +153,7 @@ func (p *twoPhaseInstance[T]) Snapshot(st *messages.TaskState) error {
 		return fmt.Errorf("pre-commit: %w", err)
 	}
 	p.pending = append(p.pending, &messages.Transaction{CheckpointId: st.GetCheckpointId(), Handle: slices.Clone(handle)})
-	next, err := p.sink.Begin(p.ctx)
+	next, err := p.sink.Begin(p.ctx, st.GetCheckpointId())
 	if err != nil {
 		return fmt.Errorf("begin a transaction: %w", err)
 	}

@@ -94,7 +94,7 @@ func parseHandle(h []byte) (seq uint64, size int64, err error) {
 // Recover commits the pending transactions, deletes every other in-progress
 // file of this task, and numbers the next transactions above every part
 // file of this task.
-func (s *sink[T]) Recover(ctx context.Context, pending [][]byte, _ []byte) error {
+func (s *sink[T]) Recover(ctx context.Context, _ uint64, pending [][]byte, _ []byte) error {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return fmt.Errorf("filesink: %w", err)
 	}
@@ -128,7 +128,7 @@ func (s *sink[T]) Recover(ctx context.Context, pending [][]byte, _ []byte) error
 }
 
 // Begin opens transaction next; its file is created with its first record.
-func (s *sink[T]) Begin(context.Context) ([]byte, error) {
+func (s *sink[T]) Begin(context.Context, uint64) ([]byte, error) {
 	s.seq, s.file, s.w, s.size = s.next, nil, nil, 0
 	s.next++
 	return handle(s.seq, 0), nil

@@ -35,10 +35,10 @@ func TestTransactionLifecycle(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := newTestSink(t, dir, 1)
-	if err := s.Recover(ctx, nil, nil); err != nil {
+	if err := s.Recover(ctx, 0, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	txn, _ := s.Begin(ctx)
+	txn, _ := s.Begin(ctx, 0)
 	if err := s.Write(ctx, txn, []int{1, 2, 3}); err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestTransactionLifecycle(t *testing.T) {
 	if err != nil || string(data) != "1\n2\n3\n" {
 		t.Fatalf("committed part: %q, %v", data, err)
 	}
-	empty, _ := s.Begin(ctx)
+	empty, _ := s.Begin(ctx, 0)
 	he, err := s.PreCommit(ctx, empty)
 	if err != nil || s.Commit(ctx, he) != nil {
 		t.Fatalf("an empty transaction: %v", err)
@@ -78,12 +78,12 @@ func TestRecover(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := newTestSink(t, dir, 0)
-	if err := s.Recover(ctx, nil, nil); err != nil {
+	if err := s.Recover(ctx, 0, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	var handles [][]byte
 	for i := range 3 {
-		txn, _ := s.Begin(ctx)
+		txn, _ := s.Begin(ctx, 0)
 		if err := s.Write(ctx, txn, []int{i}); err != nil {
 			t.Fatal(err)
 		}
@@ -93,15 +93,15 @@ func TestRecover(t *testing.T) {
 		}
 		handles = append(handles, h)
 	}
-	open, _ := s.Begin(ctx)
+	open, _ := s.Begin(ctx, 0)
 	if err := s.Write(ctx, open, []int{9}); err != nil {
 		t.Fatal(err)
 	}
 	other := newTestSink(t, dir, 1)
-	if err := other.Recover(ctx, nil, nil); err != nil {
+	if err := other.Recover(ctx, 0, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	otxn, _ := other.Begin(ctx)
+	otxn, _ := other.Begin(ctx, 0)
 	if err := other.Write(ctx, otxn, []int{7}); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestRecover(t *testing.T) {
 	}
 
 	again := newTestSink(t, dir, 0)
-	if err := again.Recover(ctx, handles[:2], open); err != nil {
+	if err := again.Recover(ctx, 1, handles[:2], open); err != nil {
 		t.Fatal(err)
 	}
 	got := names(t, dir)
@@ -122,7 +122,7 @@ func TestRecover(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("after recovery: %v, want %v", got, want)
 	}
-	if txn, _ := again.Begin(ctx); txn == nil || again.seq != 4 {
+	if txn, _ := again.Begin(ctx, 0); txn == nil || again.seq != 4 {
 		t.Errorf("next transaction %d, want 4: above every part file of the task", again.seq)
 	}
 }
@@ -133,10 +133,10 @@ func TestCommitOfALostTransaction(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := newTestSink(t, dir, 0)
-	if err := s.Recover(ctx, nil, nil); err != nil {
+	if err := s.Recover(ctx, 0, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	txn, _ := s.Begin(ctx)
+	txn, _ := s.Begin(ctx, 0)
 	if err := s.Write(ctx, txn, []int{1}); err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestCommitOfALostTransaction(t *testing.T) {
 	if err := s.Commit(ctx, h); err == nil || !strings.Contains(err.Error(), "its records would be lost") {
 		t.Errorf("commit of a lost transaction: %v", err)
 	}
-	if err := newTestSink(t, dir, 0).Recover(ctx, [][]byte{h}, nil); err == nil {
+	if err := newTestSink(t, dir, 0).Recover(ctx, 1, [][]byte{h}, nil); err == nil {
 		t.Error("recovering a lost transaction succeeded")
 	}
 }
