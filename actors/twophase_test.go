@@ -17,6 +17,7 @@ import (
 
 	"github.com/snapflow/snapflow/actors"
 	"github.com/snapflow/snapflow/actors/restart"
+	"github.com/snapflow/snapflow/internal/testsrc"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
 	"github.com/snapflow/snapflow/topology/filesink"
@@ -233,4 +234,57 @@ func TestFileSinkCommitFailures(t *testing.T) {
 			t.Fatalf("job: %v, want a JobError wrapping ErrCommit with the sink's error", err)
 		}
 	})
+}
+
+// TestFileSinkAcrossSavepoints: a file sink's output stays exactly once
+// through a savepoint the job runs on after (it does not commit), a
+// stop-with-savepoint (which commits), and a restart from it at another
+// parallelism of the other operators.
+func TestFileSinkAcrossSavepoints(t *testing.T) {
+	const n = 30_000
+	dir := t.TempDir()
+	store := snapshots.NewMem()
+	build := func(par int, gate *testsrc.Gate) *topology.Graph {
+		g := topology.New("filesink-savepoints")
+		src := testsrc.GatedSplits(g, "source", n, func(i int64) int64 { return i }, gate, topology.Parallelism(par))
+		keyed := topology.Process(topology.KeyBy(src, func(v int64) int64 { return v % 7 }), "count",
+			func(ks *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, int64, int64] {
+				c := topology.Value[int64](ks, "n")
+				return func(_ *topology.Context[int64], v int64, out *topology.Collector[int64]) error {
+					x, _ := c.Get()
+					c.Set(x + 1)
+					out.Emit(v)
+					return nil
+				}
+			}, topology.Parallelism(par))
+		topology.TwoPhaseCommitSink(keyed, "out", filesink.New(dir, filesink.Lines(func(v int64) string { return strconv.FormatInt(v, 10) })),
+			topology.Parallelism(2))
+		return g
+	}
+	gate := testsrc.NewGate(n / 3)
+	j, err := actors.Start(context.Background(), build(2, gate), actors.WithStore(store), actors.WithLogger(testLogger(t)),
+		actors.WithCheckpointInterval(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate.WaitReached(t, n/3)
+	if _, err := j.Savepoint(context.Background(), "mid"); err != nil {
+		t.Fatal(err)
+	}
+	gate.SetLimit(2 * n / 3)
+	gate.WaitReached(t, 2*n/3)
+	stopWithSavepoint(t, j, "stop")
+	j, err = actors.Start(context.Background(), build(3, testsrc.NewGate(n)), actors.WithStore(store), actors.WithLogger(testLogger(t)),
+		actors.WithCheckpointInterval(20*time.Millisecond), actors.FromSavepoint("stop"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := waitJob(t, j); err != nil {
+		t.Fatal(err)
+	}
+	seen, hidden := readParts(t, dir)
+	exactlyOnce(t, seen, n)
+	if len(hidden) > 0 {
+		t.Errorf("in-progress files left: %v", hidden)
+	}
 }
