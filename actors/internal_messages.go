@@ -47,6 +47,9 @@ type manifestWrittenMsg struct {
 	epoch uint64
 	id    uint64
 	err   error
+	// recovery: the savepoint id is also a checkpoint recovery can restore
+	// (see recoveryPoint).
+	recovery bool
 }
 
 // cleanedMsg reports the end of a pass deleting aborted checkpoints below.

@@ -230,6 +230,13 @@ func (j *Job) Checkpoint(ctx context.Context) (uint64, error) {
 // what that attempt stored is deleted. Once the sources have ended it is
 // refused (the final checkpoint is the job's last). When ctx ends first,
 // Savepoint returns its error, but the savepoint may still be taken.
+//
+// The savepoint's manifest is also written as a checkpoint's, pointing at
+// the savepoint's objects, so that recovery restores it rather than an
+// older checkpoint: two-phase-commit sinks then commit at the savepoint,
+// and what it pre-committed is never aborted by a recovery behind it.
+// Delete such a savepoint once newer checkpoints exist: while it is the
+// newest, recovery falls back past it when it is gone.
 func (j *Job) Savepoint(ctx context.Context, name string) (uint64, error) {
 	return j.savepoint(ctx, name, false)
 }

@@ -73,11 +73,14 @@ type jobActor struct {
 	savepoints        map[uint64]*savepointReq
 	spNames           map[string]bool
 	waitingSavepoints []uint64
-	nextRequest       uint64
-	triggeredAt       map[uint64]time.Time
-	pendingBytes      uint64
-	pendingAlign      time.Duration // longest alignment among the acks so far
-	pendingAsync      time.Duration // longest upload among the acks so far
+	// recoverable are the savepoints (by checkpoint id) also written as
+	// checkpoints, which recovery restores (see recoveryPoint).
+	recoverable  map[uint64]bool
+	nextRequest  uint64
+	triggeredAt  map[uint64]time.Time
+	pendingBytes uint64
+	pendingAlign time.Duration // longest alignment among the acks so far
+	pendingAsync time.Duration // longest upload among the acks so far
 
 	result error
 
@@ -89,7 +92,7 @@ func newJobActor(sh *shared, stopped chan struct{}, nextID uint64, rp *snapshots
 	ja := &jobActor{
 		sh: sh, log: sh.log, stopped: stopped, nextID: nextID, restore: rp,
 		strategy: restart.New(sh.cfg.restart), requests: map[uint64]chan checkpointResult{},
-		savepoints: map[uint64]*savepointReq{}, spNames: map[string]bool{},
+		savepoints: map[uint64]*savepointReq{}, spNames: map[string]bool{}, recoverable: map[uint64]bool{},
 		triggeredAt: map[uint64]time.Time{}, inDoubt: map[uint64]inDoubt{},
 	}
 	if rp != nil {

@@ -86,16 +86,21 @@ func (j *jobActor) writeManifest(a coordinator.Action) {
 	// not started, never abandoned half-way (Stop waits for it).
 	sh.goUploadCtx(context.WithoutCancel(sh.uploadCtx), func(ctx context.Context) {
 		err := sh.checkLease(ctx)
+		recovery := false
 		switch {
 		case err != nil:
 		case m.Savepoint != "":
-			if err = sh.cps.PutSavepointManifest(ctx, m); err == nil && stop {
-				stoppedAt(ctx, sh, m)
+			if err = sh.cps.PutSavepointManifest(ctx, m); err == nil {
+				if stop {
+					stoppedAt(ctx, sh, m)
+				} else {
+					recovery = recoveryPoint(ctx, sh, m)
+				}
 			}
 		default:
 			err = sh.cps.PutManifest(ctx, m)
 		}
-		root.Send(self, &manifestWrittenMsg{epoch: epoch, id: m.CheckpointId, err: err})
+		root.Send(self, &manifestWrittenMsg{epoch: epoch, id: m.CheckpointId, err: err, recovery: recovery})
 	})
 }
 

@@ -103,6 +103,9 @@ func (j *jobActor) onFailure(cause error) {
 // for the manifest go on.
 func (j *jobActor) onManifestWritten(m *manifestWrittenMsg) {
 	j.manifests--
+	if m.recovery {
+		j.recoverable[m.id] = true
+	}
 	switch {
 	case errors.Is(m.err, snapshots.ErrLeaseLost):
 		j.fail(fmt.Errorf("checkpoint %d: %w", m.id, m.err), "another coordinator took over the job")

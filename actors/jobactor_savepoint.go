@@ -8,6 +8,7 @@ import (
 	"github.com/snapflow/snapflow/actors/coordinator"
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
+	"google.golang.org/protobuf/proto"
 )
 
 // savepointReq is a savepoint the job actor was asked for.
@@ -62,9 +63,16 @@ func (j *jobActor) savepointCompleted(a coordinator.Action) {
 	j.emit(Event{Kind: EventCheckpointCompleted, Epoch: j.epoch, Checkpoint: a.Checkpoint, Savepoint: sp.name, Bytes: j.pendingBytes,
 		Duration: took, Alignment: j.pendingAlign, Upload: j.pendingAsync})
 	// The tasks hear of it as of a checkpoint: a source paused by the
-	// savepoint produces again, and it is where two-phase-commit sinks
-	// will commit.
-	m := &messages.CompleteCheckpoint{Epoch: j.epoch, CheckpointId: a.Checkpoint, Commit: sp.stop}
+	// savepoint produces again, and two-phase-commit sinks commit, unless
+	// recovery could restore a checkpoint older than the savepoint (it was
+	// not written as a checkpoint too) and replay what the commit made
+	// visible.
+	recovery := j.recoverable[a.Checkpoint]
+	delete(j.recoverable, a.Checkpoint)
+	if recovery {
+		j.lastCompleted = max(j.lastCompleted, a.Checkpoint)
+	}
+	m := &messages.CompleteCheckpoint{Epoch: j.epoch, CheckpointId: a.Checkpoint, Commit: sp.stop || recovery}
 	for _, pid := range j.sh.pids {
 		j.send(pid, m)
 	}
@@ -145,6 +153,24 @@ func (j *jobActor) cleanSavepoint(name string, id uint64) {
 			sh.log.Warn("deleting the objects of an aborted savepoint failed", "savepoint", name, "checkpoint", id, "err", err)
 		}
 	})
+}
+
+// recoveryPoint writes savepoint m's manifest as a checkpoint's too
+// (pointing at the savepoint's objects), so that recovery restores the
+// savepoint rather than an older checkpoint: then two-phase-commit sinks
+// may commit at the savepoint, and the transactions it pre-committed are
+// never aborted by a recovery behind it, which keeps it restorable. It
+// reports whether that manifest is in place; a failure is logged, and the
+// savepoint is complete all the same.
+func recoveryPoint(ctx context.Context, sh *shared, m *messages.Manifest) bool {
+	cm := proto.CloneOf(m)
+	cm.Savepoint = ""
+	if err := sh.cps.PutManifest(ctx, cm); err != nil {
+		sh.log.Warn("the savepoint is complete, but writing it as a checkpoint failed: recovery may restore an older checkpoint, so transactional sinks commit at the next one",
+			"savepoint", m.GetSavepoint(), "checkpoint", m.GetCheckpointId(), "err", err)
+		return false
+	}
+	return true
 }
 
 // stoppedAt records a stop-with-savepoint's savepoint m as the job's

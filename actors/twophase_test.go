@@ -288,3 +288,50 @@ func TestFileSinkAcrossSavepoints(t *testing.T) {
 		t.Errorf("in-progress files left: %v", hidden)
 	}
 }
+
+// TestSavepointIsARecoveryPoint: a savepoint the job runs on after is also
+// written as a checkpoint, so a failure right after it restores the
+// savepoint, not an older checkpoint: the sink commits at the savepoint and
+// its output stays exactly once.
+func TestSavepointIsARecoveryPoint(t *testing.T) {
+	const n = 20_000
+	dir := t.TempDir()
+	gate := testsrc.NewGate(n / 2)
+	var fail atomic.Bool
+	g := topology.New("savepoint-recovery")
+	src := testsrc.GatedSplits(g, "source", n, func(i int64) int64 { return i }, gate, topology.Parallelism(2))
+	topology.TwoPhaseCommitSink(src, "out", filesink.New(dir, filesink.Lines(func(v int64) string { return strconv.FormatInt(v, 10) })),
+		topology.Parallelism(2))
+	var ev events
+	j, err := actors.Start(context.Background(), g, actors.WithStore(snapshots.NewMem()), actors.WithLogger(testLogger(t)),
+		actors.WithListener(ev.listen), actors.WithCheckpointInterval(0),
+		actors.WithFaults(&actors.Faults{Process: func(task string) {
+			if task == "out#0" && fail.CompareAndSwap(true, false) {
+				panic("injected: out#0 fails after the savepoint")
+			}
+		}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Checkpoint(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	gate.WaitReached(t, n/2)
+	id, err := j.Savepoint(context.Background(), "mid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fail.Store(true)
+	gate.SetLimit(n)
+	if err := waitJob(t, j); err != nil {
+		t.Fatal(err)
+	}
+	if r := ev.of(actors.EventRestoring); len(r) != 1 || r[0].Checkpoint != id {
+		t.Fatalf("restores %+v, want one, from the savepoint's checkpoint %d", r, id)
+	}
+	seen, hidden := readParts(t, dir)
+	exactlyOnce(t, seen, n)
+	if len(hidden) > 0 {
+		t.Errorf("in-progress files left: %v", hidden)
+	}
+}
