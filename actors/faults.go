@@ -26,6 +26,10 @@ type Faults struct {
 	// Process runs before a task processes each batch; blocking in it makes
 	// the task a straggler.
 	Process func(task string)
+	// Complete runs before a task handles the completion of a checkpoint,
+	// where transactional sinks commit: a panic there is a failure in the
+	// window between a checkpoint's completion and its commit.
+	Complete func(task string, checkpoint uint64)
 }
 
 // WithFaults installs fault-injection hooks.

@@ -257,6 +257,9 @@ func (t *task) onComplete(m *messages.CompleteCheckpoint) {
 	if m.Epoch != t.epoch {
 		return
 	}
+	if f := t.sh.cfg.faults; f != nil && f.Complete != nil {
+		f.Complete(t.plan.ID, m.CheckpointId)
+	}
 	if l, ok := t.inst.(topology.CheckpointListener); ok {
 		if err := l.CheckpointComplete(m.CheckpointId, m.Commit); err != nil {
 			t.fail(fmt.Errorf("checkpoint %d complete: %w", m.CheckpointId, err))

@@ -1,0 +1,34 @@
+// Package kafka connects snapflow jobs to Kafka, through franz-go
+// (github.com/twmb/franz-go).
+//
+// Sink is a transactional sink (a topology.TwoPhaseSink): each sink task
+// writes the records between two checkpoints in one Kafka transaction,
+// flushed at the checkpoint's barrier (pre-commit) and committed when the
+// checkpoint completes, so that a read_committed consumer sees every
+// record's effect exactly once.
+//
+// Kafka lets a producer have one open transaction, and the one after a
+// barrier must begin before the one before it commits; so each transaction
+// has its own transactional id, "<prefix>-<subtask>-<checkpoint>", the
+// checkpoint being the one whose barrier it follows. Its producer id and
+// epoch are stored in the checkpoint with it.
+//
+// The window between a checkpoint's completion and its commit: a task that
+// fails there is restored from that checkpoint, and commits the
+// transactions it holds as pre-committed with an EndTxn request that
+// carries their stored producer id and epoch, which Kafka accepts for a
+// transaction still open under them (and, as a retry, for one already
+// committed). Before it begins anew, the task initialises every
+// transactional id it may have used after that checkpoint, which fences
+// the producers of failed incarnations and aborts their transactions, so
+// that they neither commit late nor hold back read_committed consumers.
+//
+// What Kafka does not allow (KIP-939, committing a prepared transaction
+// from another client, is not generally available) bounds the guarantee:
+// the transaction must still be open when the restore commits it. A
+// transaction that stays open longer than the producer's transaction
+// timeout (TransactionTimeout) is aborted by the broker; committing it
+// then fails, loudly (the job fails with topology.ErrCommit once its
+// restart strategy gives up), rather than losing its records silently.
+// Keep the timeout above the time the job needs to recover.
+package kafka

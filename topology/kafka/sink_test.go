@@ -1,0 +1,170 @@
+package kafka_test
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/restart"
+	"github.com/snapflow/snapflow/snapshots"
+	"github.com/snapflow/snapflow/topology"
+	"github.com/snapflow/snapflow/topology/kafka"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+const partitions = 3
+
+func startKafka(t *testing.T, topics ...string) []string {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topics...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c.ListenAddrs()
+}
+
+// committed reads topic with a read_committed consumer and returns how many
+// times each value appears. After the job has ended it writes a sentinel to
+// every partition, outside any transaction, and reads until it has seen
+// them all: every committed record lies before them, and nothing is
+// waited for by the clock.
+func committed(t *testing.T, brokers []string, topic string) map[int64]int {
+	t.Helper()
+	ctx := context.Background()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	for p := range int32(partitions) {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Partition: p, Key: []byte("sentinel")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cons, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	seen := map[int64]int{}
+	sentinels := map[int32]bool{}
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for len(sentinels) < partitions {
+		fs := cons.PollFetches(pctx)
+		if err := pctx.Err(); err != nil {
+			t.Fatalf("read %d values and %d sentinels: %v", len(seen), len(sentinels), err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if string(r.Key) == "sentinel" {
+				sentinels[r.Partition] = true
+				return
+			}
+			seen[int64(binary.BigEndian.Uint64(r.Value))]++
+		})
+	}
+	return seen
+}
+
+func kafkaJob(name string, n int64, brokers []string) *topology.Graph {
+	g := topology.New(name)
+	src := topology.Generate(g, "source", n, func(i int64) int64 { return i }, topology.Parallelism(2))
+	keyed := topology.Process(topology.KeyBy(src, func(v int64) int64 { return v % 11 }), "count",
+		func(ks *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, int64, int64] {
+			c := topology.Value[int64](ks, "n")
+			return func(_ *topology.Context[int64], v int64, out *topology.Collector[int64]) error {
+				x, _ := c.Get()
+				c.Set(x + 1)
+				out.Emit(v)
+				return nil
+			}
+		}, topology.Parallelism(2))
+	kafka.Sink(keyed, "out", kafka.SinkConfig{Brokers: brokers, Topic: "out", TransactionalIDPrefix: name},
+		func(v int64) ([]byte, []byte) {
+			return nil, binary.BigEndian.AppendUint64(nil, uint64(v))
+		}, topology.Parallelism(2))
+	return g
+}
+
+func wantOnce(t *testing.T, seen map[int64]int, n int64) {
+	t.Helper()
+	var missing, dup int
+	for v := range n {
+		switch seen[v] {
+		case 0:
+			missing++
+		case 1:
+		default:
+			dup++
+		}
+	}
+	if missing > 0 || dup > 0 || int64(len(seen)) != n {
+		t.Fatalf("read_committed output: %d of %d values missing, %d duplicated, %d distinct", missing, n, dup, len(seen))
+	}
+}
+
+// TestSinkExactlyOnceUnderFailures: seeded task panics at 20 ms
+// checkpoints, and the read_committed output holds every record once.
+func TestSinkExactlyOnceUnderFailures(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	const n = 20_000
+	brokers := startKafka(t, "out")
+	rng := rand.New(rand.NewPCG(seed, 3))
+	var mu sync.Mutex
+	var failures atomic.Int64
+	faults := &actors.Faults{Process: func(task string) {
+		mu.Lock()
+		fail := failures.Load() < 6 && rng.IntN(30) == 0
+		mu.Unlock()
+		if fail {
+			failures.Add(1)
+			panic("injected failure in " + task)
+		}
+	}}
+	err := actors.Run(context.Background(), kafkaJob("kafka-eo", n, brokers), actors.WithStore(snapshots.NewMem()),
+		actors.WithFaults(faults), actors.WithCheckpointInterval(20*time.Millisecond),
+		actors.WithRestartPolicy(restart.Policy{InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, MaxFailures: 100, Window: time.Hour}))
+	if err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	wantOnce(t, committed(t, brokers, "out"), n)
+	t.Logf("%d failures injected", failures.Load())
+}
+
+// TestSinkCommitWindow: a sink task that fails after a checkpoint
+// completed but before its transaction committed is restored, and the
+// restore commits the transaction by its stored producer id and epoch.
+func TestSinkCommitWindow(t *testing.T) {
+	const n = 10_000
+	brokers := startKafka(t, "out")
+	var fired atomic.Bool
+	var ev []actors.Event
+	var evMu sync.Mutex
+	g := kafkaJob("kafka-window", n, brokers)
+	err := actors.Run(context.Background(), g, actors.WithStore(snapshots.NewMem()),
+		actors.WithCheckpointInterval(20*time.Millisecond),
+		actors.WithListener(func(e actors.Event) { evMu.Lock(); ev = append(ev, e); evMu.Unlock() }),
+		actors.WithFaults(&actors.Faults{Complete: func(task string, checkpoint uint64) {
+			if task == "out#0" && fired.CompareAndSwap(false, true) {
+				panic(fmt.Sprintf("injected: %s fails as checkpoint %d completes, before committing", task, checkpoint))
+			}
+		}}),
+		actors.WithRestartPolicy(restart.Policy{InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, MaxFailures: 10, Window: time.Hour}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fired.Load() {
+		t.Fatal("the failure in the commit window was never injected")
+	}
+	wantOnce(t, committed(t, brokers, "out"), n)
+}
