@@ -76,7 +76,7 @@ type sink[T any] struct {
 	subtask int
 	admin   *kgo.Client // plain: raw EndTxn and probes
 
-	open  *txn                  // the transaction records go into
+	open  *txn                   // the transaction records go into
 	live  map[string]*kgo.Client // pre-committed transactions this task still has the producer of
 	begun uint64                 // the checkpoint the open transaction follows
 }
