@@ -76,9 +76,8 @@ type sink[T any] struct {
 	subtask int
 	admin   *kgo.Client // plain: raw EndTxn and probes
 
-	open  *txn                   // the transaction records go into
-	live  map[string]*kgo.Client // pre-committed transactions this task still has the producer of
-	begun uint64                 // the checkpoint the open transaction follows
+	open *txn                   // the transaction records go into
+	live map[string]*kgo.Client // pre-committed transactions this task still has the producer of
 }
 
 // txn is an open transaction.
@@ -181,7 +180,7 @@ func (s *sink[T]) Begin(ctx context.Context, after uint64) ([]byte, error) {
 		cl.Close()
 		return nil, fmt.Errorf("kafka: begin a transaction of %q: %w", id, err)
 	}
-	s.open, s.begun = &txn{id: id, cl: cl}, after
+	s.open = &txn{id: id, cl: cl}
 	return []byte(id), nil
 }
 
