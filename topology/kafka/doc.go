@@ -1,6 +1,14 @@
 // Package kafka connects snapflow jobs to Kafka, through franz-go
 // (github.com/twmb/franz-go).
 //
+// Source reads a topic. Its position is a list of splits (see
+// topology.FromSplits): one per partition with the offset of its next
+// record, kept in snapflow's checkpoints (a consumer group's committed
+// offsets play no part), and classes of partition numbers that it reads
+// when they appear (discovery), so that a job restored at another
+// parallelism deals the partitions out again. ReadCommitted reads only what
+// transactional producers committed.
+//
 // Sink is a transactional sink (a topology.TwoPhaseSink): each sink task
 // writes the records between two checkpoints in one Kafka transaction,
 // flushed at the checkpoint's barrier (pre-commit) and committed when the

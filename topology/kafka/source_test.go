@@ -1,0 +1,158 @@
+package kafka_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/restart"
+	"github.com/snapflow/snapflow/snapshots"
+	"github.com/snapflow/snapflow/topology"
+	"github.com/snapflow/snapflow/topology/kafka"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// fill writes the values 0..n-1 to topic, spread over its partitions.
+func fill(t *testing.T, brokers []string, topic string, n int64) { fillFrom(t, brokers, topic, 0, n) }
+
+// waitCommitted reads topic read_committed until every value of 0..n-1
+// has appeared (or the deadline passes).
+func waitCommitted(t *testing.T, brokers []string, topic string, n int64) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	seen := map[int64]bool{}
+	for int64(len(seen)) < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("only %d of %d values committed in time", len(seen), n)
+		}
+		fs.EachRecord(func(r *kgo.Record) { seen[int64(binary.BigEndian.Uint64(r.Value))] = true })
+	}
+}
+
+// pipeline is Kafka "in" -> keyed count -> Kafka "out", at parallelism p.
+func pipeline(name string, brokers []string, p int) *topology.Graph {
+	g := topology.New(name)
+	in := kafka.Source(g, "in", kafka.SourceConfig{Brokers: brokers, Topic: "in", ReadCommitted: true}, topology.Parallelism(p))
+	vals := topology.Map(in, "decode", func(r kafka.Record) int64 { return int64(binary.BigEndian.Uint64(r.Value)) }, topology.Parallelism(p))
+	keyed := topology.Process(topology.KeyBy(vals, func(v int64) int64 { return v % 11 }), "count",
+		func(ks *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, int64, int64] {
+			c := topology.Value[int64](ks, "n")
+			return func(_ *topology.Context[int64], v int64, out *topology.Collector[int64]) error {
+				x, _ := c.Get()
+				c.Set(x + 1)
+				out.Emit(v)
+				return nil
+			}
+		}, topology.Parallelism(p))
+	kafka.Sink(keyed, "out", kafka.SinkConfig{Brokers: brokers, Topic: "out", TransactionalIDPrefix: name},
+		func(v int64) ([]byte, []byte) { return nil, binary.BigEndian.AppendUint64(nil, uint64(v)) }, topology.Parallelism(2))
+	return g
+}
+
+// TestKafkaToKafkaExactlyOnce: Kafka -> keyed job -> Kafka with seeded task
+// panics at 20 ms checkpoints; once the output holds every input, the job
+// stops with a savepoint and a read_committed consumer finds each input's
+// effect exactly once.
+func TestKafkaToKafkaExactlyOnce(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	const n = 20_000
+	brokers := startKafka(t, "in", "out")
+	fill(t, brokers, "in", n)
+	rng := rand.New(rand.NewPCG(seed, 5))
+	var mu sync.Mutex
+	var failures atomic.Int64
+	faults := &actors.Faults{Process: func(task string) {
+		mu.Lock()
+		fail := failures.Load() < 6 && rng.IntN(30) == 0
+		mu.Unlock()
+		if fail {
+			failures.Add(1)
+			panic("injected failure in " + task)
+		}
+	}}
+	j, err := actors.Start(context.Background(), pipeline("k2k", brokers, 2), actors.WithStore(snapshots.NewMem()),
+		actors.WithFaults(faults), actors.WithCheckpointInterval(20*time.Millisecond),
+		actors.WithRestartPolicy(restart.Policy{InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, MaxFailures: 100, Window: time.Hour}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitCommitted(t, brokers, "out", n)
+	stopWith(t, j, "done")
+	wantOnce(t, committed(t, brokers, "out"), n)
+	t.Logf("%d failures injected", failures.Load())
+}
+
+// stopWith stops j with a savepoint, retrying while a failover aborts it.
+func stopWith(t *testing.T, j *actors.Job, name string) {
+	t.Helper()
+	for try := 0; ; try++ {
+		_, err := j.StopWithSavepoint(context.Background(), name)
+		if err == nil {
+			if werr := j.Wait(); !errors.Is(werr, actors.ErrStopped) {
+				t.Fatalf("Wait: %v", werr)
+			}
+			return
+		}
+		if try == 20 {
+			t.Fatalf("StopWithSavepoint: %v", err)
+		}
+	}
+}
+
+// TestKafkaSourceRescales: a job stopped with a savepoint part way through
+// the input at source parallelism 2 resumes at 3, and then at 1, its
+// partitions dealt out again: the output holds every input once.
+func TestKafkaSourceRescales(t *testing.T) {
+	const n = 9_000
+	brokers := startKafka(t, "in", "out")
+	store := snapshots.NewMem()
+	fill(t, brokers, "in", n/3)
+	for i, p := range []int{2, 3, 1} {
+		opts := []actors.Option{actors.WithStore(store), actors.WithCheckpointInterval(20 * time.Millisecond)}
+		if i > 0 {
+			opts = append(opts, actors.FromSavepoint(string(rune('a'+i-1))))
+		}
+		j, err := actors.Start(context.Background(), pipeline("rescale", brokers, p), opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitCommitted(t, brokers, "out", n*int64(i+1)/3)
+		stopWith(t, j, string(rune('a'+i)))
+		if i < 2 {
+			fillFrom(t, brokers, "in", n*int64(i+1)/3, n*int64(i+2)/3)
+		}
+	}
+	wantOnce(t, committed(t, brokers, "out"), n)
+}
+
+// fillFrom writes the values from..to-1 to topic.
+func fillFrom(t *testing.T, brokers []string, topic string, from, to int64) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	recs := make([]*kgo.Record, 0, to-from)
+	for v := from; v < to; v++ {
+		recs = append(recs, &kgo.Record{Key: binary.BigEndian.AppendUint64(nil, uint64(v)), Value: binary.BigEndian.AppendUint64(nil, uint64(v))})
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
