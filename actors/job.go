@@ -85,6 +85,10 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 		closeStore()
 		return nil, fmt.Errorf("actors: job %q: %w", plan.Job, err)
 	}
+	if err := plan.Preflight(ctx); err != nil {
+		closeStore()
+		return nil, fmt.Errorf("actors: job %q: %w", plan.Job, err)
+	}
 	log := cfg.logger.With("job", plan.Job)
 	system := actor.NewActorSystem(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return cfg.logger.With("component", "protoactor") }),

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -37,4 +38,28 @@ func (p *Plan) DeclaredStates() (map[string][]*messages.StateDescriptor, error) 
 		return nil, errors.Join(errs...)
 	}
 	return out, nil
+}
+
+// ErrPreflight is wrapped by the error of Preflight.
+var ErrPreflight = errors.New("topology: an operator's check failed")
+
+// Preflight runs the checks of every operator (see Check), each operator's
+// in turn, and returns nil or an error wrapping ErrPreflight and each
+// check's error, naming the operators.
+func (p *Plan) Preflight(ctx context.Context) error {
+	var errs []error
+	for _, t := range p.Tasks {
+		if t.Subtask != 0 || t.node == nil {
+			continue
+		}
+		for _, check := range t.node.checks {
+			if err := check(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("operator %q: %w", t.Operator, err))
+			}
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrPreflight, errors.Join(errs...))
 }

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/snapflow/snapflow/messages"
@@ -114,6 +115,8 @@ type node struct {
 	// transactional is set for a two-phase-commit sink, whose state (its
 	// transactions) is not redistributed.
 	transactional bool
+	// checks run when the job starts (see Check and Plan.Preflight).
+	checks []func(context.Context) error
 }
 
 // edge joins two operators.
@@ -139,10 +142,20 @@ type nodeOptions struct {
 	parallelism int
 	uid         string
 	uidSet      bool
+	checks      []func(context.Context) error
 }
 
 // Parallelism sets how many tasks run the operator (default 1).
 func Parallelism(n int) Option { return func(o *nodeOptions) { o.parallelism = n } }
+
+// Check adds a check that the runtime runs when the job starts, before any
+// state is read or record flows: an error refuses the job, naming the
+// operator. Connectors use it to refuse an unreachable service, a missing
+// topic or a denied permission at Start rather than fail their tasks over
+// and over. The check must return promptly when ctx ends.
+func Check(check func(ctx context.Context) error) Option {
+	return func(o *nodeOptions) { o.checks = append(o.checks, check) }
+}
 
 // OperatorID gives the operator a stable id, which savepoints and
 // checkpoints map its state to (default: the operator's name). Keep an
@@ -162,7 +175,7 @@ func (g *Graph) addNode(name string, kind Kind, opts []Option, f factory) *node 
 	if o.uidSet {
 		uid = o.uid
 	}
-	n := &node{id: len(g.nodes), name: name, uid: uid, kind: kind, parallelism: o.parallelism, factory: f}
+	n := &node{id: len(g.nodes), name: name, uid: uid, kind: kind, parallelism: o.parallelism, factory: f, checks: o.checks}
 	g.nodes = append(g.nodes, n)
 	return n
 }

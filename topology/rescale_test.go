@@ -405,3 +405,25 @@ func TestOperatorIDValidate(t *testing.T) {
 		t.Error("another id left the fingerprint unchanged")
 	}
 }
+
+// TestPreflight: every operator's checks run, and their errors come
+// together, each naming its operator.
+func TestPreflight(t *testing.T) {
+	g := New("job")
+	calls := 0
+	src := Sequence(g, "src", 0, 1, Check(func(context.Context) error { calls++; return nil }), Parallelism(2))
+	m := Map(src, "m", func(v int64) int64 { return v }, Check(func(context.Context) error { calls++; return errors.New("no service") }))
+	Sink(m, "out", discard[int64], Check(func(context.Context) error { calls++; return errors.New("no permission") }))
+	err := mustPlan(t, g).Preflight(t.Context())
+	if calls != 3 {
+		t.Errorf("%d checks ran, want 3 (once per operator)", calls)
+	}
+	if !errors.Is(err, ErrPreflight) || !strings.Contains(err.Error(), `operator "m": no service`) || !strings.Contains(err.Error(), `operator "out": no permission`) {
+		t.Errorf("Preflight: %v", err)
+	}
+	g2 := New("job")
+	Sink(Sequence(g2, "src", 0, 1), "out", discard[int64])
+	if err := mustPlan(t, g2).Preflight(t.Context()); err != nil {
+		t.Errorf("a plan without checks: %v", err)
+	}
+}

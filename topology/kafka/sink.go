@@ -36,6 +36,10 @@ type SinkConfig struct {
 	// ClientOptions are added to the options of every client (TLS, SASL,
 	// ...).
 	ClientOptions []kgo.Opt
+	// CheckTimeout bounds the check at Start that the brokers answer, the
+	// topic exists and the transactional ids may be used (default
+	// DefaultCheckTimeout).
+	CheckTimeout time.Duration
 }
 
 func (c SinkConfig) check() error {
@@ -58,12 +62,41 @@ func (c SinkConfig) check() error {
 	return nil
 }
 
+// preflight checks the configuration, that the brokers answer and the
+// topic exists, and that a transactional id of the prefix may be
+// initialised ("<prefix>-check", which no transaction uses).
+func (c SinkConfig) preflight(ctx context.Context) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if _, err := checkTopic(ctx, c.Brokers, c.ClientOptions, c.Topic, c.CheckTimeout); err != nil {
+		return err
+	}
+	timeout := c.CheckTimeout
+	if timeout <= 0 {
+		timeout = DefaultCheckTimeout
+	}
+	id := c.TransactionalIDPrefix + "-check"
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Brokers...), kgo.TransactionalID(id), kgo.TransactionTimeout(c.TransactionTimeout)}, c.ClientOptions...)...)
+	if err != nil {
+		return fmt.Errorf("kafka: %w", err)
+	}
+	defer cl.Close()
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if _, _, err := cl.ProducerID(cctx); err != nil {
+		return fmt.Errorf("kafka: the transactional id %q (of TransactionalIDPrefix %q) cannot be used: %w", id, c.TransactionalIDPrefix, err)
+	}
+	return nil
+}
+
 // Sink adds a transactional Kafka sink of the records of s (see the
 // package documentation): encode gives each record's key and value.
 func Sink[T any](s topology.Stream[T], name string, cfg SinkConfig, encode func(T) (key, value []byte), opts ...topology.Option) {
 	if cfg.TransactionTimeout == 0 {
 		cfg.TransactionTimeout = DefaultTransactionTimeout
 	}
+	opts = append(opts, topology.Check(func(ctx context.Context) error { return cfg.preflight(ctx) }))
 	topology.TwoPhaseCommitSink(s, name, func(subtask, _ int) topology.TwoPhaseSink[T] {
 		return &sink[T]{cfg: cfg, encode: encode, subtask: subtask, live: map[string]*kgo.Client{}}
 	}, opts...)

@@ -2,8 +2,10 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"encoding/binary"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,7 +42,14 @@ type SourceConfig struct {
 	// ClientOptions are added to the options of the client (TLS, SASL,
 	// ...).
 	ClientOptions []kgo.Opt
+	// CheckTimeout bounds the check at Start that the brokers answer and
+	// the topic exists (default DefaultCheckTimeout).
+	CheckTimeout time.Duration
 }
+
+// DefaultCheckTimeout bounds the checks the connectors run when a job
+// starts, when their configuration gives none.
+const DefaultCheckTimeout = 10 * time.Second
 
 // Source adds a source of the records of a Kafka topic, read from the
 // start of each partition. Its position is a list of splits: one per
@@ -55,6 +64,13 @@ func Source(g *topology.Graph, name string, cfg SourceConfig, opts ...topology.O
 	if cfg.DiscoveryInterval == 0 {
 		cfg.DiscoveryInterval = DefaultDiscoveryInterval
 	}
+	opts = append(opts, topology.Check(func(ctx context.Context) error {
+		if len(cfg.Brokers) == 0 || cfg.Topic == "" {
+			return fmt.Errorf("kafka: SourceConfig needs Brokers and a Topic")
+		}
+		_, err := checkTopic(ctx, cfg.Brokers, cfg.ClientOptions, cfg.Topic, cfg.CheckTimeout)
+		return err
+	}))
 	return topology.FromSplits(g, name, topology.Splits{
 		Initial: func(p int) [][]byte {
 			out := make([][]byte, p)
@@ -213,6 +229,29 @@ func (s *source) materialise(n int32) {
 		c.from = max(c.from, n)
 	}
 	s.consume(added)
+}
+
+// checkTopic connects to brokers and returns the number of partitions of
+// topic, within timeout (DefaultCheckTimeout when 0), with errors that say
+// what is wrong.
+func checkTopic(ctx context.Context, brokers []string, extra []kgo.Opt, topic string, timeout time.Duration) (int32, error) {
+	if timeout <= 0 {
+		timeout = DefaultCheckTimeout
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, extra...)...)
+	if err != nil {
+		return 0, fmt.Errorf("kafka: %w", err)
+	}
+	defer cl.Close()
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	n, err := partitionCount(cctx, cl, topic)
+	var kafkaErr *kerr.Error
+	if err != nil && !errors.As(err, &kafkaErr) && ctx.Err() == nil { // the brokers, not the topic
+		return 0, fmt.Errorf("kafka: the brokers %s did not answer within %v: is the address right, and the cluster up? (%w)",
+			strings.Join(brokers, ","), timeout, err)
+	}
+	return n, err
 }
 
 // partitionCount returns the number of partitions of topic.
