@@ -3,7 +3,9 @@ package kafka_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"strings"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -167,4 +169,38 @@ func TestSinkCommitWindow(t *testing.T) {
 		t.Fatal("the failure in the commit window was never injected")
 	}
 	wantOnce(t, committed(t, brokers, "out"), n)
+}
+
+// TestSinkLostTransactionFailsLoudly: when a pre-committed transaction can
+// no longer be committed (here another producer initialised its id, which
+// aborted it, between the checkpoint's completion and the commit), the
+// restore's commit fails and the job fails with ErrCommit, saying records
+// are lost, rather than finish without them.
+func TestSinkLostTransactionFailsLoudly(t *testing.T) {
+	const n = 5_000
+	brokers := startKafka(t, "out")
+	var fired atomic.Bool
+	// No periodic checkpoint: the final one pre-commits every record, in
+	// the transaction that followed no barrier.
+	err := actors.Run(context.Background(), kafkaJob("kafka-lost", n, brokers), actors.WithStore(snapshots.NewMem()),
+		actors.WithCheckpointInterval(0),
+		actors.WithFaults(&actors.Faults{Complete: func(task string, checkpoint uint64) {
+			if task != "out#0" || !fired.CompareAndSwap(false, true) {
+				return
+			}
+			// Its id ends in -0-0.
+			cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.TransactionalID("kafka-lost-0-0"))
+			if err != nil {
+				panic(err)
+			}
+			defer cl.Close()
+			if _, _, err := cl.ProducerID(context.Background()); err != nil {
+				panic(err)
+			}
+			panic(fmt.Sprintf("injected: %s fails as checkpoint %d completes, its transaction aborted", task, checkpoint))
+		}}),
+		actors.WithRestartPolicy(restart.Policy{InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, MaxFailures: 3, Window: time.Hour}))
+	if !errors.Is(err, topology.ErrCommit) || !strings.Contains(err.Error(), "records are lost") {
+		t.Fatalf("job: %v, want ErrCommit saying records are lost", err)
+	}
 }
