@@ -52,7 +52,17 @@ type flags struct {
 	from        string
 	cpuprofile  string
 	sizes       string
+	backlog     int64
 }
+
+// Defaults of -modes and -intervals, which -topology kafka reads as
+// defaultKafkaModes and defaultKafkaIntervals.
+const (
+	defaultModes          = "abs,sync,cluster,protoactor,channels"
+	defaultIntervals      = "off,1s,100ms,20ms"
+	defaultKafkaModes     = "loop,alo,eo"
+	defaultKafkaIntervals = "1s,100ms"
+)
 
 // Defaults of the flags that decide how long a run takes.
 const (
@@ -83,9 +93,14 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 		fmt.Fprint(fs.Output(), usageHead)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&f.topology, "topology", "paritysum", "paritysum, chain-N, fanout, union, diamond or fanin-F")
-	fs.StringVar(&f.modes, "modes", "abs,sync,cluster,protoactor,channels", "modes to run, comma-separated (cluster, protoactor and channels: paritysum only)")
-	fs.StringVar(&f.intervals, "intervals", "off,1s,100ms,20ms", "checkpoint intervals, comma-separated (off: no periodic checkpoint)")
+	fs.StringVar(&f.topology, "topology", "paritysum", "paritysum, chain-N, fanout, union, diamond, fanin-F, or kafka (Kafka in and out on\n"+
+		"kfake: modes loop, alo and eo; see bench/kafka.go)")
+	fs.StringVar(&f.modes, "modes", defaultModes, "modes to run, comma-separated (cluster, protoactor and channels: paritysum only;\n"+
+		"with -topology kafka the default is "+defaultKafkaModes+")")
+	fs.StringVar(&f.intervals, "intervals", defaultIntervals, "checkpoint intervals, comma-separated (off: no periodic checkpoint;\n"+
+		"with -topology kafka the default is "+defaultKafkaIntervals+", the eo rows' intervals)")
+	fs.Int64Var(&f.backlog, "backlog", 0, "-topology kafka without -rate: records filled into the input topic before each run\n"+
+		"(0: enough for 3.5M records/s through the warm-up, -duration and the tail)")
 	fs.IntVar(&f.parallelism, "parallelism", 2, "parallelism of the keyed sum")
 	fs.IntVar(&f.recordSize, "record-size", 16, "bytes per record")
 	fs.Uint64Var(&f.keys, "keys", 1024, "number of keys")
@@ -204,14 +219,18 @@ func measureAll(ctx context.Context, stderr io.Writer, f flags) ([]Row, error) {
 		perRun := f.duration + min(time.Second, f.duration/5) + 300*time.Millisecond // warm-up, start and stop
 		var total time.Duration
 		for _, rc := range configs {
-			total += perRun
-			if rc.Mode == "cluster" {
-				total += clusterOverhead
+			switch {
+			case rc.Topology == "kafka":
+				total += kafkaRunTime(rc)
+			case rc.Mode == "cluster":
+				total += perRun + clusterOverhead
+			default:
+				total += perRun
 			}
 		}
-		total *= time.Duration(f.repeat)
 		fmt.Fprintf(stderr, "bench: %s × %s of about %v each: about %v in all\n",
-			plural(len(configs), "row"), plural(f.repeat, "run"), perRun.Round(100*time.Millisecond), total.Round(100*time.Millisecond))
+			plural(len(configs), "row"), plural(f.repeat, "run"), (total / time.Duration(len(configs))).Round(100*time.Millisecond),
+			(total * time.Duration(f.repeat)).Round(100*time.Millisecond))
 	}
 	rows, err := measure(ctx, stderr, configs, f.repeat, f.cpuprofile)
 	if err != nil {
@@ -220,6 +239,9 @@ func measureAll(ctx context.Context, stderr io.Writer, f flags) ([]Row, error) {
 	var more []rowConfig
 	for _, r := range rows {
 		more = append(more, followUps(stderr, f.sweep, r)...)
+	}
+	if f.topology == "kafka" && f.records == 0 && f.rate == 0 {
+		more = kafkaLatencyRows(stderr, rows)
 	}
 	if len(more) > 0 {
 		extra, err := measure(ctx, stderr, more, f.repeat, f.cpuprofile)
@@ -360,9 +382,12 @@ func describe(rc rowConfig) string {
 // plan lists the rows of a run.
 func plan(f flags) ([]rowConfig, error) {
 	base := rowConfig{Topology: f.topology, Parallelism: f.parallelism, RecordSize: f.recordSize, Keys: f.keys,
-		StateSize: f.stateSize, Rate: f.rate, Duration: f.duration, Records: f.records, Store: f.store, Interval: "off"}
-	if f.recordSize < 16 || f.parallelism < 1 || f.keys < 1 || f.duration <= 0 || f.stateSize < 0 || f.rate < 0 || f.records < 0 || f.repeat < 1 {
-		return nil, fmt.Errorf("%w: want -record-size >= 16, -parallelism >= 1, -keys >= 1, -duration > 0, -state-size >= 0, -rate >= 0, -records >= 0, -repeat >= 1", errUsage)
+		StateSize: f.stateSize, Rate: f.rate, Duration: f.duration, Records: f.records, Store: f.store, Interval: "off", Backlog: f.backlog}
+	if f.recordSize < 16 || f.parallelism < 1 || f.keys < 1 || f.duration <= 0 || f.stateSize < 0 || f.rate < 0 || f.records < 0 || f.repeat < 1 || f.backlog < 0 {
+		return nil, fmt.Errorf("%w: want -record-size >= 16, -parallelism >= 1, -keys >= 1, -duration > 0, -state-size >= 0, -rate >= 0, -records >= 0, -repeat >= 1, -backlog >= 0", errUsage)
+	}
+	if f.topology == "kafka" {
+		return planKafka(f, base)
 	}
 	if f.records > 0 && f.sweep == "recovery" {
 		return nil, fmt.Errorf("%w: -sweep recovery measures a failure during -duration; it does not take -records", errUsage)
@@ -525,6 +550,8 @@ func runChild(ctx context.Context, spec string, stdout io.Writer) error {
 	rc.Records, rc.Duration, rc.Recovery = cc.Records, cc.Duration, cc.Recovery
 	if cc.CPUProfile != "" {
 		rc.CPUProfile = cc.CPUProfile
+	}
+	if cc.CPUProfile != "" && rc.Topology != "kafka" { // a kafka row profiles its window (kafkaProfile)
 		path := cc.CPUProfile + ".pprof"
 		if rc.Mode == "cluster" {
 			path = cc.CPUProfile + "-coordinator.pprof"
@@ -546,11 +573,12 @@ func runChild(ctx context.Context, spec string, stdout io.Writer) error {
 // row with checkpoints off of its mode (abs for sync), topology,
 // parallelism and state, and a cluster row's also relative to the abs one
 // (in one process). A baseline has none: it is not snapflow with
-// checkpoints on.
+// checkpoints on. An unthrottled kafka row's is against the alo row, and
+// its RatioToLoop against the plain loop's.
 func ratios(rows []Row) {
 	for i := range rows {
 		r := &rows[i]
-		r.RatioToOff, r.RatioToInProcess = metric{}, metric{}
+		r.RatioToOff, r.RatioToInProcess, r.RatioToLoop = metric{}, metric{}, metric{}
 		if r.baseline() {
 			continue
 		}
@@ -559,6 +587,15 @@ func ratios(rows []Row) {
 			continue
 		}
 		offMode := "abs"
+		if r.Topology == "kafka" {
+			if r.Rate > 0 {
+				continue
+			}
+			offMode = kafkaALO
+			if loop, ok := offRate(rows, *r, kafkaLoop); ok {
+				r.RatioToLoop = per(v, loop)
+			}
+		}
 		if r.Mode == "cluster" {
 			offMode = "cluster"
 			if off, ok := offRate(rows, *r, "abs"); ok {

@@ -29,6 +29,7 @@ type rowConfig struct {
 	Duration    time.Duration `json:"-"`
 	Store       string        `json:"store"`
 	SinkRate    float64       `json:"sink_rate,omitempty"` // records/s the sink is limited to (0: unlimited)
+	Backlog     int64         `json:"backlog,omitempty"`   // kafka rows without a rate: records filled in before the row (0: sized by kafkaBacklog)
 	Recovery    bool          `json:"-"`                   // inject one failure and measure the recovery
 	CPUProfile  string        `json:"-"`                   // the run's CPU profiles: this path and an ending ("": none)
 }
@@ -63,11 +64,16 @@ type Row struct {
 	// Placement is, for a cluster row, where its tasks ran: "task,task ->
 	// worker; ..." (actors.EventPlaced).
 	Placement string `json:"placement,omitempty"`
+	// RatioToLoop is a kafka snapflow row's records/s against the plain
+	// loop's (kafka.go).
+	RatioToLoop metric `json:"ratio_to_loop"`
 }
 
 // baseline reports whether the row is a hand-written baseline, which takes
 // no checkpoint.
-func (r rowConfig) baseline() bool { return r.Mode == "protoactor" || r.Mode == "channels" }
+func (r rowConfig) baseline() bool {
+	return r.Mode == "protoactor" || r.Mode == "channels" || r.Mode == kafkaLoop
+}
 
 // latencies is the p50 and p99 of h, not measured when h is empty.
 func latencies(h *benchwork.Histogram) (p50, p99 metric) {
@@ -102,12 +108,14 @@ func parseInterval(s string) (time.Duration, error) {
 func runRow(ctx context.Context, rc rowConfig) (Row, error) {
 	var row Row
 	var err error
-	switch rc.Mode {
-	case "abs", "sync":
+	switch {
+	case rc.Topology == "kafka":
+		row, err = runKafka(ctx, rc)
+	case rc.Mode == "abs", rc.Mode == "sync":
 		row, err = runSnapflow(ctx, rc)
-	case "cluster":
+	case rc.Mode == "cluster":
 		row, err = runCluster(ctx, rc)
-	case "protoactor", "channels":
+	case rc.Mode == "protoactor", rc.Mode == "channels":
 		row, err = runBaseline(ctx, rc)
 	default:
 		return row, fmt.Errorf("unknown mode %q (abs, sync, cluster, protoactor, channels)", rc.Mode)

@@ -20,13 +20,14 @@ var columns = []column{
 	{"mode", func(r Row) string { return r.Mode }},
 	{"interval", func(r Row) string { return ifSnapflow(r, r.Interval) }},
 	{"p", func(r Row) string { return count(int64(r.Parallelism)) }},
-	{"state/key B", func(r Row) string { return ifSnapflow(r, count(int64(r.StateSize))) }},
+	{"state/key B", stateCell},
 	{"offered/s", func(r Row) string { return limit(r.Rate) }},
 	{"sink limit/s", func(r Row) string { return limit(r.SinkRate) }},
 	{"records/s", func(r Row) string { return r.RecordsPerSec.cell(0) }},
 	{"spread", func(r Row) string { return percent(r.Spread) }},
 	{"% of off", func(r Row) string { return percent(r.RatioToOff) }},
 	{"% of in-proc off", func(r Row) string { return percent(r.RatioToInProcess) }},
+	{"% of loop", func(r Row) string { return percent(r.RatioToLoop) }},
 	{"ckpts", checkpointsCell},
 	{"ckpt p50/p99 ms", func(r Row) string { return pair(r.CkptP50Ms, r.CkptP99Ms) }},
 	{"align p50/p99 ms", func(r Row) string { return pair(r.AlignP50Ms, r.AlignP99Ms) }},
@@ -38,7 +39,7 @@ var columns = []column{
 }
 
 // optional columns are printed only when some row has a value in them.
-var optional = map[string]bool{"offered/s": true, "sink limit/s": true, "recovery ms": true, "% of in-proc off": true, "wire B/record": true}
+var optional = map[string]bool{"offered/s": true, "sink limit/s": true, "recovery ms": true, "% of in-proc off": true, "wire B/record": true, "% of loop": true}
 
 // tableNote explains the table's symbols and relative columns.
 const tableNote = `–: does not apply to the row, or was not measured (no record, no checkpoint, no time).
@@ -67,7 +68,7 @@ func printTable(w io.Writer, rows []Row) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := io.WriteString(w, tableNote+clusterNote(rows))
+	_, err := io.WriteString(w, tableNote+clusterNote(rows)+kafkaNote(rows))
 	return err
 }
 
@@ -103,6 +104,15 @@ func checkpointsCell(r Row) string {
 		return notMeasured
 	}
 	return count(int64(r.Checkpoints))
+}
+
+// stateCell is the bytes of keyed state per key; "–" for a baseline and a
+// kafka row, which keep none.
+func stateCell(r Row) string {
+	if r.Topology == "kafka" {
+		return notMeasured
+	}
+	return ifSnapflow(r, count(int64(r.StateSize)))
 }
 
 func rssCell(r Row) string {
