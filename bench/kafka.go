@@ -153,8 +153,19 @@ func runKafka(ctx context.Context, rc rowConfig) (row Row, err error) {
 			_ = p.stop()
 		}
 	}()
-	if err := kafkaProfile(ctx, rc, w, p); err != nil {
-		return Row{}, err
+	var m kafkaMeter
+	defer m.end()
+	if rc.Records > 0 {
+		if err := m.begin(rc); err != nil {
+			return Row{}, err
+		}
+	} else if kafkaSleepUntil(ctx, w.from, p) {
+		if err := m.begin(rc); err != nil {
+			return Row{}, err
+		}
+		if kafkaSleepUntil(ctx, w.to, p) {
+			m.end()
+		}
 	}
 	if w.sentinel && kafkaSleepUntil(ctx, w.to+int64(kafkaTail), p) {
 		if err := kafkaSentinels(ctx, brokers, kafkaOut, partitions); err != nil {
@@ -181,11 +192,53 @@ func runKafka(ctx context.Context, rc rowConfig) (row Row, err error) {
 	if rd.err != nil {
 		return Row{}, rd.err
 	}
+	m.end()
 	stopped = true
 	if err := p.stop(); err != nil {
 		return Row{}, fmt.Errorf("bench: kafka %s: stop: %w", rc.Mode, err)
 	}
-	return kafkaRow(rc, start, w, rd.reading(), p)
+	row, err = kafkaRow(rc, start, w, rd.reading(), p)
+	if v, ok := m.cpu.value(); ok && row.Records > 0 {
+		row.CPUPerRecordUs = measured(v / float64(row.Records))
+	}
+	return row, err
+}
+
+// kafkaMeter measures a kafka row's window: the CPU time the process used
+// (the broker, the row and the reader), and its CPU profile if asked for.
+type kafkaMeter struct {
+	begun, ended bool
+	cpu0         time.Duration
+	cpuOK        bool
+	stopProfile  func()
+	cpu          metric // µs
+}
+
+func (m *kafkaMeter) begin(rc rowConfig) error {
+	path := ""
+	if rc.CPUProfile != "" {
+		path = rc.CPUProfile + ".pprof"
+	}
+	stop, err := startProfile(path)
+	if err != nil {
+		return err
+	}
+	m.begun, m.stopProfile = true, stop
+	m.cpu0, m.cpuOK = processCPU()
+	return nil
+}
+
+// end closes the window, once; it does nothing if it never began.
+func (m *kafkaMeter) end() {
+	if !m.begun || m.ended {
+		return
+	}
+	m.ended = true
+	cpu1, ok := processCPU()
+	m.stopProfile()
+	if ok && m.cpuOK {
+		m.cpu = measured(float64(cpu1-m.cpu0) / float64(time.Microsecond))
+	}
 }
 
 // kafkaRow is the row of a finished run.
@@ -227,26 +280,6 @@ func checkKafka(rc rowConfig) error {
 	}
 	_, err := parseInterval(rc.Interval)
 	return err
-}
-
-// kafkaProfile writes the CPU profile of the row's window (of the whole run
-// with -records), if asked for: it returns once the window has closed.
-func kafkaProfile(ctx context.Context, rc rowConfig, w kafkaWindow, p *kafkaPipeline) error {
-	if rc.CPUProfile == "" {
-		return nil
-	}
-	if rc.Records == 0 && !kafkaSleepUntil(ctx, w.from, p) {
-		return nil
-	}
-	stop, err := startProfile(rc.CPUProfile + ".pprof")
-	if err != nil {
-		return err
-	}
-	defer stop()
-	if rc.Records == 0 {
-		kafkaSleepUntil(ctx, w.to, p)
-	}
-	return nil
 }
 
 // kafkaSleepUntil waits until the unix time t, and reports whether it did

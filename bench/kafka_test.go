@@ -57,6 +57,11 @@ func TestKafkaSmoke(t *testing.T) {
 		if v, ok := r["records_per_sec"].(float64); !ok || v <= 0 {
 			t.Errorf("%s: records/s %v, want a positive number", name, r["records_per_sec"])
 		}
+		if _, ok := processCPU(); ok {
+			if v, ok := r["cpu_us_per_record"].(float64); !ok || v <= 0 {
+				t.Errorf("%s: CPU µs/record %v, want a positive number", name, r["cpu_us_per_record"])
+			}
+		}
 		ckpts := r["checkpoints"].(float64)
 		if eo := r["mode"] == kafkaEO; eo != (ckpts > 0) {
 			t.Errorf("%s: %v checkpoints: want some for an eo row (its output is visible only once committed), none else", name, ckpts)
@@ -103,7 +108,7 @@ func TestKafkaRateSmoke(t *testing.T) {
 			t.Errorf("%s: ratios %v, %v for a throttled row, want null", name, r["ratio_to_loop"], r["ratio_to_off"])
 		}
 	}
-	for _, p := range []string{"kafka-loop-none-run1.pprof", "kafka-eo-100ms-run1.pprof"} {
+	for _, p := range []string{"kafka-loop-none-rate2000-run1.pprof", "kafka-eo-100ms-rate2000-run1.pprof"} {
 		if st, err := os.Stat(filepath.Join(prof, p)); err != nil || st.Size() == 0 {
 			t.Errorf("no CPU profile %s: %v", p, err)
 		}

@@ -115,7 +115,8 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVar(&f.plotOut, "plot", "", "draw throughput and p99 latency against the interval into this PNG")
 	fs.StringVar(&f.from, "from", "", "measure nothing: read the rows of a file written by -json, and print, -json and -plot them")
 	fs.StringVar(&f.child, "child", "", "internal: run one row given as JSON and print it, or a cluster row's worker ("+clusterWorkerPrefix+"JSON)")
-	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of every run into this directory: TOPOLOGY-MODE-INTERVAL-runK.pprof,\n"+
+	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of every run into this directory: TOPOLOGY-MODE-INTERVAL-runK.pprof\n"+
+		"(with -stateN, -rateN, -sinkrateN or -recovery before -runK for such rows; a kafka row's covers its window),\n"+
 		"and for a cluster row one for the coordinator (-coordinator.pprof) and each worker (-workerI.pprof)")
 	fs.IntVar(&f.repeat, "repeat", defaultRepeat, "runs of each row, interleaved; a row reports its median run by records/s.\n"+
 		"On a shared machine one run of a row can differ from the next by 1.7x, so one run says\n"+
@@ -297,11 +298,17 @@ func plural(n int, noun string) string {
 // its CPU profiles there.
 func measure(ctx context.Context, progress io.Writer, configs []rowConfig, repeat int, profiles string) ([]Row, error) {
 	runs := make([][]Row, len(configs))
+	names := map[string]bool{} // profile names taken, with a row number added to a repeated one
 	for k := range repeat {
 		for i, rc := range configs {
 			fmt.Fprintf(progress, "[%d/%d] %s ...", k*len(configs)+i+1, repeat*len(configs), describe(rc))
 			if profiles != "" {
-				rc.CPUProfile = filepath.Join(profiles, profileName(rc, k))
+				name := profileName(rc, k)
+				if names[name] {
+					name = fmt.Sprintf("%s-row%d", name, i+1)
+				}
+				names[name] = true
+				rc.CPUProfile = filepath.Join(profiles, name)
 			}
 			row, err := runInChild(ctx, progress, rc)
 			if err != nil {
@@ -497,13 +504,27 @@ type childConfig struct {
 }
 
 // profileName is the name, without its ending, of the CPU profiles of run
-// k of rc.
+// k of rc: TOPOLOGY-MODE-INTERVAL, then what else sets the row apart (its
+// state size, offered rate, sink limit, recovery), then -runK.
 func profileName(rc rowConfig, k int) string {
 	iv := rc.Interval
 	if rc.baseline() {
 		iv = "none"
 	}
-	return fmt.Sprintf("%s-%s-%s-run%d", rc.Topology, rc.Mode, iv, k+1)
+	name := fmt.Sprintf("%s-%s-%s", rc.Topology, rc.Mode, iv)
+	if rc.StateSize > 0 {
+		name += fmt.Sprintf("-state%d", rc.StateSize)
+	}
+	if rc.Rate > 0 {
+		name += fmt.Sprintf("-rate%.0f", rc.Rate)
+	}
+	if rc.SinkRate > 0 {
+		name += fmt.Sprintf("-sinkrate%.0f", rc.SinkRate)
+	}
+	if rc.Recovery {
+		name += "-recovery"
+	}
+	return fmt.Sprintf("%s-run%d", name, k+1)
 }
 
 func runInChild(ctx context.Context, stderr io.Writer, rc rowConfig) (Row, error) {

@@ -67,6 +67,9 @@ type Row struct {
 	// RatioToLoop is a kafka snapflow row's records/s against the plain
 	// loop's (kafka.go).
 	RatioToLoop metric `json:"ratio_to_loop"`
+	// CPUPerRecordUs is, for a kafka row, the CPU time the process used in
+	// the window (broker, row and reader together) per record counted.
+	CPUPerRecordUs metric `json:"cpu_us_per_record"`
 }
 
 // baseline reports whether the row is a hand-written baseline, which takes

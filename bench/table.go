@@ -34,12 +34,13 @@ var columns = []column{
 	{"bytes/ckpt", func(r Row) string { return r.BytesPerCkpt.cell(0) }},
 	{"wire B/record", func(r Row) string { return r.WireBytesPerRecord.cell(1) }},
 	{"latency p50/p99 ms", func(r Row) string { return pair(r.LatencyP50Ms, r.LatencyP99Ms) }},
+	{"CPU µs/record", func(r Row) string { return r.CPUPerRecordUs.cell(2) }},
 	{"peak RSS MiB", rssCell},
 	{"recovery ms", func(r Row) string { return r.RecoveryMs.cell(1) }},
 }
 
 // optional columns are printed only when some row has a value in them.
-var optional = map[string]bool{"offered/s": true, "sink limit/s": true, "recovery ms": true, "% of in-proc off": true, "wire B/record": true, "% of loop": true}
+var optional = map[string]bool{"offered/s": true, "sink limit/s": true, "recovery ms": true, "% of in-proc off": true, "wire B/record": true, "% of loop": true, "CPU µs/record": true}
 
 // tableNote explains the table's symbols and relative columns.
 const tableNote = `–: does not apply to the row, or was not measured (no record, no checkpoint, no time).
