@@ -21,7 +21,7 @@ import (
 // the closed form.
 func TestSigkillResumed(t *testing.T) {
 	const records, customers, parts = 30_000, 40, 3
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "orders", "totals"))
+	c, err := kfake.NewCluster(kfake.NumBrokers(kfakeBrokers), kfake.SeedTopics(4, "orders", "totals"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@
 // (its id, the customer's count and new total) to the output topic through
 // kafka.Sink, in one Kafka transaction per sink task and checkpoint.
 //
-// With no flags it starts kfake, franz-go's in-process Kafka broker,
+// With no flags it starts kfake, franz-go's in-process Kafka cluster,
 // creates both topics, fills the input, and runs the job with checkpoints
 // every 50 ms while it injects seeded task failures (panics of tasks, and
 // one failure of a sink task between a checkpoint's completion and its
@@ -68,7 +68,7 @@ func exitCode(err error, stderr io.Writer) int {
 
 // Bounds of the flags.
 const (
-	maxRecords    = 100_000_000
+	maxRecords    = 10_000_000
 	maxCustomers  = 10_000_000
 	maxPartitions = 1000
 )
@@ -90,6 +90,7 @@ const (
 
 type options struct {
 	brokers    []string
+	inProcess  bool // the brokers are kfake's, in this process
 	in, out    string
 	partitions int
 	records    int64
@@ -208,7 +209,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer stopBroker()
-		p.say("kafka: kfake, an in-process broker, at %s (-brokers HOST:PORT,... uses a real cluster)", strings.Join(o.brokers, ","))
+		p.say("kafka: kfake, an in-process cluster of %d brokers, at %s (-brokers HOST:PORT,... uses a real cluster)", kfakeBrokers, strings.Join(o.brokers, ","))
 	}
 	if o.phase == phaseAll || o.phase == phaseFill {
 		if err := prepare(ctx, o, p); err != nil {

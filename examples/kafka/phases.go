@@ -8,13 +8,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
-// startKfake starts an in-process broker and points o at it.
+// kfakeBrokers is the size of the in-process cluster: with more than one,
+// transaction coordinators and partition leaders differ, as in a real
+// cluster.
+const kfakeBrokers = 3
+
+// startKfake starts an in-process cluster and points o at it.
 func startKfake(o *options) (func(), error) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	c, err := kfake.NewCluster(kfake.NumBrokers(kfakeBrokers))
 	if err != nil {
 		return nil, fmt.Errorf("start kfake: %w", err)
 	}
-	o.brokers = c.ListenAddrs()
+	o.brokers, o.inProcess = c.ListenAddrs(), true
 	return c.Close, nil
 }
 

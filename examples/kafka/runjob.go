@@ -58,7 +58,13 @@ func runJob(ctx context.Context, o options, p *printer, stderr io.Writer, feedin
 	}
 	defer store.Close()
 	note := ""
-	if fresh {
+	switch {
+	case fresh && o.inProcess:
+		// Its checkpoints hold offsets of a broker that ends with the
+		// process: nothing could resume from them.
+		defer os.RemoveAll(url)
+		note = " (a fresh directory, removed at the end; -store chooses another)"
+	case fresh:
 		note = " (a fresh directory; -store chooses another)"
 	}
 	p.say("store: %s%s", store, note)
@@ -108,9 +114,11 @@ func (r *runner) drive(ctx context.Context) error {
 		if err := r.restart(ctx, job); err != nil {
 			return err
 		}
-		if job, err = r.start(ctx); err != nil {
+		again, err := r.start(ctx)
+		if err != nil {
 			return err
 		}
+		job = again
 	}
 	if err := r.await(ctx, job, r.o.records); err != nil {
 		return err

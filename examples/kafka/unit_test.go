@@ -76,12 +76,12 @@ func TestCheck(t *testing.T) {
 		values [][]byte
 		want   string
 	}{
-		{"a duplicate", append(append([][]byte(nil), good...), good[3]), "1 orders with more than one effect, e.g. orders 3"},
-		{"a loss", append(append([][]byte(nil), good[:5]...), good[6:]...), "1 orders without an effect, e.g. orders 5"},
-		{"a wrong running total", wrongTotal(), "1 effects with a wrong count or running total, e.g.: order 17"},
+		{"a duplicate", append(append([][]byte(nil), good...), good[3]), "orders with more than one effect: 1, e.g. orders 3"},
+		{"a loss", append(append([][]byte(nil), good[:5]...), good[6:]...), "orders without an effect: 1, e.g. orders 5"},
+		{"a wrong running total", wrongTotal(), "effects with a wrong count or running total: 1, e.g. order 17"},
 		{"a lost final effect", append(append([][]byte(nil), good[:lastOf(4)]...), good[lastOf(4)+1:]...), "customer 4: final total"},
-		{"a malformed record", append(append([][]byte(nil), good...), []byte("x")), "1 malformed records"},
-		{"an order that does not exist", append(append([][]byte(nil), good...), []byte("500,1,1,1")), "effects of orders that do not exist, e.g. orders 500"},
+		{"a malformed record", append(append([][]byte(nil), good...), []byte("x")), "malformed records: 1"},
+		{"an order that does not exist", append(append([][]byte(nil), good...), []byte("500,1,1,1")), "effects of orders that do not exist: 1, e.g. orders 500"},
 	} {
 		r := check(c.values, records, customers)
 		if r.ok() {

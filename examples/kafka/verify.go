@@ -159,12 +159,12 @@ func (r *report) details() []string {
 	var out []string
 	ids := func(what string, xs []int64) {
 		if len(xs) > 0 {
-			out = append(out, fmt.Sprintf("%d %s, e.g. orders %s", len(xs), what, joinIDs(xs)))
+			out = append(out, fmt.Sprintf("%s: %d, e.g. orders %s", what, len(xs), joinIDs(xs)))
 		}
 	}
 	lines := func(what string, xs []string) {
 		if len(xs) > 0 {
-			out = append(out, fmt.Sprintf("%d %s, e.g.: %s", len(xs), what, strings.Join(xs[:min(len(xs), maxListed)], "; ")))
+			out = append(out, fmt.Sprintf("%s: %d, e.g. %s", what, len(xs), strings.Join(xs[:min(len(xs), maxListed)], "; ")))
 		}
 	}
 	ids("orders without an effect", r.missing)
