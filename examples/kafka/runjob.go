@@ -52,6 +52,12 @@ func runJob(ctx context.Context, o options, p *printer, stderr io.Writer, feedin
 		}
 		url, fresh = dir, true
 	}
+	// A fresh store of an in-process broker is removed at the end: its
+	// checkpoints hold offsets of a broker that ends with the process.
+	remove := fresh && o.inProcess
+	if remove {
+		defer os.RemoveAll(url)
+	}
 	store, err := snapshots.Open(ctx, url)
 	if err != nil {
 		return err
@@ -59,10 +65,7 @@ func runJob(ctx context.Context, o options, p *printer, stderr io.Writer, feedin
 	defer store.Close()
 	note := ""
 	switch {
-	case fresh && o.inProcess:
-		// Its checkpoints hold offsets of a broker that ends with the
-		// process: nothing could resume from them.
-		defer os.RemoveAll(url)
+	case remove:
 		note = " (a fresh directory, removed at the end; -store chooses another)"
 	case fresh:
 		note = " (a fresh directory; -store chooses another)"
@@ -88,6 +91,8 @@ func runJob(ctx context.Context, o options, p *printer, stderr io.Writer, feedin
 	defer cancel(nil)
 	fed := make(chan struct{})
 	defer func() { cancel(nil); <-fed }()
+	p.say("feeding %q %d orders of %d customers in %d chunks, each once the output holds the effects of all but the last chunk",
+		o.in, o.records, o.customers, o.chunks)
 	go func() {
 		defer close(fed)
 		if err := feed(ctx, r.w, o.brokers, o.in, o.records, o.customers, o.chunks); err != nil {
@@ -96,8 +101,6 @@ func runJob(ctx context.Context, o options, p *printer, stderr io.Writer, feedin
 		}
 		p.say("fed %q all %d orders of %d customers", o.in, o.records, o.customers)
 	}()
-	p.say("feeding %q %d orders of %d customers in %d chunks, each once the output holds the effects of all but the last chunk",
-		o.in, o.records, o.customers, o.chunks)
 	return r.drive(ctx)
 }
 
@@ -208,7 +211,12 @@ func (r *runner) await(ctx context.Context, job *actors.Job, n int64) error {
 	return err
 }
 
-// restart stops the job part way, as -restart says.
+// restart stops the job part way, as -restart says; the caller starts it
+// again at once. That matters: the sink tasks may stop before they commit
+// what the last checkpoint (or the savepoint) pre-committed, and those
+// transactions stay open, holding read_committed consumers back, until the
+// next start commits them; after the transaction timeout the broker aborts
+// them and that start fails (kafka.Sink's package documentation).
 func (r *runner) restart(ctx context.Context, job *actors.Job) error {
 	have := r.w.committed()
 	if r.o.restart == restartSavepoint {
