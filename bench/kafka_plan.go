@@ -106,13 +106,14 @@ func kafkaRunTime(rc rowConfig) time.Duration {
 func kafkaNote(rows []Row) string {
 	for _, r := range rows {
 		if r.Topology == "kafka" {
-			return `kafka: on kfake in each run's process; loop: a plain franz-go consume -> produce loop per partition share, no transactions;
-  alo: snapflow, kafka.Source -> work -> a plain franz-go producer sink, checkpoints off; eo: snapflow with kafka.Sink
-  (transactional), committing at each checkpoint. Without offered/s the input is a backlog filled before the run, and
-  records/s counts the records processed in the window, once visible to a read_committed consumer; with offered/s the
-  input is produced at that rate, and latency is from production to visibility to that consumer.
-  % of off: against the alo row; % of loop: against the loop row; CPU µs/record: the CPU time of the process (broker,
-  row and reader) in the window per record counted; peak RSS: the process, kfake and its topics included.
+			return `kafka: on kfake in each run's process; loop: a plain franz-go consume -> produce loop per partition share, no
+  transactions; alo: snapflow, kafka.Source -> work -> a plain franz-go producer sink, checkpoints off; eo: snapflow with
+  kafka.Sink (transactional), committing at each checkpoint. Without offered/s the input is a backlog filled before the
+  run, and records/s counts the records processed in the window, once visible to a read_committed consumer; with
+  offered/s (a tenth of the slowest row's records/s unless -rate) the input is produced at that rate, and latency is
+  from production to visibility to that consumer. Every producer, the input's included, has franz-go's defaults (10 ms
+  linger). For these rows % of off is against the alo row, % of loop against the loop row; CPU µs/record: the CPU time
+  of the process (broker, row and reader) in the window per record counted; peak RSS: kfake and its topics included.
 `
 		}
 	}
