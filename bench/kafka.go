@@ -84,13 +84,14 @@ type kafkaPipeline struct {
 	failed chan struct{}
 	err    error
 	// checkpoints lists the completed checkpoints (end time, duration,
-	// alignment) of a snapflow row.
+	// alignment, state bytes) of a snapflow row.
 	checkpoints func() []kafkaCheckpoint
 }
 
 type kafkaCheckpoint struct {
 	at              time.Time
 	duration, align time.Duration
+	bytes           uint64
 }
 
 // runKafka measures one kafka row in this process.
@@ -256,12 +257,15 @@ func kafkaRow(rc rowConfig, start time.Time, w kafkaWindow, r kafkaReading, p *k
 	row.RecordsPerSec = per(float64(row.Records), row.Seconds)
 	if p.checkpoints != nil {
 		var ckpt, align []time.Duration
+		var bytes uint64
 		for _, c := range p.checkpoints() {
 			if n := c.at.UnixNano(); n >= w.from && n < w.to {
 				ckpt, align = append(ckpt, c.duration), append(align, c.align)
+				bytes += c.bytes
 			}
 		}
 		row.Checkpoints = len(ckpt)
+		row.BytesPerCkpt = per(float64(bytes), float64(len(ckpt)))
 		row.CkptP50Ms, row.CkptP99Ms = quantiles(ckpt)
 		row.AlignP50Ms, row.AlignP99Ms = quantiles(align)
 	}

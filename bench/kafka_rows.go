@@ -128,7 +128,7 @@ func startKafkaJob(ctx context.Context, brokers []string, rc rowConfig) (*kafkaP
 		actors.WithListener(func(e actors.Event) {
 			if e.Kind == actors.EventCheckpointCompleted && !e.Final {
 				mu.Lock()
-				ckpts = append(ckpts, kafkaCheckpoint{at: e.Time, duration: e.Duration, align: e.Alignment})
+				ckpts = append(ckpts, kafkaCheckpoint{at: e.Time, duration: e.Duration, align: e.Alignment, bytes: e.Bytes})
 				mu.Unlock()
 			}
 		}))

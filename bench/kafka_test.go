@@ -66,6 +66,9 @@ func TestKafkaSmoke(t *testing.T) {
 		if eo := r["mode"] == kafkaEO; eo != (ckpts > 0) {
 			t.Errorf("%s: %v checkpoints: want some for an eo row (its output is visible only once committed), none else", name, ckpts)
 		}
+		if v, ok := r["bytes_per_ckpt"].(float64); ok != (ckpts > 0) || (ok && v <= 0) {
+			t.Errorf("%s: bytes/ckpt %v with %v checkpoints: want a positive number exactly when some completed", name, r["bytes_per_ckpt"], ckpts)
+		}
 		if _, ok := r["ratio_to_loop"].(float64); ok != (r["mode"] != kafkaLoop) {
 			t.Errorf("%s: ratio_to_loop %v: want a ratio for the snapflow rows only", name, r["ratio_to_loop"])
 		}
