@@ -95,7 +95,7 @@ type kafkaCheckpoint struct {
 }
 
 // runKafka measures one kafka row in this process.
-func runKafka(ctx context.Context, rc rowConfig) (row Row, err error) {
+func runKafka(ctx context.Context, rc rowConfig) (Row, error) {
 	if err := checkKafka(rc); err != nil {
 		return Row{}, err
 	}
@@ -154,26 +154,58 @@ func runKafka(ctx context.Context, rc rowConfig) (row Row, err error) {
 			_ = p.stop()
 		}
 	}()
+	k := kafkaRun{rc: rc, brokers: brokers, partitions: partitions, start: start, w: w, rd: rd, p: p}
+	cpu, err := k.measure(ctx)
+	if err != nil {
+		return Row{}, err
+	}
+	stopped = true
+	if err := p.stop(); err != nil {
+		return Row{}, fmt.Errorf("bench: kafka %s: stop: %w", rc.Mode, err)
+	}
+	row, err := kafkaRow(rc, start, w, rd.reading(), p)
+	if v, ok := cpu.value(); ok && row.Records > 0 {
+		row.CPUPerRecordUs = measured(v / float64(row.Records))
+	}
+	return row, err
+}
+
+// kafkaRun is a kafka row under way.
+type kafkaRun struct {
+	rc         rowConfig
+	brokers    []string
+	partitions int32
+	start      time.Time
+	w          kafkaWindow
+	rd         *kafkaReader
+	p          *kafkaPipeline
+}
+
+// measure waits out the warm-up and the window, writes the sentinels, and
+// waits until the reader has seen the window's records. It returns the
+// CPU time of the window in µs.
+func (k *kafkaRun) measure(ctx context.Context) (metric, error) {
+	rc, w, rd, p := k.rc, k.w, k.rd, k.p
 	var m kafkaMeter
 	defer m.end()
 	if rc.Records > 0 {
 		if err := m.begin(rc); err != nil {
-			return Row{}, err
+			return metric{}, err
 		}
 	} else if kafkaSleepUntil(ctx, w.from, p) {
 		if err := m.begin(rc); err != nil {
-			return Row{}, err
+			return metric{}, err
 		}
 		if kafkaSleepUntil(ctx, w.to, p) {
 			m.end()
 		}
 	}
 	if w.sentinel && kafkaSleepUntil(ctx, w.to+int64(kafkaTail), p) {
-		if err := kafkaSentinels(ctx, brokers, kafkaOut, partitions); err != nil {
-			return Row{}, err
+		if err := kafkaSentinels(ctx, k.brokers, kafkaOut, k.partitions); err != nil {
+			return metric{}, err
 		}
 	}
-	deadline := start.Add(kafkaWait)
+	deadline := k.start.Add(kafkaWait)
 	if rc.Records == 0 {
 		deadline = time.Unix(0, w.to).Add(kafkaWait)
 	}
@@ -182,27 +214,19 @@ func runKafka(ctx context.Context, rc rowConfig) (row Row, err error) {
 	select {
 	case <-rd.done:
 	case <-p.failed:
-		return Row{}, fmt.Errorf("bench: kafka %s: %w", rc.Mode, p.err)
+		return metric{}, fmt.Errorf("bench: kafka %s: %w", rc.Mode, p.err)
 	case <-wait.C:
 		r := rd.reading()
-		return Row{}, fmt.Errorf("bench: kafka %s: the output's records were not all visible by %v: %s distinct records seen",
+		return metric{}, fmt.Errorf("bench: kafka %s: the output's records were not all visible by %v: %s distinct records seen",
 			rc.Mode, deadline.Format(time.TimeOnly), count(r.distinct))
 	case <-ctx.Done():
-		return Row{}, ctx.Err()
+		return metric{}, ctx.Err()
 	}
 	if rd.err != nil {
-		return Row{}, rd.err
+		return metric{}, rd.err
 	}
 	m.end()
-	stopped = true
-	if err := p.stop(); err != nil {
-		return Row{}, fmt.Errorf("bench: kafka %s: stop: %w", rc.Mode, err)
-	}
-	row, err = kafkaRow(rc, start, w, rd.reading(), p)
-	if v, ok := m.cpu.value(); ok && row.Records > 0 {
-		row.CPUPerRecordUs = measured(v / float64(row.Records))
-	}
-	return row, err
+	return m.cpu, nil
 }
 
 // kafkaMeter measures a kafka row's window: the CPU time the process used
