@@ -31,7 +31,15 @@ import (
 // records processed during the measuring window, counted when they are
 // visible to that consumer. With -rate the input is produced at that rate
 // while the row runs (open loop), and the consumer also measures each
-// record's latency from its production to its visibility.
+// record's latency from its production to its visibility. With -records
+// each row carries that backlog to the output, and records/s is over the
+// whole run, from the row's start to its last record visible (the smoke
+// test's mode).
+//
+// The window's records are all counted once the consumer has seen a
+// sentinel that the bench writes to every output partition kafkaTail after
+// the window (kafkaSentinels); a snapflow job is stopped with Job.Stop only
+// then.
 
 // Modes of the kafka rows.
 const (
