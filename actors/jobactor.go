@@ -75,7 +75,10 @@ type jobActor struct {
 	waitingSavepoints []uint64
 	// recoverable are the savepoints (by checkpoint id) also written as
 	// checkpoints, which recovery restores (see recoveryPoint).
-	recoverable  map[uint64]bool
+	recoverable map[uint64]bool
+	// stopping is set once a stop-with-savepoint's savepoint completed,
+	// until every task has handled its completion.
+	stopping     *stopping
 	nextRequest  uint64
 	triggeredAt  map[uint64]time.Time
 	pendingBytes uint64
@@ -151,6 +154,8 @@ func (j *jobActor) Receive(ctx actor.Context) {
 		j.onRequest(m)
 	case *savepointRequest:
 		j.onSavepointRequest(m)
+	case *messages.CheckpointCommitted:
+		j.onCommitted(m)
 	case *restartMsg:
 		if m.epoch == j.epoch && j.phase == phaseBackoff {
 			j.restartDue = true

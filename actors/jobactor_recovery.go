@@ -59,6 +59,13 @@ func (j *jobActor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, chi
 // onFailure rolls the job back: it aborts the checkpoint in flight, asks
 // the restart strategy for a delay, and restores after it.
 func (j *jobActor) onFailure(cause error) {
+	if s := j.stopping; s != nil { // the savepoint is complete: stop there all the same
+		j.stopping = nil
+		j.log.Warn("a task failed while the tasks handled the completion of the stop-with-savepoint; the job stops with the savepoint, whose uncommitted transactions the next start from it commits",
+			"savepoint", s.name, "err", cause)
+		j.stopAtSavepoint(s.name, s.id, s.req)
+		return
+	}
 	now := time.Now()
 	attrs := []any{"epoch", j.epoch, "err", cause}
 	if te, ok := cause.(*TaskError); ok {

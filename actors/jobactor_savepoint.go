@@ -72,14 +72,39 @@ func (j *jobActor) savepointCompleted(a coordinator.Action) {
 	if recovery {
 		j.lastCompleted = max(j.lastCompleted, a.Checkpoint)
 	}
-	m := &messages.CompleteCheckpoint{Epoch: j.epoch, CheckpointId: a.Checkpoint, Commit: sp.stop || recovery}
+	// A stop-with-savepoint stops once every task has handled the
+	// completion (its sinks committed), so that no transaction is left
+	// open behind the stopped job.
+	m := &messages.CompleteCheckpoint{Epoch: j.epoch, CheckpointId: a.Checkpoint, Commit: sp.stop || recovery, Ack: sp.stop}
 	for _, pid := range j.sh.pids {
 		j.send(pid, m)
 	}
 	delete(j.savepoints, a.Savepoint)
 	j.savepointEnded(sp.name)
 	if sp.stop {
-		j.stopAtSavepoint(sp.name, a.Checkpoint, a.Savepoint)
+		j.stopping = &stopping{name: sp.name, id: a.Checkpoint, req: a.Savepoint, acked: map[uint32]bool{}}
+	}
+}
+
+// stopping is a stop-with-savepoint whose savepoint completed, waiting for
+// the tasks to handle its completion.
+type stopping struct {
+	name    string
+	id, req uint64
+	acked   map[uint32]bool
+}
+
+// onCommitted counts a task's answer to a stop-with-savepoint's
+// completion, and stops the job once every task has answered.
+func (j *jobActor) onCommitted(m *messages.CheckpointCommitted) {
+	s := j.stopping
+	if s == nil || m.Epoch != j.epoch || m.CheckpointId != s.id || j.phase == phaseDone {
+		return
+	}
+	s.acked[m.Task] = true
+	if len(s.acked) == len(j.sh.plan.Tasks) {
+		j.stopping = nil
+		j.stopAtSavepoint(s.name, s.id, s.req)
 	}
 }
 

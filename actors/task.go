@@ -265,6 +265,9 @@ func (t *task) onComplete(m *messages.CompleteCheckpoint) {
 			t.fail(fmt.Errorf("checkpoint %d complete: %w", m.CheckpointId, err))
 		}
 	}
+	if m.Ack {
+		t.root.Send(t.sh.jobPID, &messages.CheckpointCommitted{Epoch: t.epoch, CheckpointId: m.CheckpointId, Task: uint32(t.idx)})
+	}
 	if m.CheckpointId != t.stopAt { // after a stop-with-savepoint, nothing more
 		t.resume(m.Epoch)
 	}

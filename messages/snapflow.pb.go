@@ -743,7 +743,11 @@ type CompleteCheckpoint struct {
 	// false for a savepoint the job runs on after (recovery restores
 	// checkpoints, which would replay what a savepoint's commit made
 	// visible).
-	Commit        bool `protobuf:"varint,3,opt,name=commit,proto3" json:"commit,omitempty"`
+	Commit bool `protobuf:"varint,3,opt,name=commit,proto3" json:"commit,omitempty"`
+	// ack asks every task to answer with CheckpointCommitted once it has
+	// handled this message (its sinks committed): a stop-with-savepoint
+	// stops the job only then.
+	Ack           bool `protobuf:"varint,4,opt,name=ack,proto3" json:"ack,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -799,6 +803,75 @@ func (x *CompleteCheckpoint) GetCommit() bool {
 	return false
 }
 
+func (x *CompleteCheckpoint) GetAck() bool {
+	if x != nil {
+		return x.Ack
+	}
+	return false
+}
+
+// CheckpointCommitted tells the job actor that a task handled the
+// completion of checkpoint_id (see CompleteCheckpoint.ack).
+type CheckpointCommitted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	CheckpointId  uint64                 `protobuf:"varint,2,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	Task          uint32                 `protobuf:"varint,3,opt,name=task,proto3" json:"task,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointCommitted) Reset() {
+	*x = CheckpointCommitted{}
+	mi := &file_messages_snapflow_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointCommitted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointCommitted) ProtoMessage() {}
+
+func (x *CheckpointCommitted) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_snapflow_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointCommitted.ProtoReflect.Descriptor instead.
+func (*CheckpointCommitted) Descriptor() ([]byte, []int) {
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *CheckpointCommitted) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *CheckpointCommitted) GetCheckpointId() uint64 {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return 0
+}
+
+func (x *CheckpointCommitted) GetTask() uint32 {
+	if x != nil {
+		return x.Task
+	}
+	return 0
+}
+
 // AbortCheckpoint tells the tasks that a checkpoint will never complete.
 type AbortCheckpoint struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -811,7 +884,7 @@ type AbortCheckpoint struct {
 
 func (x *AbortCheckpoint) Reset() {
 	*x = AbortCheckpoint{}
-	mi := &file_messages_snapflow_proto_msgTypes[10]
+	mi := &file_messages_snapflow_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -823,7 +896,7 @@ func (x *AbortCheckpoint) String() string {
 func (*AbortCheckpoint) ProtoMessage() {}
 
 func (x *AbortCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[10]
+	mi := &file_messages_snapflow_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -836,7 +909,7 @@ func (x *AbortCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortCheckpoint.ProtoReflect.Descriptor instead.
 func (*AbortCheckpoint) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{10}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *AbortCheckpoint) GetEpoch() uint64 {
@@ -873,7 +946,7 @@ type Restore struct {
 
 func (x *Restore) Reset() {
 	*x = Restore{}
-	mi := &file_messages_snapflow_proto_msgTypes[11]
+	mi := &file_messages_snapflow_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -885,7 +958,7 @@ func (x *Restore) String() string {
 func (*Restore) ProtoMessage() {}
 
 func (x *Restore) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[11]
+	mi := &file_messages_snapflow_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -898,7 +971,7 @@ func (x *Restore) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Restore.ProtoReflect.Descriptor instead.
 func (*Restore) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{11}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Restore) GetEpoch() uint64 {
@@ -945,7 +1018,7 @@ type TaskStateEntry struct {
 
 func (x *TaskStateEntry) Reset() {
 	*x = TaskStateEntry{}
-	mi := &file_messages_snapflow_proto_msgTypes[12]
+	mi := &file_messages_snapflow_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -957,7 +1030,7 @@ func (x *TaskStateEntry) String() string {
 func (*TaskStateEntry) ProtoMessage() {}
 
 func (x *TaskStateEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[12]
+	mi := &file_messages_snapflow_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -970,7 +1043,7 @@ func (x *TaskStateEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStateEntry.ProtoReflect.Descriptor instead.
 func (*TaskStateEntry) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{12}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *TaskStateEntry) GetTaskId() string {
@@ -1051,7 +1124,7 @@ type OperatorEntry struct {
 
 func (x *OperatorEntry) Reset() {
 	*x = OperatorEntry{}
-	mi := &file_messages_snapflow_proto_msgTypes[13]
+	mi := &file_messages_snapflow_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1063,7 +1136,7 @@ func (x *OperatorEntry) String() string {
 func (*OperatorEntry) ProtoMessage() {}
 
 func (x *OperatorEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[13]
+	mi := &file_messages_snapflow_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1076,7 +1149,7 @@ func (x *OperatorEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OperatorEntry.ProtoReflect.Descriptor instead.
 func (*OperatorEntry) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{13}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *OperatorEntry) GetOperatorId() string {
@@ -1155,7 +1228,7 @@ type Manifest struct {
 
 func (x *Manifest) Reset() {
 	*x = Manifest{}
-	mi := &file_messages_snapflow_proto_msgTypes[14]
+	mi := &file_messages_snapflow_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1167,7 +1240,7 @@ func (x *Manifest) String() string {
 func (*Manifest) ProtoMessage() {}
 
 func (x *Manifest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[14]
+	mi := &file_messages_snapflow_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1180,7 +1253,7 @@ func (x *Manifest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Manifest.ProtoReflect.Descriptor instead.
 func (*Manifest) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{14}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Manifest) GetJob() string {
@@ -1265,7 +1338,7 @@ type StateEntry struct {
 
 func (x *StateEntry) Reset() {
 	*x = StateEntry{}
-	mi := &file_messages_snapflow_proto_msgTypes[15]
+	mi := &file_messages_snapflow_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1277,7 +1350,7 @@ func (x *StateEntry) String() string {
 func (*StateEntry) ProtoMessage() {}
 
 func (x *StateEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[15]
+	mi := &file_messages_snapflow_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1290,7 +1363,7 @@ func (x *StateEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateEntry.ProtoReflect.Descriptor instead.
 func (*StateEntry) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{15}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *StateEntry) GetKey() []byte {
@@ -1325,7 +1398,7 @@ type NamedState struct {
 
 func (x *NamedState) Reset() {
 	*x = NamedState{}
-	mi := &file_messages_snapflow_proto_msgTypes[16]
+	mi := &file_messages_snapflow_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1337,7 +1410,7 @@ func (x *NamedState) String() string {
 func (*NamedState) ProtoMessage() {}
 
 func (x *NamedState) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[16]
+	mi := &file_messages_snapflow_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1350,7 +1423,7 @@ func (x *NamedState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamedState.ProtoReflect.Descriptor instead.
 func (*NamedState) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{16}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *NamedState) GetName() string {
@@ -1378,7 +1451,7 @@ type KeyGroupState struct {
 
 func (x *KeyGroupState) Reset() {
 	*x = KeyGroupState{}
-	mi := &file_messages_snapflow_proto_msgTypes[17]
+	mi := &file_messages_snapflow_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1390,7 +1463,7 @@ func (x *KeyGroupState) String() string {
 func (*KeyGroupState) ProtoMessage() {}
 
 func (x *KeyGroupState) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[17]
+	mi := &file_messages_snapflow_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1403,7 +1476,7 @@ func (x *KeyGroupState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyGroupState.ProtoReflect.Descriptor instead.
 func (*KeyGroupState) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{17}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *KeyGroupState) GetKeyGroup() uint32 {
@@ -1459,7 +1532,7 @@ type TaskState struct {
 
 func (x *TaskState) Reset() {
 	*x = TaskState{}
-	mi := &file_messages_snapflow_proto_msgTypes[18]
+	mi := &file_messages_snapflow_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1471,7 +1544,7 @@ func (x *TaskState) String() string {
 func (*TaskState) ProtoMessage() {}
 
 func (x *TaskState) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[18]
+	mi := &file_messages_snapflow_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1484,7 +1557,7 @@ func (x *TaskState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskState.ProtoReflect.Descriptor instead.
 func (*TaskState) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{18}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *TaskState) GetJob() string {
@@ -1606,7 +1679,7 @@ type Transaction struct {
 
 func (x *Transaction) Reset() {
 	*x = Transaction{}
-	mi := &file_messages_snapflow_proto_msgTypes[19]
+	mi := &file_messages_snapflow_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1618,7 +1691,7 @@ func (x *Transaction) String() string {
 func (*Transaction) ProtoMessage() {}
 
 func (x *Transaction) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[19]
+	mi := &file_messages_snapflow_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1631,7 +1704,7 @@ func (x *Transaction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transaction.ProtoReflect.Descriptor instead.
 func (*Transaction) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{19}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Transaction) GetCheckpointId() uint64 {
@@ -1670,7 +1743,7 @@ type StateDescriptor struct {
 
 func (x *StateDescriptor) Reset() {
 	*x = StateDescriptor{}
-	mi := &file_messages_snapflow_proto_msgTypes[20]
+	mi := &file_messages_snapflow_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1682,7 +1755,7 @@ func (x *StateDescriptor) String() string {
 func (*StateDescriptor) ProtoMessage() {}
 
 func (x *StateDescriptor) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[20]
+	mi := &file_messages_snapflow_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1695,7 +1768,7 @@ func (x *StateDescriptor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateDescriptor.ProtoReflect.Descriptor instead.
 func (*StateDescriptor) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{20}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *StateDescriptor) GetName() string {
@@ -1761,7 +1834,7 @@ type StoredObject struct {
 
 func (x *StoredObject) Reset() {
 	*x = StoredObject{}
-	mi := &file_messages_snapflow_proto_msgTypes[21]
+	mi := &file_messages_snapflow_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1773,7 +1846,7 @@ func (x *StoredObject) String() string {
 func (*StoredObject) ProtoMessage() {}
 
 func (x *StoredObject) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[21]
+	mi := &file_messages_snapflow_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1786,7 +1859,7 @@ func (x *StoredObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoredObject.ProtoReflect.Descriptor instead.
 func (*StoredObject) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{21}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *StoredObject) GetKind() string {
@@ -1830,7 +1903,7 @@ type Origin struct {
 
 func (x *Origin) Reset() {
 	*x = Origin{}
-	mi := &file_messages_snapflow_proto_msgTypes[22]
+	mi := &file_messages_snapflow_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1842,7 +1915,7 @@ func (x *Origin) String() string {
 func (*Origin) ProtoMessage() {}
 
 func (x *Origin) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[22]
+	mi := &file_messages_snapflow_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1855,7 +1928,7 @@ func (x *Origin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Origin.ProtoReflect.Descriptor instead.
 func (*Origin) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{22}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Origin) GetSavepoint() string {
@@ -1947,11 +2020,16 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12\x17\n" +
 	"\atask_id\x18\x03 \x01(\tR\x06taskId\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"g\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"y\n" +
 	"\x12CompleteCheckpoint\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12\x16\n" +
-	"\x06commit\x18\x03 \x01(\bR\x06commit\"d\n" +
+	"\x06commit\x18\x03 \x01(\bR\x06commit\x12\x10\n" +
+	"\x03ack\x18\x04 \x01(\bR\x03ack\"d\n" +
+	"\x13CheckpointCommitted\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12#\n" +
+	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12\x12\n" +
+	"\x04task\x18\x03 \x01(\rR\x04task\"d\n" +
 	"\x0fAbortCheckpoint\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12\x16\n" +
@@ -2059,45 +2137,46 @@ func file_messages_snapflow_proto_rawDescGZIP() []byte {
 	return file_messages_snapflow_proto_rawDescData
 }
 
-var file_messages_snapflow_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_messages_snapflow_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_messages_snapflow_proto_goTypes = []any{
-	(*RecordBatch)(nil),        // 0: snapflow.v1.RecordBatch
-	(*Barrier)(nil),            // 1: snapflow.v1.Barrier
-	(*EndOfInput)(nil),         // 2: snapflow.v1.EndOfInput
-	(*Credit)(nil),             // 3: snapflow.v1.Credit
-	(*TriggerCheckpoint)(nil),  // 4: snapflow.v1.TriggerCheckpoint
-	(*StateHandle)(nil),        // 5: snapflow.v1.StateHandle
-	(*KeyGroupSection)(nil),    // 6: snapflow.v1.KeyGroupSection
-	(*AckCheckpoint)(nil),      // 7: snapflow.v1.AckCheckpoint
-	(*DeclineCheckpoint)(nil),  // 8: snapflow.v1.DeclineCheckpoint
-	(*CompleteCheckpoint)(nil), // 9: snapflow.v1.CompleteCheckpoint
-	(*AbortCheckpoint)(nil),    // 10: snapflow.v1.AbortCheckpoint
-	(*Restore)(nil),            // 11: snapflow.v1.Restore
-	(*TaskStateEntry)(nil),     // 12: snapflow.v1.TaskStateEntry
-	(*OperatorEntry)(nil),      // 13: snapflow.v1.OperatorEntry
-	(*Manifest)(nil),           // 14: snapflow.v1.Manifest
-	(*StateEntry)(nil),         // 15: snapflow.v1.StateEntry
-	(*NamedState)(nil),         // 16: snapflow.v1.NamedState
-	(*KeyGroupState)(nil),      // 17: snapflow.v1.KeyGroupState
-	(*TaskState)(nil),          // 18: snapflow.v1.TaskState
-	(*Transaction)(nil),        // 19: snapflow.v1.Transaction
-	(*StateDescriptor)(nil),    // 20: snapflow.v1.StateDescriptor
-	(*StoredObject)(nil),       // 21: snapflow.v1.StoredObject
-	(*Origin)(nil),             // 22: snapflow.v1.Origin
+	(*RecordBatch)(nil),         // 0: snapflow.v1.RecordBatch
+	(*Barrier)(nil),             // 1: snapflow.v1.Barrier
+	(*EndOfInput)(nil),          // 2: snapflow.v1.EndOfInput
+	(*Credit)(nil),              // 3: snapflow.v1.Credit
+	(*TriggerCheckpoint)(nil),   // 4: snapflow.v1.TriggerCheckpoint
+	(*StateHandle)(nil),         // 5: snapflow.v1.StateHandle
+	(*KeyGroupSection)(nil),     // 6: snapflow.v1.KeyGroupSection
+	(*AckCheckpoint)(nil),       // 7: snapflow.v1.AckCheckpoint
+	(*DeclineCheckpoint)(nil),   // 8: snapflow.v1.DeclineCheckpoint
+	(*CompleteCheckpoint)(nil),  // 9: snapflow.v1.CompleteCheckpoint
+	(*CheckpointCommitted)(nil), // 10: snapflow.v1.CheckpointCommitted
+	(*AbortCheckpoint)(nil),     // 11: snapflow.v1.AbortCheckpoint
+	(*Restore)(nil),             // 12: snapflow.v1.Restore
+	(*TaskStateEntry)(nil),      // 13: snapflow.v1.TaskStateEntry
+	(*OperatorEntry)(nil),       // 14: snapflow.v1.OperatorEntry
+	(*Manifest)(nil),            // 15: snapflow.v1.Manifest
+	(*StateEntry)(nil),          // 16: snapflow.v1.StateEntry
+	(*NamedState)(nil),          // 17: snapflow.v1.NamedState
+	(*KeyGroupState)(nil),       // 18: snapflow.v1.KeyGroupState
+	(*TaskState)(nil),           // 19: snapflow.v1.TaskState
+	(*Transaction)(nil),         // 20: snapflow.v1.Transaction
+	(*StateDescriptor)(nil),     // 21: snapflow.v1.StateDescriptor
+	(*StoredObject)(nil),        // 22: snapflow.v1.StoredObject
+	(*Origin)(nil),              // 23: snapflow.v1.Origin
 }
 var file_messages_snapflow_proto_depIdxs = []int32{
 	6,  // 0: snapflow.v1.StateHandle.key_groups:type_name -> snapflow.v1.KeyGroupSection
 	5,  // 1: snapflow.v1.AckCheckpoint.state:type_name -> snapflow.v1.StateHandle
 	5,  // 2: snapflow.v1.Restore.state:type_name -> snapflow.v1.StateHandle
 	5,  // 3: snapflow.v1.TaskStateEntry.state:type_name -> snapflow.v1.StateHandle
-	20, // 4: snapflow.v1.OperatorEntry.states:type_name -> snapflow.v1.StateDescriptor
-	12, // 5: snapflow.v1.Manifest.tasks:type_name -> snapflow.v1.TaskStateEntry
-	13, // 6: snapflow.v1.Manifest.operators:type_name -> snapflow.v1.OperatorEntry
-	15, // 7: snapflow.v1.NamedState.entries:type_name -> snapflow.v1.StateEntry
-	16, // 8: snapflow.v1.KeyGroupState.states:type_name -> snapflow.v1.NamedState
-	17, // 9: snapflow.v1.TaskState.key_groups:type_name -> snapflow.v1.KeyGroupState
-	20, // 10: snapflow.v1.TaskState.state_descriptors:type_name -> snapflow.v1.StateDescriptor
-	19, // 11: snapflow.v1.TaskState.transactions:type_name -> snapflow.v1.Transaction
+	21, // 4: snapflow.v1.OperatorEntry.states:type_name -> snapflow.v1.StateDescriptor
+	13, // 5: snapflow.v1.Manifest.tasks:type_name -> snapflow.v1.TaskStateEntry
+	14, // 6: snapflow.v1.Manifest.operators:type_name -> snapflow.v1.OperatorEntry
+	16, // 7: snapflow.v1.NamedState.entries:type_name -> snapflow.v1.StateEntry
+	17, // 8: snapflow.v1.KeyGroupState.states:type_name -> snapflow.v1.NamedState
+	18, // 9: snapflow.v1.TaskState.key_groups:type_name -> snapflow.v1.KeyGroupState
+	21, // 10: snapflow.v1.TaskState.state_descriptors:type_name -> snapflow.v1.StateDescriptor
+	20, // 11: snapflow.v1.TaskState.transactions:type_name -> snapflow.v1.Transaction
 	12, // [12:12] is the sub-list for method output_type
 	12, // [12:12] is the sub-list for method input_type
 	12, // [12:12] is the sub-list for extension type_name
@@ -2116,7 +2195,7 @@ func file_messages_snapflow_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_snapflow_proto_rawDesc), len(file_messages_snapflow_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

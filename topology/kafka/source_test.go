@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/snapflow/snapflow/topology"
 	"github.com/snapflow/snapflow/topology/kafka"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // fill writes the values 0..n-1 to topic, spread over its partitions.
@@ -155,4 +157,56 @@ func fillFrom(t *testing.T, brokers []string, topic string, from, to int64) {
 	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestStopWithSavepointCommits: a job stopped with a savepoint mid-stream
+// has committed its sinks' transactions when StopWithSavepoint returns:
+// none is left open (which would hold read_committed consumers back until
+// the broker aborted it, and then make the savepoint unusable); started
+// again from the savepoint, it completes the output exactly once.
+func TestStopWithSavepointCommits(t *testing.T) {
+	const n = 20_000
+	brokers := startKafka(t, "in", "out")
+	fill(t, brokers, "in", n)
+	store := snapshots.NewMem()
+	// No periodic checkpoint: everything the sink wrote is in the
+	// transaction the savepoint pre-commits.
+	wrote := make(chan struct{})
+	var once sync.Once
+	j, err := actors.Start(context.Background(), pipeline("stop-commits", brokers, 2), actors.WithStore(store),
+		actors.WithCheckpointInterval(0),
+		actors.WithFaults(&actors.Faults{Process: func(task string) {
+			if strings.HasPrefix(task, "out#") {
+				once.Do(func() { close(wrote) })
+			}
+		}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-wrote
+	stopWith(t, j, "mid")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrListTransactionsRequest()
+	req.StateFilters = []string{"Ongoing"}
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tx := range resp.TransactionStates {
+		if strings.HasPrefix(tx.TransactionalID, "stop-commits") {
+			t.Errorf("transaction %s is still %s after StopWithSavepoint", tx.TransactionalID, tx.TransactionState)
+		}
+	}
+	j, err = actors.Start(context.Background(), pipeline("stop-commits", brokers, 2), actors.WithStore(store),
+		actors.WithCheckpointInterval(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitCommitted(t, brokers, "out", n)
+	stopWith(t, j, "end")
+	wantOnce(t, committed(t, brokers, "out"), n)
 }
