@@ -2,8 +2,8 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
