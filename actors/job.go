@@ -247,11 +247,11 @@ func (j *Job) Savepoint(ctx context.Context, name string) (uint64, error) {
 
 // StopWithSavepoint takes a savepoint called name and stops the job there:
 // the sources stop at their barrier, so no record after it reaches any
-// state or sink. The tasks are sent the savepoint's completion, where
-// two-phase-commit sinks commit; that they handle it before they stop is
-// not guaranteed yet, and a sink that did not commits on the next start,
-// from what the savepoint holds. It returns the savepoint's checkpoint id
-// once the job has stopped; Wait then returns an error wrapping
+// state or sink. The job stops once every task has handled the savepoint's
+// completion, where two-phase-commit sinks commit (should a task fail
+// there, the job stops all the same, and the next start from the savepoint
+// commits what it holds). It returns the savepoint's checkpoint id once the
+// job has stopped; Wait then returns an error wrapping
 // ErrStopped. If the savepoint fails, the sources produce again, the job
 // keeps running, and StopWithSavepoint returns why. If the manifest's write
 // is in doubt when the job fails over, the manifest is read back: a
