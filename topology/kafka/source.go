@@ -292,7 +292,11 @@ func (s *source) poll(ctx context.Context) {
 				}
 			}
 		}
-		pctx, cancel := context.WithTimeout(ctx, min(time.Second, max(s.cfg.DiscoveryInterval, time.Millisecond)))
+		wait := time.Second // how long a poll may wait for records
+		if s.cfg.DiscoveryInterval > 0 {
+			wait = min(wait, s.cfg.DiscoveryInterval)
+		}
+		pctx, cancel := context.WithTimeout(ctx, wait)
 		fs := s.cl.PollRecords(pctx, 4096)
 		cancel()
 		var recs []*kgo.Record
