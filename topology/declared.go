@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/snapflow/snapflow/messages"
 )
@@ -43,19 +44,34 @@ func (p *Plan) DeclaredStates() (map[string][]*messages.StateDescriptor, error) 
 // ErrPreflight is wrapped by the error of Preflight.
 var ErrPreflight = errors.New("topology: an operator's check failed")
 
-// Preflight runs the checks of every operator (see Check), each operator's
-// in turn, and returns nil or an error wrapping ErrPreflight and each
-// check's error, naming the operators.
+// Preflight runs the checks of every operator (see Check), all at the same
+// time, and returns nil or an error wrapping ErrPreflight and each check's
+// error, naming the operators, in the plan's order.
 func (p *Plan) Preflight(ctx context.Context) error {
-	var errs []error
+	type run struct {
+		operator string
+		check    func(context.Context) error
+		err      error
+	}
+	var runs []*run
 	for _, t := range p.Tasks {
 		if t.Subtask != 0 || t.node == nil {
 			continue
 		}
 		for _, check := range t.node.checks {
-			if err := check(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("operator %q: %w", t.Operator, err))
-			}
+			runs = append(runs, &run{operator: t.Operator, check: check})
+		}
+	}
+	// At the same time: a check may wait for a timeout (a silent broker).
+	var wg sync.WaitGroup
+	for _, r := range runs {
+		wg.Go(func() { r.err = r.check(ctx) })
+	}
+	wg.Wait()
+	var errs []error
+	for _, r := range runs {
+		if r.err != nil {
+			errs = append(errs, fmt.Errorf("operator %q: %w", r.operator, r.err))
 		}
 	}
 	if len(errs) == 0 {

@@ -152,7 +152,8 @@ func Parallelism(n int) Option { return func(o *nodeOptions) { o.parallelism = n
 // state is read or record flows: an error refuses the job, naming the
 // operator. Connectors use it to refuse an unreachable service, a missing
 // topic or a denied permission at Start rather than fail their tasks over
-// and over. The check must return promptly when ctx ends.
+// and over. Checks run concurrently, so they must be safe to; each must
+// return promptly when ctx ends.
 func Check(check func(ctx context.Context) error) Option {
 	return func(o *nodeOptions) { o.checks = append(o.checks, check) }
 }

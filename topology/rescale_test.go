@@ -8,7 +8,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/snapflow/snapflow/messages"
 )
@@ -410,15 +412,39 @@ func TestOperatorIDValidate(t *testing.T) {
 // together, each naming its operator.
 func TestPreflight(t *testing.T) {
 	g := New("job")
-	calls := 0
-	src := Sequence(g, "src", 0, 1, Check(func(context.Context) error { calls++; return nil }), Parallelism(2))
-	m := Map(src, "m", func(v int64) int64 { return v }, Check(func(context.Context) error { calls++; return errors.New("no service") }))
-	Sink(m, "out", discard[int64], Check(func(context.Context) error { calls++; return errors.New("no permission") }))
-	err := mustPlan(t, g).Preflight(t.Context())
-	if calls != 3 {
+	var calls atomic.Int64
+	// The source's and the map's checks wait for each other: they must
+	// run at the same time (a silent service's timeout is paid once).
+	srcIn, mIn := make(chan struct{}), make(chan struct{})
+	meet := func(ctx context.Context, mine, theirs chan struct{}) error {
+		close(mine)
+		select {
+		case <-theirs:
+			return nil
+		case <-ctx.Done():
+			return errors.New("the other check never ran alongside")
+		}
+	}
+	src := Sequence(g, "src", 0, 1, Check(func(ctx context.Context) error {
+		calls.Add(1)
+		return meet(ctx, srcIn, mIn)
+	}), Parallelism(2))
+	m := Map(src, "m", func(v int64) int64 { return v }, Check(func(ctx context.Context) error {
+		calls.Add(1)
+		if err := meet(ctx, mIn, srcIn); err != nil {
+			return err
+		}
+		return errors.New("no service")
+	}))
+	Sink(m, "out", discard[int64], Check(func(context.Context) error { calls.Add(1); return errors.New("no permission") }))
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	err := mustPlan(t, g).Preflight(ctx)
+	if calls := calls.Load(); calls != 3 {
 		t.Errorf("%d checks ran, want 3 (once per operator)", calls)
 	}
-	if !errors.Is(err, ErrPreflight) || !strings.Contains(err.Error(), `operator "m": no service`) || !strings.Contains(err.Error(), `operator "out": no permission`) {
+	if !errors.Is(err, ErrPreflight) || !strings.Contains(err.Error(), `operator "m": no service`) || !strings.Contains(err.Error(), `operator "out": no permission`) ||
+		strings.Contains(err.Error(), "never ran alongside") {
 		t.Errorf("Preflight: %v", err)
 	}
 	g2 := New("job")

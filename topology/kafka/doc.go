@@ -16,20 +16,24 @@
 // record's effect exactly once.
 //
 // Kafka lets a producer have one open transaction, and the one after a
-// barrier must begin before the one before it commits; so each transaction
-// has its own transactional id, "<prefix>-<subtask>-<checkpoint>", the
-// checkpoint being the one whose barrier it follows. Its producer id and
-// epoch are stored in the checkpoint with it.
+// barrier must begin before the one before it commits; so each sink task
+// takes turns over a pool of transactional ids, "<prefix>-<subtask>-<n>"
+// for n < SinkConfig.PoolSize, the same across restarts. Each transaction
+// initialises its id anew, which gives it an epoch of its own, and its
+// producer id and epoch are stored in the checkpoint with it. An id is used
+// again only once a checkpoint taken after its transaction committed has
+// completed: a restore, which picks the newest completed checkpoint, never
+// finds a listed transaction's id moved on.
 //
 // The window between a checkpoint's completion and its commit: a task that
 // fails there is restored from that checkpoint, and commits the
 // transactions it holds as pre-committed with an EndTxn request that
 // carries their stored producer id and epoch, which Kafka accepts for a
 // transaction still open under them (and, as a retry, for one already
-// committed). Before it begins anew, the task initialises every
-// transactional id it may have used after that checkpoint, which fences
-// the producers of failed incarnations and aborts their transactions, so
-// that they neither commit late nor hold back read_committed consumers.
+// committed). Before it begins anew, the task initialises every other id
+// of its pool, which fences the producers of failed incarnations and aborts
+// their transactions, so that they neither commit late nor hold back
+// read_committed consumers.
 //
 // What Kafka does not allow (KIP-939, committing a prepared transaction
 // from another client, is not generally available) bounds the guarantee:
@@ -38,5 +42,9 @@
 // timeout (TransactionTimeout) is aborted by the broker; committing it
 // then fails, loudly (the job fails with topology.ErrCommit once its
 // restart strategy gives up), rather than losing its records silently.
-// Keep the timeout above the time the job needs to recover.
+// Keep the timeout above the time the job needs to recover. For the same
+// reason a start from a savepoint or checkpoint older than the job's
+// newest, whose transactions were committed and their ids used again
+// since, fails too: Kafka cannot tell such a transaction from one it
+// aborted. SinkConfig.AssumeFencedCommitted takes them as committed.
 package kafka

@@ -3,7 +3,10 @@ package kafka
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +21,15 @@ import (
 // when SinkConfig.TransactionTimeout is 0.
 const DefaultTransactionTimeout = time.Minute
 
+// DefaultPoolSize is how many transactional ids each sink task takes turns
+// over when SinkConfig.PoolSize is 0.
+const DefaultPoolSize = 8
+
+// minPoolSize is the least a task needs with every checkpoint completing
+// before the next barrier: the open transaction, the pre-committed one, and
+// the committed one that the last completed checkpoint still lists.
+const minPoolSize = 3
+
 // SinkConfig configures Sink.
 type SinkConfig struct {
 	// Brokers are the seed brokers, "host:port".
@@ -25,10 +37,25 @@ type SinkConfig struct {
 	// Topic is the topic written to.
 	Topic string
 	// TransactionalIDPrefix starts every transactional id of the sink:
-	// "<prefix>-<subtask>-<checkpoint>". It must stay the same across
+	// "<prefix>-<subtask>-<n>", n < PoolSize. It must stay the same across
 	// restarts of the job, and no other producer of the cluster may use
 	// it.
 	TransactionalIDPrefix string
+	// PoolSize is how many transactional ids each sink task takes turns
+	// over (default DefaultPoolSize, at least 3). A task needs three while
+	// every checkpoint completes before the next barrier, and one more for
+	// each checkpoint in a row that does not; when none is free, the task
+	// fails (naming this option) and the job recovers.
+	PoolSize int
+	// AssumeFencedCommitted takes a pre-committed transaction of the
+	// restored checkpoint whose id has moved on to a newer producer epoch
+	// as committed, with a warning in the log, instead of failing the
+	// restore. Kafka cannot tell a transaction that was committed and its
+	// id used again from one the broker aborted at its timeout; the first
+	// happens when a job starts from an older savepoint or retained
+	// checkpoint than its newest (which re-emits what followed it in any
+	// case). Leave it off for recoveries.
+	AssumeFencedCommitted bool
 	// TransactionTimeout bounds how long a transaction may stay open
 	// (default DefaultTransactionTimeout): above a checkpoint interval and
 	// the time a recovery takes.
@@ -56,22 +83,35 @@ func (c SinkConfig) check() error {
 	if c.TransactionTimeout < 0 {
 		ps = append(ps, fmt.Sprintf("TransactionTimeout %v is negative", c.TransactionTimeout))
 	}
+	if c.PoolSize != 0 && c.PoolSize < minPoolSize {
+		ps = append(ps, fmt.Sprintf("PoolSize %d is below %d, the least a sink task needs", c.PoolSize, minPoolSize))
+	}
 	if len(ps) > 0 {
 		return fmt.Errorf("kafka: SinkConfig: %s", strings.Join(ps, "; "))
 	}
 	return nil
 }
 
-// preflight checks the configuration, that the brokers answer and the
-// topic exists, and that a transactional id of the prefix may be
-// initialised ("<prefix>-check", which no transaction uses).
+// preflight checks the configuration, then, at the same time, that the
+// brokers answer and the topic exists, and that a transactional id of the
+// prefix may be initialised ("<prefix>-check", which no transaction uses).
 func (c SinkConfig) preflight(ctx context.Context) error {
 	if err := c.check(); err != nil {
 		return err
 	}
-	if _, err := checkTopic(ctx, c.Brokers, c.ClientOptions, c.Topic, c.CheckTimeout); err != nil {
-		return err
+	var topicErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { _, topicErr = checkTopic(ctx, c.Brokers, c.ClientOptions, c.Topic, c.CheckTimeout) })
+	idErr := c.checkTransactionalID(ctx)
+	wg.Wait()
+	if topicErr != nil {
+		// An unreachable broker fails both; say it once.
+		return topicErr
 	}
+	return idErr
+}
+
+func (c SinkConfig) checkTransactionalID(ctx context.Context) error {
 	timeout := c.CheckTimeout
 	if timeout <= 0 {
 		timeout = DefaultCheckTimeout
@@ -96,25 +136,32 @@ func Sink[T any](s topology.Stream[T], name string, cfg SinkConfig, encode func(
 	if cfg.TransactionTimeout == 0 {
 		cfg.TransactionTimeout = DefaultTransactionTimeout
 	}
+	if cfg.PoolSize == 0 {
+		cfg.PoolSize = DefaultPoolSize
+	}
 	opts = append(opts, topology.Check(func(ctx context.Context) error { return cfg.preflight(ctx) }))
 	topology.TwoPhaseCommitSink(s, name, func(subtask, _ int) topology.TwoPhaseSink[T] {
-		return &sink[T]{cfg: cfg, encode: encode, subtask: subtask, live: map[string]*kgo.Client{}}
+		return &sink[T]{cfg: cfg, encode: encode, subtask: subtask}
 	}, opts...)
 }
 
-// sink is one task's transactional producer side.
+// sink is one task's transactional producer side. Its transactions take
+// turns over a pool of transactional ids (see idPool).
 type sink[T any] struct {
 	cfg     SinkConfig
 	encode  func(T) (key, value []byte)
 	subtask int
-	admin   *kgo.Client // plain: raw EndTxn and probes
+	admin   *kgo.Client // plain: raw EndTxn
 
-	open *txn                   // the transaction records go into
-	live map[string]*kgo.Client // pre-committed transactions this task still has the producer of
+	ids  []string // the pool's transactional ids
+	pool *idPool
+	txns []*txn // by slot: open or pre-committed
+	open *txn   // the transaction records go into
 }
 
-// txn is an open transaction.
+// txn is a transaction of a slot.
 type txn struct {
+	slot    int
 	id      string
 	cl      *kgo.Client
 	records int64
@@ -122,8 +169,25 @@ type txn struct {
 	err     error // the first produce error
 }
 
-func (s *sink[T]) txnID(after uint64) string {
-	return fmt.Sprintf("%s-%d-%d", s.cfg.TransactionalIDPrefix, s.subtask, after)
+func (s *sink[T]) init() error {
+	if s.pool != nil {
+		return nil
+	}
+	if err := s.cfg.check(); err != nil {
+		return err
+	}
+	cl, err := s.client()
+	if err != nil {
+		return err
+	}
+	s.admin = cl
+	s.pool = newIDPool(s.cfg.PoolSize)
+	s.txns = make([]*txn, s.cfg.PoolSize)
+	s.ids = make([]string, s.cfg.PoolSize)
+	for i := range s.ids {
+		s.ids[i] = fmt.Sprintf("%s-%d-%d", s.cfg.TransactionalIDPrefix, s.subtask, i)
+	}
+	return nil
 }
 
 func (s *sink[T]) client(extra ...kgo.Opt) (*kgo.Client, error) {
@@ -134,6 +198,9 @@ func (s *sink[T]) client(extra ...kgo.Opt) (*kgo.Client, error) {
 	}
 	return cl, nil
 }
+
+// slotOf returns the slot whose id is id, or -1.
+func (s *sink[T]) slotOf(id string) int { return slices.Index(s.ids, id) }
 
 // A handle is the transaction's producer id, epoch, record count and id.
 func encodeHandle(id string, pid int64, epoch int16, records int64) []byte {
@@ -151,61 +218,73 @@ func decodeHandle(b []byte) (id string, pid int64, epoch int16, records int64, e
 }
 
 // Recover commits the pending transactions by their stored producer id and
-// epoch, then fences and aborts every transactional id the task may have
-// used after checkpoint: from the restored checkpoint's open transaction
-// on, up to the first id that was never used.
-func (s *sink[T]) Recover(ctx context.Context, checkpoint uint64, pending [][]byte, _ []byte) error {
-	if err := s.cfg.check(); err != nil {
+// epoch, then initialises every other id of the pool, which fences the
+// producers of failed incarnations and aborts what they left open.
+func (s *sink[T]) Recover(ctx context.Context, _ uint64, pending [][]byte, _ []byte) error {
+	if err := s.init(); err != nil {
 		return err
 	}
-	if s.admin == nil {
-		cl, err := s.client()
-		if err != nil {
-			return err
-		}
-		s.admin = cl
-	}
+	keep := make([]bool, len(s.ids)) // committed here: a fence would make a retry fail
 	for _, h := range pending {
-		if err := s.commitRaw(ctx, h); err != nil {
-			return err
-		}
-	}
-	for after := checkpoint; ; after++ {
-		used, err := s.fence(ctx, s.txnID(after))
+		id, _, _, _, err := decodeHandle(h)
 		if err != nil {
 			return err
 		}
-		if !used && after > checkpoint {
-			return nil
+		committed, err := s.commitRaw(ctx, h)
+		if err != nil {
+			return err
+		}
+		if i := s.slotOf(id); i >= 0 {
+			keep[i] = committed
+			s.pool.restored(i)
 		}
 	}
+	errs := make([]error, len(s.ids))
+	var wg sync.WaitGroup
+	for i, id := range s.ids {
+		if !keep[i] {
+			wg.Go(func() { errs[i] = s.fence(ctx, id) })
+		}
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // fence initialises transactional id id, which aborts a transaction open
-// under it and fences its producer, and reports whether the id had been
-// used before (an epoch above 0).
-func (s *sink[T]) fence(ctx context.Context, id string) (bool, error) {
+// under it and fences its producer.
+func (s *sink[T]) fence(ctx context.Context, id string) error {
 	cl, err := s.client(kgo.TransactionalID(id), kgo.TransactionTimeout(s.cfg.TransactionTimeout))
 	if err != nil {
-		return false, err
+		return err
 	}
 	defer cl.Close()
-	_, epoch, err := cl.ProducerID(ctx)
-	if err != nil {
-		return false, fmt.Errorf("kafka: initialise transactional id %q (to abort what it left open): %w", id, err)
+	if _, _, err := cl.ProducerID(ctx); err != nil {
+		return fmt.Errorf("kafka: initialise transactional id %q (to abort what it left open): %w", id, err)
 	}
-	return epoch > 0, nil
+	return nil
 }
 
-// Begin opens the transaction that follows checkpoint after.
-func (s *sink[T]) Begin(ctx context.Context, after uint64) ([]byte, error) {
-	id := s.txnID(after)
+// Begin opens the next transaction, on the first free id of the pool, with
+// a producer of its own: its initialisation gives the id a new epoch, so
+// that no stored handle of an earlier transaction of the id can commit it.
+func (s *sink[T]) Begin(ctx context.Context, _ uint64) ([]byte, error) {
+	if err := s.init(); err != nil {
+		return nil, err
+	}
+	i, err := s.pool.take()
+	if err != nil {
+		return nil, fmt.Errorf("kafka: sink task %d of TransactionalIDPrefix %q: %w", s.subtask, s.cfg.TransactionalIDPrefix, err)
+	}
+	id := s.ids[i]
 	cl, err := s.client(kgo.TransactionalID(id), kgo.TransactionTimeout(s.cfg.TransactionTimeout),
 		kgo.DefaultProduceTopic(s.cfg.Topic))
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := cl.ProducerID(ctx); err != nil {
+	// A failed begin leaves the slot busy: its id may have been
+	// initialised, and only a recovery's fencing settles it.
+	pid, epoch, err := cl.ProducerID(ctx)
+	if err != nil {
 		cl.Close()
 		return nil, fmt.Errorf("kafka: initialise transactional id %q: %w", id, err)
 	}
@@ -213,8 +292,9 @@ func (s *sink[T]) Begin(ctx context.Context, after uint64) ([]byte, error) {
 		cl.Close()
 		return nil, fmt.Errorf("kafka: begin a transaction of %q: %w", id, err)
 	}
-	s.open = &txn{id: id, cl: cl}
-	return []byte(id), nil
+	t := &txn{slot: i, id: id, cl: cl}
+	s.txns[i], s.open = t, t
+	return encodeHandle(id, pid, epoch, 0), nil
 }
 
 // Write produces the records into the open transaction; errors surface at
@@ -261,42 +341,45 @@ func (s *sink[T]) PreCommit(ctx context.Context, _ []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka: transaction %q: %w", t.id, err)
 	}
-	s.live[t.id] = t.cl
+	s.pool.preCommit(t.slot)
 	s.open = nil
 	return encodeHandle(t.id, pid, epoch, t.records), nil
 }
 
-// Commit ends a pre-committed transaction with a commit: through its
-// producer when this task still has it, else by its stored producer id and
-// epoch. A transaction without records has nothing to commit.
+// Commit ends a pre-committed transaction with a commit (a transaction
+// without records has nothing to commit), and frees the ids whose
+// transactions committed before this one's pre-commit.
 func (s *sink[T]) Commit(ctx context.Context, h []byte) error {
 	id, _, _, records, err := decodeHandle(h)
 	if err != nil {
 		return err
 	}
-	cl := s.live[id]
-	if cl == nil {
-		if records == 0 {
-			return nil
-		}
-		return s.commitRaw(ctx, h)
+	i := s.slotOf(id)
+	if i < 0 || !s.pool.preCommitted(i) {
+		// Not a transaction this task pre-committed: a restore's, which
+		// Recover committed (Commit is idempotent).
+		_, err := s.commitRaw(ctx, h)
+		return err
 	}
+	t := s.txns[i]
 	if records > 0 {
-		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		if err := t.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 			return fmt.Errorf("kafka: commit transaction %q: %w", id, err)
 		}
 	}
-	delete(s.live, id)
-	cl.Close()
+	t.cl.Close()
+	s.txns[i] = nil
+	s.pool.commit(i)
 	return nil
 }
 
 // commitRaw commits transaction h with an EndTxn request that carries its
-// stored producer id and epoch.
-func (s *sink[T]) commitRaw(ctx context.Context, h []byte) error {
+// stored producer id and epoch, and reports whether it sent one that
+// succeeded (a transaction without records has nothing to commit).
+func (s *sink[T]) commitRaw(ctx context.Context, h []byte) (bool, error) {
 	id, pid, epoch, records, err := decodeHandle(h)
 	if err != nil || records == 0 {
-		return err
+		return false, err
 	}
 	req := kmsg.NewPtrEndTxnRequest()
 	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = id, pid, epoch, true
@@ -304,24 +387,28 @@ func (s *sink[T]) commitRaw(ctx context.Context, h []byte) error {
 	if err == nil {
 		err = kerr.ErrorForCode(resp.ErrorCode)
 	}
-	if err != nil {
-		return fmt.Errorf("kafka: commit transaction %q (producer %d, epoch %d) of a restored checkpoint: %w; if the broker aborted it (after the transaction timeout, %v), its %d records are lost",
-			id, pid, epoch, err, s.cfg.TransactionTimeout, records)
+	if err == nil {
+		return true, nil
 	}
-	return nil
+	if s.cfg.AssumeFencedCommitted && (errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.InvalidProducerIDMapping)) {
+		slog.Warn("kafka: a restored transaction's id has moved on; taken as committed (SinkConfig.AssumeFencedCommitted)",
+			"transactional_id", id, "producer_id", pid, "epoch", epoch, "records", records, "err", err)
+		return false, nil
+	}
+	return false, fmt.Errorf("kafka: commit transaction %q (producer %d, epoch %d) of a restored checkpoint: %w; if the broker aborted it (after the transaction timeout, %v), its %d records are lost; if the job was started from an older savepoint or checkpoint than its newest, the transaction was likely committed and its id used again since (see SinkConfig.AssumeFencedCommitted)",
+		id, pid, epoch, err, s.cfg.TransactionTimeout, records)
 }
 
 // Close closes the producers without committing: what they left open is
 // aborted by the next recovery's fencing, or by the broker's timeout.
 func (s *sink[T]) Close() error {
-	if s.open != nil {
-		s.open.cl.Close()
-		s.open = nil
+	for i, t := range s.txns {
+		if t != nil {
+			t.cl.Close()
+			s.txns[i] = nil
+		}
 	}
-	for id, cl := range s.live {
-		cl.Close()
-		delete(s.live, id)
-	}
+	s.open = nil
 	if s.admin != nil {
 		s.admin.Close()
 		s.admin = nil

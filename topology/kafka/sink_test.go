@@ -19,6 +19,7 @@ import (
 	"github.com/snapflow/snapflow/topology/kafka"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 const partitions = 3
@@ -77,7 +78,9 @@ func committed(t *testing.T, brokers []string, topic string) map[int64]int {
 	return seen
 }
 
-func kafkaJob(name string, n int64, brokers []string) *topology.Graph {
+// kafkaJob is a generated source -> keyed count -> Kafka "out"; sink edits
+// the sink's configuration.
+func kafkaJob(name string, n int64, brokers []string, sink ...func(*kafka.SinkConfig)) *topology.Graph {
 	g := topology.New(name)
 	src := topology.Generate(g, "source", n, func(i int64) int64 { return i }, topology.Parallelism(2))
 	keyed := topology.Process(topology.KeyBy(src, func(v int64) int64 { return v % 11 }), "count",
@@ -90,7 +93,11 @@ func kafkaJob(name string, n int64, brokers []string) *topology.Graph {
 				return nil
 			}
 		}, topology.Parallelism(2))
-	kafka.Sink(keyed, "out", kafka.SinkConfig{Brokers: brokers, Topic: "out", TransactionalIDPrefix: name},
+	cfg := kafka.SinkConfig{Brokers: brokers, Topic: "out", TransactionalIDPrefix: name}
+	for _, f := range sink {
+		f(&cfg)
+	}
+	kafka.Sink(keyed, "out", cfg,
 		func(v int64) ([]byte, []byte) {
 			return nil, binary.BigEndian.AppendUint64(nil, uint64(v))
 		}, topology.Parallelism(2))
@@ -115,11 +122,12 @@ func wantOnce(t *testing.T, seen map[int64]int, n int64) {
 }
 
 // TestSinkExactlyOnceUnderFailures: seeded task panics at 20 ms
-// checkpoints, and the read_committed output holds every record once.
+// checkpoints, and the read_committed output holds every record once. The
+// sink tasks use no transactional id outside their pools of four.
 func TestSinkExactlyOnceUnderFailures(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
-	const n = 20_000
+	const n, pool = 20_000, 4
 	brokers := startKafka(t, "out")
 	rng := rand.New(rand.NewPCG(seed, 3))
 	var mu sync.Mutex
@@ -133,14 +141,55 @@ func TestSinkExactlyOnceUnderFailures(t *testing.T) {
 			panic("injected failure in " + task)
 		}
 	}}
-	err := actors.Run(context.Background(), kafkaJob("kafka-eo", n, brokers), actors.WithStore(snapshots.NewMem()),
+	var completed atomic.Int64
+	err := actors.Run(context.Background(), kafkaJob("kafka-eo", n, brokers, func(c *kafka.SinkConfig) { c.PoolSize = pool }),
+		actors.WithStore(snapshots.NewMem()),
 		actors.WithFaults(faults), actors.WithCheckpointInterval(20*time.Millisecond),
+		actors.WithListener(func(e actors.Event) {
+			if e.Kind == actors.EventCheckpointCompleted {
+				completed.Add(1)
+			}
+		}),
 		actors.WithRestartPolicy(restart.Policy{InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, MaxFailures: 100, Window: time.Hour}))
 	if err != nil {
 		t.Fatalf("seed %d: %v", seed, err)
 	}
 	wantOnce(t, committed(t, brokers, "out"), n)
-	t.Logf("%d failures injected", failures.Load())
+	ids := transactionalIDs(t, brokers, "kafka-eo-")
+	want := map[string]bool{"kafka-eo-check": true}
+	for task := range 2 {
+		for i := range pool {
+			want[fmt.Sprintf("kafka-eo-%d-%d", task, i)] = true
+		}
+	}
+	for _, id := range ids {
+		if !want[id] {
+			t.Errorf("transactional id %s is outside the pools", id)
+		}
+	}
+	t.Logf("%d failures injected, %d checkpoints completed, %d transactional ids used", failures.Load(), completed.Load(), len(ids))
+}
+
+// transactionalIDs lists the broker's transactional ids that start with
+// prefix.
+func transactionalIDs(t *testing.T, brokers []string, prefix string) []string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	resp, err := kmsg.NewPtrListTransactionsRequest().RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, tx := range resp.TransactionStates {
+		if strings.HasPrefix(tx.TransactionalID, prefix) {
+			ids = append(ids, tx.TransactionalID)
+		}
+	}
+	return ids
 }
 
 // TestSinkCommitWindow: a sink task that fails after a checkpoint

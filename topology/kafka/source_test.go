@@ -45,8 +45,9 @@ func waitCommitted(t *testing.T, brokers []string, topic string, n int64) {
 	}
 }
 
-// pipeline is Kafka "in" -> keyed count -> Kafka "out", at parallelism p.
-func pipeline(name string, brokers []string, p int) *topology.Graph {
+// pipeline is Kafka "in" -> keyed count -> Kafka "out", at parallelism p;
+// sink edits the sink's configuration.
+func pipeline(name string, brokers []string, p int, sink ...func(*kafka.SinkConfig)) *topology.Graph {
 	g := topology.New(name)
 	in := kafka.Source(g, "in", kafka.SourceConfig{Brokers: brokers, Topic: "in", ReadCommitted: true}, topology.Parallelism(p))
 	vals := topology.Map(in, "decode", func(r kafka.Record) int64 { return int64(binary.BigEndian.Uint64(r.Value)) }, topology.Parallelism(p))
@@ -60,7 +61,11 @@ func pipeline(name string, brokers []string, p int) *topology.Graph {
 				return nil
 			}
 		}, topology.Parallelism(p))
-	kafka.Sink(keyed, "out", kafka.SinkConfig{Brokers: brokers, Topic: "out", TransactionalIDPrefix: name},
+	cfg := kafka.SinkConfig{Brokers: brokers, Topic: "out", TransactionalIDPrefix: name}
+	for _, f := range sink {
+		f(&cfg)
+	}
+	kafka.Sink(keyed, "out", cfg,
 		func(v int64) ([]byte, []byte) { return nil, binary.BigEndian.AppendUint64(nil, uint64(v)) }, topology.Parallelism(2))
 	return g
 }
