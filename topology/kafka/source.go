@@ -18,8 +18,16 @@ import (
 // Record is a record read from Kafka.
 type Record struct {
 	Key, Value []byte
+	Headers    []Header // nil when the record has none
+	Timestamp  time.Time
 	Partition  int32
 	Offset     int64
+}
+
+// Header is a record header.
+type Header struct {
+	Key   string
+	Value []byte
 }
 
 // DefaultDiscoveryInterval is how often Source looks for new partitions
@@ -336,7 +344,13 @@ func (s *source) Read(buf []Record) (int, error) {
 			continue // not ours, or before the position (a refetch)
 		}
 		p.next = r.Offset + 1
-		buf[n] = Record{Key: r.Key, Value: r.Value, Partition: r.Partition, Offset: r.Offset}
+		buf[n] = Record{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp, Partition: r.Partition, Offset: r.Offset}
+		if len(r.Headers) > 0 {
+			buf[n].Headers = make([]Header, len(r.Headers))
+			for i, h := range r.Headers {
+				buf[n].Headers[i] = Header{Key: h.Key, Value: h.Value}
+			}
+		}
 		n++
 	}
 	return n, nil

@@ -1,6 +1,7 @@
 package kafka_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -214,4 +215,50 @@ func TestStopWithSavepointCommits(t *testing.T) {
 	waitCommitted(t, brokers, "out", n)
 	stopWith(t, j, "end")
 	wantOnce(t, committed(t, brokers, "out"), n)
+}
+
+// TestSourceRecordFields: a record's key, value, headers, timestamp,
+// partition and offset reach the job as written.
+func TestSourceRecordFields(t *testing.T) {
+	brokers := startKafka(t, "in")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic("in"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ts := time.UnixMilli(1_700_000_000_123)
+	sent := []*kgo.Record{
+		{Partition: 1, Key: []byte("k"), Value: []byte("v"), Timestamp: ts,
+			Headers: []kgo.RecordHeader{{Key: "trace", Value: []byte("abc")}, {Key: "empty"}}},
+		{Partition: 1, Key: []byte("k2"), Value: []byte("v2"), Timestamp: ts.Add(time.Second)},
+	}
+	if err := cl.ProduceSync(context.Background(), sent...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan kafka.Record, 2)
+	g := topology.New("fields")
+	topology.Sink(kafka.Source(g, "in", kafka.SourceConfig{Brokers: brokers, Topic: "in"}), "collect",
+		func(r kafka.Record) error { got <- r; return nil })
+	j, err := actors.Start(context.Background(), g, actors.WithStore(snapshots.NewMem()), actors.WithCheckpointInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Stop()
+	want := []kafka.Record{
+		{Key: []byte("k"), Value: []byte("v"), Timestamp: ts, Partition: 1, Offset: 0,
+			Headers: []kafka.Header{{Key: "trace", Value: []byte("abc")}, {Key: "empty"}}},
+		{Key: []byte("k2"), Value: []byte("v2"), Timestamp: ts.Add(time.Second), Partition: 1, Offset: 1},
+	}
+	for i, w := range want {
+		r := <-got
+		if !bytes.Equal(r.Key, w.Key) || !bytes.Equal(r.Value, w.Value) || !r.Timestamp.Equal(w.Timestamp) ||
+			r.Partition != w.Partition || r.Offset != w.Offset || len(r.Headers) != len(w.Headers) {
+			t.Fatalf("record %d: %+v, want %+v", i, r, w)
+		}
+		for h := range w.Headers {
+			if r.Headers[h].Key != w.Headers[h].Key || !bytes.Equal(r.Headers[h].Value, w.Headers[h].Value) {
+				t.Fatalf("record %d header %d: %+v, want %+v", i, h, r.Headers[h], w.Headers[h])
+			}
+		}
+	}
 }
