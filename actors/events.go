@@ -35,6 +35,9 @@ const (
 	// EventPlaced: the tasks of Epoch were placed on workers, restoring
 	// Checkpoint; Placement says where.
 	EventPlaced
+	// EventCheckpointTriggered: the coordinator started Checkpoint (a
+	// savepoint when Savepoint is set); its barriers are on their way.
+	EventCheckpointTriggered
 )
 
 func (k EventKind) String() string {
@@ -59,6 +62,8 @@ func (k EventKind) String() string {
 		return "node-lost"
 	case EventPlaced:
 		return "placed"
+	case EventCheckpointTriggered:
+		return "checkpoint-triggered"
 	}
 	return fmt.Sprintf("event(%d)", uint8(k))
 }
@@ -79,7 +84,60 @@ type Event struct {
 	Node       string // EventNodeJoined, EventNodeLost: "worker-id@host:port"
 	Placement  string // EventPlaced: "task,task -> worker; ..."
 	// Savepoint names the savepoint that Checkpoint is, on
-	// EventCheckpointCompleted and EventCheckpointAborted, and the savepoint
-	// restored on EventRunning and EventRestoring ("": a checkpoint).
+	// EventCheckpointTriggered, EventCheckpointCompleted and
+	// EventCheckpointAborted, and the savepoint restored on EventRunning and
+	// EventRestoring ("": a checkpoint).
 	Savepoint string
+	// Tasks are the figures of every task's part of the checkpoint, on
+	// EventCheckpointCompleted, ordered by task id.
+	Tasks []TaskCheckpoint
+	// Declined is set on EventCheckpointAborted when a task declined the
+	// checkpoint (Task names it); otherwise it was aborted (a timeout, a
+	// failure, a store error, ...).
+	Declined bool
+	// Cause classifies Err on EventTaskFailed.
+	Cause FailureCause
+}
+
+// TaskCheckpoint is one task's part of a completed checkpoint.
+type TaskCheckpoint struct {
+	Task string
+	// Bytes is the size of the task's state snapshot.
+	Bytes uint64
+	// Alignment is from the first barrier's arrival to the last's (0 for a
+	// task with one input, or a source).
+	Alignment time.Duration
+	// Sync is the synchronous part of the snapshot (records stop), Async
+	// the upload that runs while records flow.
+	Sync, Async time.Duration
+}
+
+// FailureCause classifies why a task failed.
+type FailureCause string
+
+// The causes of EventTaskFailed.
+const (
+	CausePanic    FailureCause = "panic"     // an operator or the runtime panicked
+	CauseError    FailureCause = "error"     // an operator returned an error
+	CauseCommit   FailureCause = "commit"    // a transactional sink could not commit (topology.ErrCommit)
+	CauseRestore  FailureCause = "restore"   // restoring state failed
+	CauseNodeLost FailureCause = "node-lost" // its worker was lost (cluster)
+	CauseOther    FailureCause = "other"
+)
+
+// TaskMetrics are a task's counters since the job started: they keep
+// counting across restores, so that they only grow.
+type TaskMetrics struct {
+	Task     string
+	Operator string
+	Subtask  int
+	// RecordsIn counts the records the task received (0 for a source),
+	// RecordsOut those it emitted (0 for a sink).
+	RecordsIn, RecordsOut uint64
+	// QueuedBatches is how many batches wait, now, for credit on the
+	// task's outputs.
+	QueuedBatches int
+	// Backpressure is the total time during which an output of the task
+	// had no credit while batches waited for it.
+	Backpressure time.Duration
 }

@@ -323,11 +323,13 @@ func (j *jobActor) fail(cause error, reason string) {
 func (j *jobActor) send(pid *actor.PID, m any) { j.sh.system.Root.Send(pid, m) }
 
 func (j *jobActor) emit(e Event) {
-	if j.sh.cfg.listener != nil {
+	if len(j.sh.cfg.listeners) > 0 {
 		if e.Time.IsZero() {
 			e.Time = time.Now()
 		}
-		j.sh.cfg.listener(e)
+		for _, l := range j.sh.cfg.listeners {
+			l(e)
+		}
 	}
 }
 

@@ -43,7 +43,7 @@ type config struct {
 	credits          int
 	logger           *slog.Logger
 	retained         int
-	listener         func(Event)
+	listeners        []func(Event)
 	allowNewTopology bool
 	syncSnapshots    bool
 	faults           *Faults
@@ -147,8 +147,15 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 func WithRetainedCheckpoints(n int) Option { return func(c *config) { c.retained = n } }
 
 // WithListener registers a function called, from the job actor, for every
-// Event. It must return quickly.
-func WithListener(f func(Event)) Option { return func(c *config) { c.listener = f } }
+// Event. It must return quickly. Several listeners may be registered; each
+// event reaches them in the order of registration.
+func WithListener(f func(Event)) Option {
+	return func(c *config) {
+		if f != nil {
+			c.listeners = append(c.listeners, f)
+		}
+	}
+}
 
 // WithSynchronousSnapshots replaces asynchronous barrier snapshots by a
 // stop-the-world checkpoint, the baseline of the ABS paper: the sources pause
