@@ -4,6 +4,10 @@
 // the store and printed; the odd-sum task then fails once on record 7, the job
 // rolls back to its newest complete checkpoint, and runs to the end. The final
 // sums are checked against the closed form.
+//
+// With -n 0 the source never ends: the job runs until interrupted (Ctrl-C),
+// then takes a last checkpoint, stops, and checks the sums that checkpoint
+// holds against the closed form of the records its source had emitted.
 package main
 
 import (
@@ -58,13 +62,16 @@ type options struct {
 	cutAt     int64
 	verbose   bool
 	batchSize int
+	// waiting, for tests, is called once an unbounded run waits for its
+	// interrupt.
+	waiting func()
 }
 
 func parseFlags(args []string) (options, error) {
 	var o options
 	flag := flag.NewFlagSet("paritysum", flag.ContinueOnError)
 	errHelp := flagErrHelp
-	flag.Int64Var(&o.n, "n", 1_000_000, "the source emits 1..N")
+	flag.Int64Var(&o.n, "n", 1_000_000, "the source emits 1..N (0: without end, until interrupted)")
 	flag.StringVar(&o.store, "store", snapshots.DefaultDir, "snapshot store URL: a directory, file://DIR, mem:// or s3://BUCKET/PREFIX?endpoint=HOST:PORT&secure=false; every run discards the job's earlier checkpoints there and starts over")
 	flag.DurationVar(&o.interval, "interval", 50*time.Millisecond, "periodic checkpoint interval (0: off)")
 	flag.Int64Var(&o.failAt, "fail-at", 7, "the odd-sum task panics once on this record (0: no failure)")
@@ -88,11 +95,22 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if o.n < o.cutAt || o.cutAt < 1 {
-		return fmt.Errorf("%w: -n %d must be at least -cut-at %d, which must be at least 1", errUsage, o.n, o.cutAt)
+	if o.n < 0 || (o.n > 0 && o.n < o.cutAt) || o.cutAt < 1 {
+		return fmt.Errorf("%w: -n %d must be 0 (no end) or at least -cut-at %d, which must be at least 1", errUsage, o.n, o.cutAt)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	return runJob(ctx, o, stdout)
+}
+
+// runJob runs the job; ctx ends on an interrupt.
+func runJob(ctx context.Context, o options, stdout io.Writer) error {
+	// An unbounded run ends on ctx with a last checkpoint, so the job
+	// itself must outlive ctx.
+	jobCtx := ctx
+	if o.n == 0 {
+		jobCtx = context.WithoutCancel(ctx)
+	}
 
 	store, err := snapshots.Open(ctx, o.store)
 	if err != nil {
@@ -134,7 +152,7 @@ func run(args []string, stdout io.Writer) error {
 	story := &story{}
 	// The lecture's story starts from the beginning on every run, so earlier
 	// checkpoints of the job in the store are discarded.
-	job, err := actors.Start(ctx, g, actors.WithStartOver(),
+	job, err := actors.Start(jobCtx, g, actors.WithStartOver(),
 		actors.WithStore(store), actors.WithCheckpointInterval(o.interval), actors.WithLogger(logger),
 		actors.WithListener(story.event), actors.WithBatchSize(o.batchSize))
 	if err != nil {
@@ -145,6 +163,9 @@ func run(args []string, stdout io.Writer) error {
 	// is triggered and completes, and only then does the source go on.
 	select {
 	case <-gate.reached:
+	case <-ctx.Done():
+		job.Stop()
+		return fmt.Errorf("interrupted before the source reached %d", o.cutAt)
 	case <-job.Done():
 		if err := job.Wait(); err != nil {
 			return fmt.Errorf("job ended before the source reached %d: %w", o.cutAt, err)
@@ -160,6 +181,9 @@ func run(args []string, stdout io.Writer) error {
 	}
 	gate.open()
 
+	if o.n == 0 {
+		return runUntilInterrupted(ctx, stdout, job, story, o.waiting)
+	}
 	if err := job.Wait(); err != nil {
 		return err
 	}
@@ -227,10 +251,85 @@ func describe(st *messages.TaskState) (string, int64, error) {
 	return "sum_odd", 0, nil
 }
 
+// closedForm returns the sums of the even and the odd numbers of 1..n. Like
+// the job's sums, it wraps around past the int64 range (an unbounded run
+// gets there after some 4e9 records), and wraps the same way.
+func closedForm(n int64) (even, odd int64) {
+	return (n / 2) * (n/2 + 1), ((n + 1) / 2) * ((n + 1) / 2)
+}
+
+// runUntilInterrupted waits for ctx (an interrupt), then takes a last
+// checkpoint, stops the job and checks the sums that checkpoint holds
+// against the records its source had emitted.
+func runUntilInterrupted(ctx context.Context, w io.Writer, job *actors.Job, story *story, waiting func()) error {
+	fmt.Fprintln(w, "the source has no end (-n 0): interrupt (Ctrl-C) to take a last checkpoint, stop and check it")
+	if waiting != nil {
+		waiting()
+	}
+	select {
+	case <-ctx.Done():
+	case <-job.Done():
+		return fmt.Errorf("the job ended without an interrupt: %w", job.Wait())
+	}
+	// A checkpoint that a failover aborts (the injected failure, say) is
+	// tried again.
+	var id uint64
+	var err error
+	for try := 1; ; try++ {
+		if id, err = job.Checkpoint(context.Background()); err == nil {
+			break
+		}
+		select {
+		case <-job.Done():
+			return fmt.Errorf("the last checkpoint: %w (job: %w)", err, job.Wait())
+		default:
+		}
+		if try == 10 {
+			job.Stop()
+			return fmt.Errorf("the last checkpoint, %d tries: %w", try, err)
+		}
+	}
+	if err := job.Stop(); !errors.Is(err, actors.ErrStopped) {
+		return err
+	}
+	story.print(w)
+	return verifyCheckpoint(context.Background(), w, job.Checkpoints(), id)
+}
+
+// verifyCheckpoint checks that checkpoint id's sums are those of the
+// records its source had emitted.
+func verifyCheckpoint(ctx context.Context, w io.Writer, cps *snapshots.Checkpoints, id uint64) error {
+	m, err := cps.ReadManifest(ctx, id)
+	if err != nil {
+		return err
+	}
+	values := map[string]int64{}
+	for _, e := range m.Tasks {
+		st, err := cps.ReadTaskState(ctx, e.State)
+		if err != nil {
+			return err
+		}
+		name, v, err := describe(st)
+		if err != nil {
+			return err
+		}
+		values[name] = v
+	}
+	n := values["source"]
+	wantEven, wantOdd := closedForm(n)
+	fmt.Fprintf(w, "last checkpoint %d: the source had emitted 1..%d; sum_even=%d sum_odd=%d (closed form: %d and %d)\n",
+		id, n, values["sum_even"], values["sum_odd"], wantEven, wantOdd)
+	if values["sum_even"] != wantEven || values["sum_odd"] != wantOdd {
+		return fmt.Errorf("exactly-once: FAILED: checkpoint %d holds sums even=%d odd=%d for 1..%d, closed form even=%d odd=%d",
+			id, values["sum_even"], values["sum_odd"], n, wantEven, wantOdd)
+	}
+	fmt.Fprintln(w, "exactly-once: OK")
+	return nil
+}
+
 func verify(w io.Writer, n int64, results *latest) error {
 	even, odd := results.get(0), results.get(1)
-	wantEven := (n / 2) * (n/2 + 1)
-	wantOdd := ((n + 1) / 2) * ((n + 1) / 2)
+	wantEven, wantOdd := closedForm(n)
 	fmt.Fprintf(w, "final sums: sum_even=%d sum_odd=%d (closed form: %d and %d)\n", even, odd, wantEven, wantOdd)
 	if even != wantEven || odd != wantOdd {
 		return fmt.Errorf("exactly-once: FAILED: final sums even=%d odd=%d, closed form even=%d odd=%d", even, odd, wantEven, wantOdd)

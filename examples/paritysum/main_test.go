@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -91,5 +93,67 @@ func TestParitySumRejectsBadFlags(t *testing.T) {
 	}
 	if err := run([]string{"-store", "ftp://nope"}, &out); err == nil || !strings.Contains(err.Error(), "unsupported store URL") {
 		t.Fatalf("bad store URL: %v", err)
+	}
+}
+
+// TestParitySumUnbounded: with -n 0 the source has no end; an interrupt
+// takes a last checkpoint, stops the job, and checks the sums that
+// checkpoint holds against the records its source had emitted.
+func TestParitySumUnbounded(t *testing.T) {
+	o, err := parseFlags([]string{"-n", "0", "-store", t.TempDir(), "-interval", "5ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	o.waiting = interrupt
+	var out strings.Builder
+	if err := runJob(ctx, o, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	s := out.String()
+	m := regexp.MustCompile(`(?m)^last checkpoint \d+: the source had emitted 1\.\.(\d+); `).FindStringSubmatch(s)
+	if m == nil || !strings.Contains(s, "exactly-once: OK") {
+		t.Fatalf("output:\n%s", s)
+	}
+	if n, _ := strconv.ParseInt(m[1], 10, 64); n < 5 {
+		t.Fatalf("the last checkpoint's source had emitted %d records, fewer than the cut's 5:\n%s", n, s)
+	}
+}
+
+// TestClosedFormWraps: past the int64 range the closed form wraps as the
+// job's running sums do.
+func TestClosedFormWraps(t *testing.T) {
+	for _, n := range []int64{1, 2, 7, 100, 10_000_001} {
+		var even, odd int64
+		for v := int64(1); v <= n; v++ {
+			if v%2 == 0 {
+				even += v
+			} else {
+				odd += v
+			}
+		}
+		if e, o := closedForm(n); e != even || o != odd {
+			t.Fatalf("closedForm(%d) = %d, %d; summed %d, %d", n, e, o, even, odd)
+		}
+	}
+	// Past some 6.07e9 records sum_even wraps past the int64 range. The
+	// job's sums grow by v at record v, wrapping; so does the closed form,
+	// step by step, across the wrap: by induction from the small n above,
+	// they stay equal.
+	wrapped := false
+	for n := int64(6_074_000_990); n < 6_074_001_010; n++ {
+		e0, o0 := closedForm(n - 1)
+		e1, o1 := closedForm(n)
+		if e0 > 0 && e1 < 0 {
+			wrapped = true
+		}
+		de, do := e1-e0, o1-o0
+		if n%2 == 0 && (de != n || do != 0) || n%2 == 1 && (do != n || de != 0) {
+			t.Fatalf("closedForm(%d) - closedForm(%d) = %d, %d; want record %d added to one sum", n, n-1, de, do, n)
+		}
+	}
+	if !wrapped {
+		t.Fatal("the window does not cross sum_even's wrap")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 
 	"github.com/snapflow/snapflow/topology"
@@ -38,8 +39,9 @@ func (g *gate) open() {
 	}
 }
 
-// gatedSequence emits 1..n, pausing after gate.at until the gate opens. It is
-// a replayable source: its offset is the last value emitted.
+// gatedSequence emits 1..n (without end when n is 0), pausing after gate.at
+// until the gate opens. It is a replayable source: its offset is the last
+// value emitted.
 type gatedSequence struct {
 	n, next int64 // next value is next+1
 	gate    *gate
@@ -64,6 +66,9 @@ func (s *gatedSequence) Open(_ context.Context, offset []byte) error {
 
 func (s *gatedSequence) Read(buf []int64) (int, error) {
 	limit := s.n
+	if limit == 0 {
+		limit = math.MaxInt64
+	}
 	if !s.gate.isOpen() {
 		limit = min(limit, s.gate.at)
 	}
@@ -74,7 +79,7 @@ func (s *gatedSequence) Read(buf []int64) (int, error) {
 		k++
 	}
 	switch {
-	case s.next >= s.n:
+	case s.n > 0 && s.next >= s.n:
 		return k, io.EOF
 	case s.next >= limit:
 		s.gate.once.Do(func() { close(s.gate.reached) })
