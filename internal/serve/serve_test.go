@@ -202,4 +202,3 @@ func fetchText(t *testing.T, url string) string {
 	}
 	return string(b)
 }
-
