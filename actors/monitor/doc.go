@@ -15,6 +15,14 @@
 //	...
 //	mon.Attach(job)
 //
+// # Job states
+//
+// The state follows the events: starting, then running (EventRunning);
+// restoring from a task failure (EventTaskFailed) until the job runs again;
+// finished (EventFinished) or failed (EventFailed) for good. A job stopped
+// by actors.Job.Stop, StopWithSavepoint or its context reports no event: the
+// monitor notes it as stopped once the attached job is done.
+//
 // # Memory
 //
 // The Monitor keeps the newest Options.History checkpoints, with their

@@ -71,10 +71,13 @@ func cause(c actors.FailureCause) string {
 	return string(c)
 }
 
+// terminal says that a job in state s has ended.
+func terminal(s string) bool { return s == StateFinished || s == StateFailed || s == StateStopped }
+
 // setState moves the job to s and publishes the change; a job that ended
 // stays ended.
 func (m *Monitor) setState(s string) {
-	if m.state == s || m.state == StateFinished || m.state == StateFailed {
+	if m.state == s || terminal(m.state) {
 		return
 	}
 	m.state = s

@@ -46,6 +46,7 @@ type Monitor struct {
 
 	mu       sync.Mutex
 	job      *actors.Job
+	watched  *actors.Job // the job whose end a goroutine waits for
 	topo     *topo
 	name     string
 	state    string
@@ -104,7 +105,9 @@ func (m *Monitor) Listener() func(actors.Event) { return m.handle }
 
 // Attach gives the monitor the job, once actors.Start has returned: its
 // plan gives the operators, tasks and edges, and its counters are read when
-// the metrics are scraped and the status is asked for. A nil job is
+// the metrics are scraped and the status is asked for. A job that ends
+// without an event (it was stopped) moves to StateStopped when it is done;
+// for that, Attach starts a goroutine that ends with the job. A nil job is
 // ignored; a second Attach replaces the first.
 func (m *Monitor) Attach(j *actors.Job) {
 	if j == nil {
@@ -121,6 +124,41 @@ func (m *Monitor) Attach(j *actors.Job) {
 		m.started = time.Now()
 	}
 	m.publish(Update{Kind: UpdateJob})
+	if m.watched != j {
+		m.watched = j
+		go func() {
+			<-j.Done()
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			m.ended(j)
+		}()
+	}
+}
+
+// ended records the end of job j, done, unless an event already did, under
+// m.mu.
+func (m *Monitor) ended(j *actors.Job) {
+	if terminal(m.state) || j != m.job {
+		return
+	}
+	now := time.Now()
+	err := j.Wait()
+	e := TimelineEntry{Time: now, Kind: StateStopped, Epoch: m.epoch}
+	switch {
+	case err == nil: // finished without the event: not expected
+		e.Kind = StateFinished
+	case errors.Is(err, actors.ErrStopped):
+	default:
+		e.Kind, m.failure = StateFailed, err.Error()
+	}
+	if err != nil {
+		e.Error = err.Error()
+	}
+	m.state = e.Kind
+	m.endInProgress(now, "the job "+e.Kind+" before the checkpoint's outcome was reported")
+	m.publish(Update{Kind: UpdateJob})
+	m.timeline.push(e)
+	m.publish(Update{Kind: UpdateTimeline, Timeline: &e})
 }
 
 // Checkpoints returns up to limit kept checkpoints, newest first; limit <= 0

@@ -10,6 +10,13 @@ import (
 // attached job (none before Attach).
 func (m *Monitor) Job() JobStatus {
 	m.mu.Lock()
+	if m.job != nil {
+		select {
+		case <-m.job.Done(): // it may have been stopped: no event says so
+			m.ended(m.job)
+		default:
+		}
+	}
 	now := time.Now()
 	s := JobStatus{
 		Name: m.name, State: m.state, Epoch: m.epoch, Started: m.started, Now: now, Error: m.failure,

@@ -15,6 +15,10 @@ const (
 	StateFinished = "finished"
 	// StateFailed: the job failed for good.
 	StateFailed = "failed"
+	// StateStopped: the attached job was stopped (actors.Job.Stop,
+	// StopWithSavepoint, or its context ended), which no event reports:
+	// the monitor sees it when the job is done.
+	StateStopped = "stopped"
 )
 
 // The statuses of a checkpoint (Checkpoint.Status).
@@ -38,7 +42,7 @@ type JobStatus struct {
 	// Name is the job's name (Options.Job, else the plan's).
 	Name string `json:"name"`
 	// State is one of StateStarting, StateRunning, StateRestoring,
-	// StateFinished and StateFailed.
+	// StateFinished, StateFailed and StateStopped.
 	State string `json:"state"`
 	// Epoch is the job's current epoch (it grows at every restore).
 	Epoch uint64 `json:"epoch"`
@@ -175,7 +179,8 @@ type TaskCheckpoint struct {
 type TimelineEntry struct {
 	Time time.Time `json:"time"`
 	// Kind is "task-failed", "restoring", "running", "node-joined",
-	// "node-lost", "failed" or "finished".
+	// "node-lost", "failed", "finished" or "stopped" (the attached job
+	// was stopped).
 	Kind  string `json:"kind"`
 	Epoch uint64 `json:"epoch"`
 	// Checkpoint is the checkpoint restored ("restoring", "running"; 0:
