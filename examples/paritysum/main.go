@@ -8,6 +8,11 @@
 // With -n 0 the source never ends: the job runs until interrupted (Ctrl-C),
 // then takes a last checkpoint, stops, and checks the sums that checkpoint
 // holds against the closed form of the records its source had emitted.
+//
+// With -http ADDR it serves the dashboard, /metrics and the JSON API while
+// the job runs:
+//
+//	go run ./examples/paritysum -n 0 -http 127.0.0.1:8080
 package main
 
 import (
@@ -26,6 +31,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/internal/serve"
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
@@ -62,6 +68,7 @@ type options struct {
 	cutAt     int64
 	verbose   bool
 	batchSize int
+	http      string
 	// waiting, for tests, is called once an unbounded run waits for its
 	// interrupt.
 	waiting func()
@@ -78,6 +85,7 @@ func parseFlags(args []string) (options, error) {
 	flag.Int64Var(&o.cutAt, "cut-at", 5, "take the lecture's checkpoint right after the source emits this record")
 	flag.BoolVar(&o.verbose, "v", false, "log the runtime's debug messages to stderr")
 	flag.IntVar(&o.batchSize, "batch", actors.DefaultBatchSize, "records per batch")
+	flag.StringVar(&o.http, "http", "", "serve the dashboard, /metrics and the JSON API on `ADDR` (host:port; a host-less :8080 is loopback) while the job runs")
 	if err := flag.Parse(args); err != nil {
 		if errors.Is(err, errHelp) {
 			return o, err
@@ -104,7 +112,7 @@ func run(args []string, stdout io.Writer) error {
 }
 
 // runJob runs the job; ctx ends on an interrupt.
-func runJob(ctx context.Context, o options, stdout io.Writer) error {
+func runJob(ctx context.Context, o options, stdout io.Writer) (err error) {
 	// An unbounded run ends on ctx with a last checkpoint, so the job
 	// itself must outlive ctx.
 	jobCtx := ctx
@@ -118,6 +126,17 @@ func runJob(ctx context.Context, o options, stdout io.Writer) error {
 	}
 	defer store.Close()
 	fmt.Fprintf(stdout, "store: %s\n", store)
+
+	logLevel := slog.LevelWarn + 100
+	if o.verbose {
+		logLevel = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel}))
+	srv, err := serve.Start(ctx, o.http, stdout, logger)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, srv.Close()) }()
 
 	gate := newGate(o.cutAt)
 	var failed atomic.Bool
@@ -144,20 +163,17 @@ func runJob(ctx context.Context, o options, stdout io.Writer) error {
 	}, topology.Parallelism(2))
 	topology.Sink(sums, "sink", results.put)
 
-	logLevel := slog.LevelWarn + 100
-	if o.verbose {
-		logLevel = slog.LevelDebug
-	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel}))
 	story := &story{}
 	// The lecture's story starts from the beginning on every run, so earlier
 	// checkpoints of the job in the store are discarded.
-	job, err := actors.Start(jobCtx, g, actors.WithStartOver(),
+	opts := append(srv.Options(), actors.WithStartOver(),
 		actors.WithStore(store), actors.WithCheckpointInterval(o.interval), actors.WithLogger(logger),
 		actors.WithListener(story.event), actors.WithBatchSize(o.batchSize))
+	job, err := actors.Start(jobCtx, g, opts...)
 	if err != nil {
 		return err
 	}
+	srv.Attach(job)
 
 	// The lecture's checkpoint: the source pauses after cutAt, a checkpoint
 	// is triggered and completes, and only then does the source go on.

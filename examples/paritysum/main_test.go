@@ -1,13 +1,21 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/snapflow/snapflow/actors/monitor"
 	"github.com/snapflow/snapflow/snapshots"
 )
 
@@ -156,4 +164,153 @@ func TestClosedFormWraps(t *testing.T) {
 	if !wrapped {
 		t.Fatal("the window does not cross sum_even's wrap")
 	}
+}
+
+// TestParitySumHTTP: with -n 0 and -http, the dashboard, the JSON API and
+// /metrics are served while the job runs, and no longer once it has
+// stopped.
+func TestParitySumHTTP(t *testing.T) {
+	o, err := parseFlags([]string{"-n", "0", "-store", t.TempDir(), "-interval", "5ms", "-http", "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	var out strings.Builder
+	var base string
+	var checked error
+	o.waiting = func() {
+		// On runJob's goroutine, which alone writes to out.
+		defer interrupt()
+		m := regexp.MustCompile(`(?m)^dashboard: (http://127\.0\.0\.1:\d+)/$`).FindStringSubmatch(out.String())
+		if m == nil {
+			checked = fmt.Errorf("no dashboard line in the output:\n%s", out.String())
+			return
+		}
+		base = m[1]
+		checked = checkServed(t.Context(), base)
+	}
+	if err := runJob(ctx, o, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	if checked != nil {
+		t.Fatal(checked)
+	}
+	if !strings.Contains(out.String(), "exactly-once: OK") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+	if resp, err := http.Get(base + "/api/v1/job"); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the server still answers (%s) after the run", resp.Status)
+	}
+}
+
+// checkServed checks what the server at base serves while the job runs:
+// once the event stream says a checkpoint completed, the job's status has
+// its operators and last checkpoint, /metrics its counters, and / the
+// dashboard.
+func checkServed(ctx context.Context, base string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := awaitCheckpointEvent(ctx, base); err != nil {
+		return err
+	}
+	body, err := fetch(ctx, base+"/api/v1/job")
+	if err != nil {
+		return err
+	}
+	var st monitor.JobStatus
+	if err := json.Unmarshal(body, &st); err != nil {
+		return fmt.Errorf("/api/v1/job: %w: %s", err, body)
+	}
+	par := map[string]int{}
+	for _, op := range st.Operators {
+		par[op.Name] = op.Parallelism
+	}
+	switch {
+	case st.Name != "paritysum":
+		return fmt.Errorf("/api/v1/job: name %q, want paritysum", st.Name)
+	case st.State != monitor.StateRunning && st.State != monitor.StateRestoring:
+		return fmt.Errorf("/api/v1/job: state %q while the job runs", st.State)
+	case par["source"] != 1 || par["sum"] != 2 || par["sink"] != 1:
+		return fmt.Errorf("/api/v1/job: operators %+v, want source (1), sum (2), sink (1)", st.Operators)
+	case st.LastCheckpoint == nil || st.Counts.Completed == 0:
+		return fmt.Errorf("/api/v1/job: no completed checkpoint after the event stream reported one: %s", body)
+	}
+	metrics, err := fetch(ctx, base+"/metrics")
+	if err != nil {
+		return err
+	}
+	for _, re := range []string{
+		`(?m)^snapflow_checkpoints_total\{[^}]*result="completed"[^}]*\} [1-9]`,
+		`(?m)^snapflow_last_checkpoint_id\{job="paritysum"\} [1-9]`,
+		`(?m)^snapflow_operator_records_in_total\{[^}]*operator="sum"[^}]*\} `,
+	} {
+		if !regexp.MustCompile(re).Match(metrics) {
+			return fmt.Errorf("/metrics lacks %s:\n%s", re, metrics)
+		}
+	}
+	page, err := fetch(ctx, base+"/")
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(strings.ToLower(string(page)), "<html") {
+		return fmt.Errorf("/ is not the dashboard: %.200s", page)
+	}
+	return nil
+}
+
+// awaitCheckpointEvent reads the server's event stream until it reports a
+// completed checkpoint.
+func awaitCheckpointEvent(ctx context.Context, base string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/events", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("/api/v1/events: %s", resp.Status)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var u monitor.Update
+		if err := json.Unmarshal([]byte(data), &u); err != nil {
+			return fmt.Errorf("/api/v1/events: %w: %s", err, data)
+		}
+		if u.Checkpoint != nil && u.Checkpoint.Status == monitor.StatusCompleted {
+			return nil
+		}
+	}
+	return fmt.Errorf("/api/v1/events ended without a completed checkpoint: %w", errors.Join(sc.Err(), ctx.Err()))
+}
+
+// fetch GETs url and returns its body, or an error for a status but 200.
+func fetch(ctx context.Context, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
+	}
+	return body, nil
 }
