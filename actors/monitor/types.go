@@ -197,7 +197,8 @@ type TimelineEntry struct {
 	Error string `json:"error,omitempty"`
 }
 
-// Update is a live change, for Subscribe.
+// Update is a live change, for Subscribe. Its Checkpoint and Timeline are
+// shared by every subscriber: read them, do not change them.
 type Update struct {
 	// Kind is UpdateCheckpoint, UpdateTimeline or UpdateJob.
 	Kind       string         `json:"kind"`
