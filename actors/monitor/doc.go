@@ -32,7 +32,8 @@
 // # Metrics
 //
 // With Options.Registry set, New registers one collector on it (never on
-// the global registry) that exports, every series with the label job:
+// the global registry) that exports, every series with the label job_name
+// (not job, which Prometheus sets to the scrape target's job):
 //
 //	snapflow_checkpoint_duration_seconds       histogram: trigger to completion, per completed checkpoint
 //	snapflow_checkpoint_size_bytes             histogram: state bytes, per completed checkpoint

@@ -203,13 +203,13 @@ func TestFailureCausesCounted(t *testing.T) {
 	want := `
 # HELP snapflow_task_failures_total Task failures, by cause.
 # TYPE snapflow_task_failures_total counter
-snapflow_task_failures_total{cause="commit",job="j"} 1
-snapflow_task_failures_total{cause="disk",job="j"} 1
-snapflow_task_failures_total{cause="error",job="j"} 0
-snapflow_task_failures_total{cause="node-lost",job="j"} 0
-snapflow_task_failures_total{cause="other",job="j"} 1
-snapflow_task_failures_total{cause="panic",job="j"} 2
-snapflow_task_failures_total{cause="restore",job="j"} 0
+snapflow_task_failures_total{cause="commit",job_name="j"} 1
+snapflow_task_failures_total{cause="disk",job_name="j"} 1
+snapflow_task_failures_total{cause="error",job_name="j"} 0
+snapflow_task_failures_total{cause="node-lost",job_name="j"} 0
+snapflow_task_failures_total{cause="other",job_name="j"} 1
+snapflow_task_failures_total{cause="panic",job_name="j"} 2
+snapflow_task_failures_total{cause="restore",job_name="j"} 0
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "snapflow_task_failures_total"); err != nil {
 		t.Error(err)

@@ -25,7 +25,7 @@ var (
 )
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
-	return prometheus.NewDesc(name, help, append([]string{"job"}, labels...), nil)
+	return prometheus.NewDesc(name, help, append([]string{"job_name"}, labels...), nil)
 }
 
 var (

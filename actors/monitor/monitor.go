@@ -33,7 +33,7 @@ type Options struct {
 	// Timeline is how many failure, restore and node entries are kept
 	// (0: 200).
 	Timeline int
-	// Job is the value of the metrics' job label and of JobStatus.Name;
+	// Job is the value of the metrics' job_name label and of JobStatus.Name;
 	// "" takes the job's name from its plan at Attach.
 	Job string
 }

@@ -172,15 +172,15 @@ func TestMetricsAfterRun(t *testing.T) {
 	fmt.Fprintf(&want, `
 # HELP snapflow_checkpoints_total Checkpoints and savepoints ended, by result (completed, aborted, declined).
 # TYPE snapflow_checkpoints_total counter
-snapflow_checkpoints_total{job="monitored",result="aborted"} %d
-snapflow_checkpoints_total{job="monitored",result="completed"} %d
-snapflow_checkpoints_total{job="monitored",result="declined"} %d
+snapflow_checkpoints_total{job_name="monitored",result="aborted"} %d
+snapflow_checkpoints_total{job_name="monitored",result="completed"} %d
+snapflow_checkpoints_total{job_name="monitored",result="declined"} %d
 # HELP snapflow_last_checkpoint_id Id of the newest completed checkpoint or savepoint (0: none).
 # TYPE snapflow_last_checkpoint_id gauge
-snapflow_last_checkpoint_id{job="monitored"} %d
+snapflow_last_checkpoint_id{job_name="monitored"} %d
 # HELP snapflow_restores_total Rollbacks of the job to a checkpoint after a failure.
 # TYPE snapflow_restores_total counter
-snapflow_restores_total{job="monitored"} 1
+snapflow_restores_total{job_name="monitored"} 1
 # HELP snapflow_task_failures_total Task failures, by cause.
 # TYPE snapflow_task_failures_total counter
 `, s.aborted, s.completed, s.declined, s.lastCompleted)
@@ -189,7 +189,7 @@ snapflow_restores_total{job="monitored"} 1
 		if c == causeLabel(s.failures[0]) {
 			v = 1
 		}
-		fmt.Fprintf(&want, "snapflow_task_failures_total{cause=%q,job=\"monitored\"} %d\n", c, v)
+		fmt.Fprintf(&want, "snapflow_task_failures_total{cause=%q,job_name=\"monitored\"} %d\n", c, v)
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want.String()),
 		"snapflow_checkpoints_total", "snapflow_last_checkpoint_id", "snapflow_restores_total", "snapflow_task_failures_total"); err != nil {
