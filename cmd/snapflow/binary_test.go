@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -22,6 +23,12 @@ func TestBinary(t *testing.T) {
 	}
 	f := newDirFixture(t, "wc")
 	f.addSavepoint(t, "v1", true)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + l.Addr().String() // nothing listens there
+	l.Close()
 	for _, tc := range []struct {
 		args   []string
 		code   int
@@ -45,6 +52,8 @@ func TestBinary(t *testing.T) {
 		{[]string{"savepoints", "show", "--store", f.url, "a/b"}, exitUsage, "", `snapflow: snapshots: savepoint name "a/b"`},
 		{[]string{"savepoints", "delete", "--store", f.url, "v1"}, exitOK, "deleted savepoint v1 of job wc", ""},
 		{[]string{"savepoints", "delete", "--store", f.url, "v1"}, exitNotFound, "", "snapflow: job wc has no savepoint v1"},
+		{[]string{"jobs", "status"}, exitUsage, "", "snapflow: --addr is required"},
+		{[]string{"jobs", "status", "--addr", dead}, exitFailed, "", "snapflow: cannot reach the job at " + dead},
 	} {
 		cmd := exec.CommandContext(t.Context(), bin, tc.args...)
 		var stdout, stderr strings.Builder

@@ -1,7 +1,8 @@
 // Command snapflow inspects and manages the checkpoints and savepoints that
 // snapflow jobs keep in a snapshot store, which it opens with
 // snapshots.Open: a directory path, file:///PATH, mem://NAME or
-// s3://BUCKET/PREFIX?endpoint=HOST:PORT.
+// s3://BUCKET/PREFIX?endpoint=HOST:PORT. It also asks a running job how it
+// is doing, through the HTTP API of package actors/web.
 //
 // Usage:
 //
@@ -13,6 +14,7 @@
 //	snapflow savepoints show    --store URL [--job NAME] [--json] NAME
 //	snapflow savepoints verify  --store URL [--job NAME] NAME
 //	snapflow savepoints delete  --store URL [--job NAME] NAME
+//	snapflow jobs status        --addr URL [--token TOKEN] [--json] [--limit N]
 //	snapflow help
 //
 // Flags come before positional arguments; a flag after the ID or NAME is a
@@ -58,14 +60,36 @@
 // without --force (retention never deletes one, so it is the way to), and
 // prints what it deleted.
 //
+// jobs status asks the HTTP server of a running job (started by a job or a
+// cluster coordinator with package actors/web, for example by an example's
+// -http ADDR flag) for GET /api/v1/job and /api/v1/checkpoints?limit=N
+// (--limit, default 10). --addr is http://HOST:PORT or https://..., or a
+// bare HOST:PORT meaning http. It prints the job's name, state, epoch and
+// uptime, its last completed checkpoint (id, savepoint name, age), the
+// counts of completed, aborted and declined checkpoints, task failures and
+// restores, one line per operator (kind, parallelism, records in and out,
+// time without credit, queued batches), the workers in cluster mode, and
+// one line per recent checkpoint, newest first, as "CHECKPOINT STATUS
+// DURATION SIZE ALIGNMENT SAVEPOINT NOTE" (SIZE and ALIGNMENT are "-" unless
+// the checkpoint completed; NOTE says why it was aborted or declined, or
+// that it was the final one). --json prints both answers as one JSON object,
+// {"job": ..., "checkpoints": [...]}, with the fields of package
+// actors/monitor's JobStatus and Checkpoint. A server started with a token
+// wants it: --token, or else the environment variable SNAPFLOW_TOKEN. An
+// unreachable address, a refused or missing token and an error answer (the
+// server's JSON error is printed) exit 1; an address that answers 404 exits
+// 3. The whole command gives up after 30 seconds.
+//
 // Errors go to standard error, prefixed "snapflow: ". The exit codes are:
 //
 //	0  success, and help
 //	1  the operation failed: verification found problems, the checkpoint
 //	   or savepoint is incomplete, deletion was refused, or the store
-//	   failed
-//	2  usage error: bad command, flags, arguments or store URL, or a
-//	   store with several jobs and no --job
+//	   failed; for jobs status, the server could not be reached, wants a
+//	   token or refused it, or answered an error
+//	2  usage error: bad command, flags, arguments, store URL or --addr,
+//	   or a store with several jobs and no --job
 //	3  not found: no such checkpoint, savepoint, job or store directory,
-//	   or no complete checkpoint for latest
+//	   or no complete checkpoint for latest; for jobs status, --addr
+//	   answers 404
 package main

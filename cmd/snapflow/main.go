@@ -5,24 +5,29 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 )
 
 // Exit codes that scripts can rely on; usage and doc.go document them.
 const (
 	exitOK       = 0 // success
-	exitFailed   = 1 // the operation failed: verification problems, refusal, store error
-	exitUsage    = 2 // bad command, flags, arguments or store URL
-	exitNotFound = 3 // no such checkpoint, savepoint, job or store directory
+	exitFailed   = 1 // the operation failed: verification problems, refusal, store or server error
+	exitUsage    = 2 // bad command, flags, arguments, store URL or address
+	exitNotFound = 3 // no such checkpoint, savepoint, job, store directory or API
 )
 
 const usage = `Usage: snapflow <command> [flags] [arguments]
 
 Inspect and manage the checkpoints and savepoints that snapflow jobs keep in
-a snapshot store. Flags come before positional arguments:
+a snapshot store, and ask a running job how it is doing. Flags come before
+positional arguments:
 snapflow checkpoints verify --store URL 7
 snapflow checkpoints show --store URL latest
 snapflow savepoints show --store URL before-upgrade
+snapflow jobs status --addr http://127.0.0.1:8080
 
 Commands:
   checkpoints list --store URL [--job NAME]
@@ -64,6 +69,21 @@ Commands:
   savepoints delete --store URL [--job NAME] NAME
       Deletes savepoint NAME, complete or not, and says what it deleted.
       Retention never deletes a savepoint: it is yours to delete.
+  jobs status --addr URL [--token TOKEN] [--json] [--limit N]
+      Asks the HTTP API of a running job (the server a job or a cluster
+      coordinator starts with package actors/web, for example an
+      example's -http ADDR) for GET /api/v1/job and
+      /api/v1/checkpoints?limit=N, and prints the job's name, state,
+      epoch and uptime, its last completed checkpoint and its age, the
+      counts of checkpoints, failures and restores, one line per operator
+      (kind, parallelism, records in and out, backpressure, queued
+      batches), the workers in cluster mode, and one line per recent
+      checkpoint, newest first:
+        CHECKPOINT STATUS DURATION SIZE ALIGNMENT SAVEPOINT NOTE
+      STATUS is completed, in_progress, aborted or declined; SIZE and
+      ALIGNMENT are "-" unless completed; NOTE says why a checkpoint was
+      aborted or declined, or that it was the final one. --json prints
+      both answers as one JSON object {"job": ..., "checkpoints": [...]}.
   help, -h, --help
       Prints this text. After a subcommand, -h or --help prints its usage.
 
@@ -78,15 +98,23 @@ Flags:
                 the id it stands for is printed on standard error
   NAME          a savepoint name; savepoints list prints a name that holds
                 white space or starts with a quote Go-quoted
+  --addr URL    jobs status: the job's HTTP server, http://HOST:PORT
+                (https:// too; a bare HOST:PORT means http)
+  --token TOKEN jobs status: the bearer token the server wants; the
+                default is the environment variable SNAPFLOW_TOKEN
+  --limit N     jobs status: how many recent checkpoints (default 10)
 
 Exit codes:
   0  success (and help)
   1  the operation failed: verification found problems, the checkpoint or
-     savepoint is incomplete, deletion was refused, or the store failed
-  2  usage error: bad command, flags, arguments or store URL, or a store
-     with several jobs and no --job
+     savepoint is incomplete, deletion was refused, or the store failed;
+     for jobs status, the server could not be reached, wants a token or
+     refused it, or answered an error (printed)
+  2  usage error: bad command, flags, arguments, store URL or --addr, or
+     a store with several jobs and no --job
   3  not found: no such checkpoint, savepoint, job or store directory, or
-     no complete checkpoint for latest
+     no complete checkpoint for latest; for jobs status, --addr answers
+     404 (no job API there)
 `
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -109,6 +137,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return checkpoints(ctx, args[1:], stdout, stderr)
 	case "savepoints":
 		return savepoints(ctx, args[1:], stdout, stderr)
+	case "jobs":
+		return subcommand(ctx, "jobs", map[string]command{"status": status}, args[1:], stdout, stderr)
 	}
 	return &exitError{code: exitUsage, err: fmt.Errorf("unknown command %q", args[0]), hint: usage}
 }
@@ -139,7 +169,7 @@ func savepoints(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // subcommand runs the subcommand of group that args name.
 func subcommand(ctx context.Context, group string, cmds map[string]command, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return &exitError{code: exitUsage, err: fmt.Errorf("%s: missing subcommand (list, show, verify or delete)", group), hint: usage}
+		return &exitError{code: exitUsage, err: fmt.Errorf("%s: missing subcommand (%s)", group, orList(slices.Sorted(maps.Keys(cmds)))), hint: usage}
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
 		fmt.Fprint(stderr, usage)
@@ -150,6 +180,14 @@ func subcommand(ctx context.Context, group string, cmds map[string]command, args
 		return &exitError{code: exitUsage, err: fmt.Errorf("%s: unknown subcommand %q", group, args[0]), hint: usage}
 	}
 	return cmd(ctx, args[1:], stdout, stderr)
+}
+
+// orList joins names as "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // exitError carries an exit code other than 1, and what to print.
