@@ -27,6 +27,11 @@
 //
 // The source never ends by itself: the job is stopped once the output,
 // read as a consumer reads it, is complete.
+//
+// With -http ADDR the job's dashboard, /metrics and JSON API are served
+// while it runs (-phase all or run), across its restart:
+//
+//	go run ./examples/kafka -records 1000000 -http 127.0.0.1:8080
 package main
 
 import (
@@ -104,6 +109,7 @@ type options struct {
 	timeout    time.Duration
 	phase      string
 	verbose    bool
+	http       string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -127,6 +133,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up when the run takes longer")
 	fs.StringVar(&o.phase, "phase", phaseAll, "what to do: all (fill, run, verify), fill (create the topics and fill the input), run (run the job until the output is complete, then stop it with a savepoint; resumes from the store), verify (check the output)")
 	fs.BoolVar(&o.verbose, "v", false, "log the runtime's debug messages to stderr")
+	fs.StringVar(&o.http, "http", "", "serve the job's dashboard, /metrics and JSON API on `ADDR` (host:port; a host-less :8080 is loopback) while it runs")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, err
@@ -177,6 +184,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		if len(o.brokers) == 0 {
 			return bad("-phase %s needs -brokers: an in-process broker ends with the process", o.phase)
 		}
+		if o.http != "" && o.phase != phaseRun {
+			return bad("-http serves a running job: -phase %s runs none (give it with -phase all or run)", o.phase)
+		}
 	default:
 		return bad("-phase %q: want all, fill, run or verify", o.phase)
 	}
@@ -187,6 +197,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 type printer struct {
 	mu sync.Mutex
 	w  io.Writer
+}
+
+// Write writes b as it is, for a writer that prints whole lines.
+func (p *printer) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.w.Write(b)
 }
 
 func (p *printer) say(format string, args ...any) {

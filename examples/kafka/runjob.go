@@ -14,6 +14,7 @@ import (
 
 	"github.com/snapflow/snapflow/actors"
 	"github.com/snapflow/snapflow/actors/restart"
+	"github.com/snapflow/snapflow/internal/serve"
 	"github.com/snapflow/snapflow/snapshots"
 )
 
@@ -29,6 +30,7 @@ type runner struct {
 	store snapshots.Store
 	plan  *faultPlan
 	w     *watcher
+	srv   *serve.Server // nil without -http
 
 	mu          sync.Mutex
 	starts      int   // jobs started by this process
@@ -43,7 +45,7 @@ type runner struct {
 //
 // With feeding, it writes the input meanwhile (see feed); a failure to
 // write it ends the run.
-func runJob(ctx context.Context, o options, p *printer, stderr io.Writer, feeding bool) error {
+func runJob(ctx context.Context, o options, p *printer, stderr io.Writer, feeding bool) (err error) {
 	url, fresh := o.store, false
 	if url == "" {
 		dir, err := os.MkdirTemp("", "snapflow-kafka-")
@@ -78,6 +80,10 @@ func runJob(ctx context.Context, o options, p *printer, stderr io.Writer, feedin
 		log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	r := &runner{o: o, p: p, store: store, log: log}
+	if r.srv, err = serve.Start(ctx, o.http, p, log); err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, r.srv.Close()) }()
 	if r.w, err = watch(ctx, o.brokers, o.out, o.records); err != nil {
 		return err
 	}
@@ -145,12 +151,14 @@ func (r *runner) start(ctx context.Context) (*actors.Job, error) {
 	r.mu.Unlock()
 	g := build(jobConfig{brokers: r.o.brokers, in: r.o.in, out: r.o.out, txPrefix: txPrefix(r.o.out)})
 	began := time.Now()
-	job, err := actors.Start(ctx, g, actors.WithStore(r.store), actors.WithCheckpointInterval(r.o.interval),
+	opts := append(r.srv.Options(), actors.WithStore(r.store), actors.WithCheckpointInterval(r.o.interval),
 		actors.WithLogger(r.log), actors.WithListener(r.event), actors.WithFaults(r.plan.faults()),
 		actors.WithRestartPolicy(restart.Policy{InitialBackoff: 10 * time.Millisecond, MaxBackoff: time.Second, MaxFailures: 20, Window: time.Minute}))
+	job, err := actors.Start(ctx, g, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("start job %q (after %v): %w", jobName, time.Since(began).Round(time.Millisecond), err)
 	}
+	r.srv.Attach(job)
 	return job, nil
 }
 
