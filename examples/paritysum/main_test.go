@@ -243,7 +243,7 @@ func checkServed(ctx context.Context, base string) error {
 	}
 	for _, re := range []string{
 		`(?m)^snapflow_checkpoints_total\{[^}]*result="completed"[^}]*\} [1-9]`,
-		`(?m)^snapflow_last_checkpoint_id\{job="paritysum"\} [1-9]`,
+		`(?m)^snapflow_last_checkpoint_id\{job_name="paritysum"\} [1-9]`,
 		`(?m)^snapflow_operator_records_in_total\{[^}]*operator="sum"[^}]*\} `,
 	} {
 		if !regexp.MustCompile(re).Match(metrics) {

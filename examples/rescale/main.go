@@ -18,6 +18,11 @@
 // The sources are gated: each phase raises a limit below which they
 // produce, waits until every source task has reached it, and stops the job
 // with a savepoint there.
+//
+// With -http ADDR the dashboard, /metrics and the JSON API are served for
+// the whole run, each phase's job in turn:
+//
+//	go run ./examples/rescale -records 100000000 -http 127.0.0.1:8080
 package main
 
 import (
@@ -37,6 +42,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/internal/serve"
 	"github.com/snapflow/snapflow/snapshots"
 )
 
@@ -86,6 +92,7 @@ type options struct {
 	holdCheckpoint bool
 	startOver      bool
 	verbose        bool
+	http           string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -104,6 +111,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.startOver, "start-over", false, "discard the job's checkpoints in the store and start from the beginning (its savepoints stay)")
 	fs.DurationVar(&o.interval, "interval", 50*time.Millisecond, "periodic checkpoint interval (0: off)")
 	fs.BoolVar(&o.verbose, "v", false, "log the runtime's debug messages and the job's events to stderr")
+	fs.StringVar(&o.http, "http", "", "serve the dashboard, /metrics and the JSON API on `ADDR` (host:port; a host-less :8080 is loopback) for the whole run")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, err
@@ -167,7 +175,7 @@ func parsePhases(s string) ([]int, error) {
 	return out, nil
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	o, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
@@ -196,7 +204,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	r := &runner{o: o, shape: shape{records: o.records, keys: o.keys}, store: store, url: url,
+	srv, err := serve.Start(ctx, o.http, stdout, log)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, srv.Close()) }()
+	r := &runner{o: o, srv: srv, shape: shape{records: o.records, keys: o.keys}, store: store, url: url,
 		cps: snapshots.NewCheckpoints(store, jobName, log), log: log, stdout: stdout}
 	fmt.Fprintf(stdout, "job %q: %d orders from web and shop, keyed by customer (%d) into totals; phases at parallelism %s\n",
 		jobName, o.records, o.keys, joinInts(o.phases))
@@ -277,6 +290,7 @@ type runner struct {
 	cps    *snapshots.Checkpoints
 	log    *slog.Logger
 	stdout io.Writer
+	srv    *serve.Server // nil without -http
 	plan   []phase
 	// stops are the indices the phases that do not run to the end stop
 	// at, computed when the first phase has opened its sources.
@@ -292,7 +306,7 @@ func (r *runner) phase(ctx context.Context, i int) error {
 	gt := newGate()
 	running := make(chan uint64, 1)
 	var lastCheckpoint atomic.Uint64
-	opts := []actors.Option{
+	opts := append(r.srv.Options(),
 		actors.WithStore(r.store), actors.WithCheckpointInterval(r.o.interval), actors.WithLogger(r.log),
 		actors.WithListener(func(e actors.Event) {
 			switch {
@@ -306,7 +320,7 @@ func (r *runner) phase(ctx context.Context, i int) error {
 			}
 			r.log.Debug("event", "kind", e.Kind.String(), "epoch", e.Epoch, "checkpoint", e.Checkpoint, "savepoint", e.Savepoint, "task", e.Task, "err", e.Err)
 		}),
-	}
+	)
 	from := "" // the savepoint the phase starts from
 	switch {
 	case i > 0:
@@ -330,6 +344,7 @@ func (r *runner) phase(ctx context.Context, i int) error {
 	if err != nil {
 		return fmt.Errorf("phase %d (parallelism %d): %w", i+1, ph.par, err)
 	}
+	r.srv.Attach(job)
 	d := &driver{runner: r, i: i, ph: ph, gt: gt, job: job, tasks: sourceTasks(ph.par), running: running, from: from, last: &lastCheckpoint}
 	if err := d.drive(ctx); err != nil {
 		if werr := job.Stop(); werr != nil && !errors.Is(werr, actors.ErrStopped) && !errors.Is(err, werr) {

@@ -134,7 +134,7 @@ func TestServesAttachedJobs(t *testing.T) {
 		t.Fatalf("GET /api/v1/job: %+v; want job served, 2 operators, last checkpoint %d", st, trig.ID)
 	}
 	metrics := fetchText(t, base+"/metrics")
-	if want := `snapflow_last_checkpoint_id{job="served"} ` + strconv.FormatUint(trig.ID, 10); !strings.Contains(metrics, want) {
+	if want := `snapflow_last_checkpoint_id{job_name="served"} ` + strconv.FormatUint(trig.ID, 10); !strings.Contains(metrics, want) {
 		t.Fatalf("/metrics lacks %q:\n%s", want, metrics)
 	}
 
