@@ -36,6 +36,9 @@ type clusterCoord struct {
 	hbDue   time.Time // when the heartbeat tick is due
 	// ending holds the workers yet to let go of the ended job.
 	ending map[string]bool
+	// counts are the task counters each worker reported last, by worker
+	// id and task index (see report).
+	counts map[string][]workerCounts
 }
 
 // endTick ends the wait for the workers to let go of the ended job.
@@ -49,7 +52,7 @@ func newClusterCoord(j *jobActor, id string) *clusterCoord {
 	return &clusterCoord{
 		j: j, spec: spec, id: id,
 		members: membership.New(membership.Config{HeartbeatInterval: spec.HeartbeatInterval, HeartbeatTimeout: spec.HeartbeatTimeout}),
-		pids:    map[string]*actor.PID{}, ids: map[string]string{}, waiting: true,
+		pids:    map[string]*actor.PID{}, ids: map[string]string{}, waiting: true, counts: map[string][]workerCounts{},
 		settings: &messages.RuntimeSettings{
 			BatchSize: uint32(c.batchSize), BatchBytes: uint64(c.batchBytes), Credits: uint32(c.credits),
 			LingerNanos: c.linger.Nanoseconds(), CheckpointTimeoutNanos: j.sh.timeout().Nanoseconds(),
@@ -81,6 +84,7 @@ func (c *clusterCoord) receive(ctx actor.Context, m any) bool {
 		}
 	case *messages.HeartbeatAck:
 		c.members.Heartbeat(time.Now(), m.WorkerId)
+		c.report(m.WorkerId, m.Tasks)
 	case *heartbeatTick:
 		c.onHeartbeatTick()
 	case *messages.TaskFailed:
@@ -206,6 +210,7 @@ func (c *clusterCoord) onLost(w membership.Worker) {
 	}
 	c.j.log.Error("worker lost", "worker", w.ID, "address", w.Addr, "reason", w.Reason, "tasks", tasks, "epoch", c.j.epoch)
 	c.j.emit(Event{Kind: EventNodeLost, Epoch: c.j.epoch, Node: w.String(), Err: w.Err()})
+	c.forgetQueued(w.ID)
 	// Nothing is sent to it: a hung worker that wakes up finds the
 	// heartbeats gone, drops its tasks and registers under a new id.
 	if len(tasks) == 0 || (c.j.phase != phaseRunning && c.j.phase != phaseRestoring) {
@@ -226,7 +231,8 @@ func (c *clusterCoord) onTaskFailed(m *messages.TaskFailed) {
 	}
 	w, _ := c.members.Get(m.WorkerId)
 	j.log.Error("task failed on a worker", "task", m.TaskId, "worker", w.String())
-	j.onFailure(&TaskError{Task: m.TaskId, Operator: op, Epoch: m.Epoch, Value: errors.New(m.Reason)})
+	te := &TaskError{Task: m.TaskId, Operator: op, Epoch: m.Epoch, Value: errors.New(m.Reason), cause: parseCause(m.Cause)}
+	j.onFailure(te)
 }
 
 // deploy places the tasks of epoch on the live workers and tells every

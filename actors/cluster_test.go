@@ -87,6 +87,22 @@ func TestClusterInProcessExact(t *testing.T) {
 	if ev.count(actors.EventNodeJoined) != 2 || ev.count(actors.EventPlaced) < 1 {
 		t.Errorf("events: %d joined, %d placed", ev.count(actors.EventNodeJoined), ev.count(actors.EventPlaced))
 	}
+	// The workers sent their task counters to the coordinator, the last
+	// ones when the job ended.
+	ms := metricsByTask(j)
+	for _, c := range []struct {
+		op string
+		f  func(actors.TaskMetrics) uint64
+	}{{"src", recordsOut}, {"sum", recordsIn}, {"sum", recordsOut}, {"sink", recordsIn}} {
+		if got := sumOf(ms, c.op, c.f); got != n {
+			t.Errorf("the coordinator's task metrics: %s counted %d records, want %d: %+v", c.op, got, n, ms)
+		}
+	}
+	for id, m := range ms {
+		if m.QueuedBatches != 0 || (m.Operator == "src" && m.RecordsIn != 0) || (m.Operator == "sink" && m.RecordsOut != 0) {
+			t.Errorf("%s: %+v", id, m)
+		}
+	}
 }
 
 func TestClusterRefusesMemStore(t *testing.T) {
@@ -123,9 +139,19 @@ func TestClusterWorkerLeavesInProcess(t *testing.T) {
 	if _, err := j.Checkpoint(context.Background()); err != nil {
 		t.Fatalf("checkpoint: %v", err)
 	}
+	// The workers' heartbeat answers carry their task counters.
+	running := waitMetrics(t, j, "the source's 1000 records in the coordinator's metrics", func(ms map[string]actors.TaskMetrics) bool {
+		return ms["src#0"].RecordsOut == 1000 && sumOf(ms, "sum", recordsIn) == 1000
+	})
 	lost := ev.subscribe()
 	leave()
 	waitFor(t, lost, "the node-lost event", func(e actors.Event) bool { return e.Kind == actors.EventNodeLost })
+	waitFor(t, lost, "the failure of its tasks", func(e actors.Event) bool {
+		if e.Kind == actors.EventTaskFailed && e.Cause != actors.CauseNodeLost {
+			t.Errorf("the failure of a lost worker's tasks: cause %q, want %q", e.Cause, actors.CauseNodeLost)
+		}
+		return e.Kind == actors.EventTaskFailed
+	})
 	if errs := waitA(); !errors.Is(errs[0], context.Canceled) {
 		t.Errorf("worker A: %v, want context.Canceled", errs[0])
 	}
@@ -141,6 +167,11 @@ func TestClusterWorkerLeavesInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertEqualMaps(t, "final totals", finalTotals(t, store, "cluster-gated", "sum"), wantKeyed(n, keys))
+	// The lost worker's counts stay; what was replayed counts again.
+	end := metricsByTask(j)
+	if got := end["src#0"].RecordsOut; got < n || got < running["src#0"].RecordsOut {
+		t.Errorf("the source sent %d records by the end, %d while running: want at least %d", got, running["src#0"].RecordsOut, n)
+	}
 	if ev.count(actors.EventRestoring) < 1 || ev.count(actors.EventPlaced) < 2 {
 		t.Errorf("events: %d restoring, %d placed, want a rollback and a new placement", ev.count(actors.EventRestoring), ev.count(actors.EventPlaced))
 	}

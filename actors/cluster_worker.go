@@ -165,10 +165,13 @@ type workerHost struct {
 	attempt     uint64
 	lastHeard   time.Time // the coordinator's last heartbeat
 	plan        *topology.Plan
-	store       snapshots.Store
-	storeURL    string
-	cps         *snapshots.Checkpoints
-	runtime     config
+	// counters are the task counters since the worker registered under
+	// its id, shared by every deployment (see Job.TaskMetrics).
+	counters []taskCounters
+	store    snapshots.Store
+	storeURL string
+	cps      *snapshots.Checkpoints
+	runtime  config
 
 	dep     *shared // the tasks' shared state of the deployment running
 	tasks   map[string]*actor.PID
@@ -213,7 +216,7 @@ func (h *workerHost) Receive(ctx actor.Context) {
 	case *messages.Heartbeat:
 		if h.registered != nil && m.Coordinator == h.registered.Coordinator {
 			h.lastHeard = time.Now()
-			h.system.Root.Send(h.coordPID, &messages.HeartbeatAck{WorkerId: h.id, Seq: m.Seq})
+			h.system.Root.Send(h.coordPID, &messages.HeartbeatAck{WorkerId: h.id, Seq: m.Seq, Tasks: reportCounters(h.counters)})
 		}
 	case *messages.Deploy:
 		h.onDeploy(ctx, m)
@@ -341,6 +344,9 @@ func (h *workerHost) onRegistered(ctx actor.Context, m *messages.Registered) {
 		return
 	}
 	h.registered, h.coordinator, h.plan, h.lastHeard = m, m.Coordinator, plan, time.Now()
+	// Counted afresh under this id: the coordinator keeps what the worker
+	// reported under its previous one.
+	h.counters = newCounters(len(plan.Tasks))
 	h.runtime = workerRuntime(m.Settings, h.cfg.Logger, h.store)
 	ctx.Watch(h.coordPID)
 	h.log.Info("registered with the coordinator", "worker", h.id, "coordinator", m.Coordinator, "job", m.Job, "store", h.store.String())
@@ -395,7 +401,8 @@ func (h *workerHost) onDeploy(ctx actor.Context, m *messages.Deploy) {
 	uctx, cancel := context.WithCancel(context.Background())
 	rctx, stopRun := context.WithCancel(uctx)
 	sh := &shared{job: h.plan.Job, plan: h.plan, cfg: &cfg, log: h.log.With("job", h.plan.Job), system: h.system, cps: h.cps,
-		uploadCtx: uctx, cancelUpload: cancel, runCtx: rctx, stopRun: stopRun, jobPID: h.coordPID, uploads: &h.uploads}
+		uploadCtx: uctx, cancelUpload: cancel, runCtx: rctx, stopRun: stopRun, jobPID: h.coordPID, uploads: &h.uploads, counters: h.counters,
+		worker: h.id}
 	sh.pids = make([]*actor.PID, len(h.plan.Tasks))
 	var mine []*messages.DeployTask
 	for _, dt := range m.Tasks {
@@ -430,7 +437,7 @@ func (h *workerHost) onLoaded(ctx actor.Context, m *deployLoaded) {
 	epoch := m.deploy.Epoch
 	if m.err != nil {
 		h.log.Error("could not load the tasks' state", "epoch", epoch, "err", m.err)
-		h.system.Root.Send(h.coordPID, &messages.TaskFailed{WorkerId: h.id, Epoch: epoch, TaskId: "", Reason: m.err.Error()})
+		h.system.Root.Send(h.coordPID, &messages.TaskFailed{WorkerId: h.id, Epoch: epoch, TaskId: "", Reason: m.err.Error(), Cause: string(CauseRestore)})
 		return
 	}
 	inc := m.dep.inc.Load()
@@ -448,7 +455,7 @@ func (h *workerHost) onLoaded(ctx actor.Context, m *deployLoaded) {
 		pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return newTask(sh, idx) }),
 			taskActorName(m.deploy.Coordinator, epoch, t.ID))
 		if err != nil {
-			h.system.Root.Send(h.coordPID, &messages.TaskFailed{WorkerId: h.id, Epoch: epoch, TaskId: t.ID, Reason: "spawn: " + err.Error()})
+			h.system.Root.Send(h.coordPID, &messages.TaskFailed{WorkerId: h.id, Epoch: epoch, TaskId: t.ID, Reason: "spawn: " + err.Error(), Cause: string(CauseOther)})
 			continue
 		}
 		h.tasks[t.ID] = pid
@@ -476,14 +483,15 @@ func (h *workerHost) stopDeployment(ctx actor.Context) {
 func (h *workerHost) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason any, _ any) {
 	te, ok := reason.(*TaskError)
 	if !ok {
-		te = &TaskError{Task: child.GetId(), Value: reason}
+		te = &TaskError{Task: child.GetId(), Value: reason, cause: CausePanic}
 	}
 	h.log.Error("task failed", "task", te.Task, "epoch", te.Epoch, "err", te.Value, "stack", string(te.Stack))
 	sup.StopChildren(child)
 	if h.dep == nil || te.Epoch != h.dep.inc.Load().epoch {
 		return
 	}
-	h.system.Root.Send(h.coordPID, &messages.TaskFailed{WorkerId: h.id, Epoch: te.Epoch, TaskId: te.Task, Reason: fmt.Sprint(te.Value)})
+	h.system.Root.Send(h.coordPID, &messages.TaskFailed{WorkerId: h.id, Epoch: te.Epoch, TaskId: te.Task, Reason: fmt.Sprint(te.Value),
+		Cause: string(failureCause(te))})
 }
 
 // loadDeployed reads the states of the tasks placed on this worker: each

@@ -17,7 +17,7 @@ func BenchmarkCreditAccounting(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer system.Root.StopFuture(sink).Wait()
-	t := &task{sh: &shared{cfg: &config{credits: 8}}, root: system.Root, outs: []outChannel{{pid: sink}}, epoch: 1}
+	t := &task{sh: &shared{cfg: &config{credits: 8}}, root: system.Root, outs: []outChannel{{pid: sink}}, epoch: 1, ctr: new(taskCounters)}
 	batch := any([]int64{1, 2, 3})
 	credit := &messages.Credit{Epoch: 1, Channel: 0, Credits: 1}
 	b.ReportAllocs()

@@ -3,6 +3,8 @@ package actors
 import (
 	"errors"
 	"fmt"
+
+	"github.com/snapflow/snapflow/topology"
 )
 
 // ErrStopped is returned by Wait when the job was stopped by Stop or by the
@@ -19,6 +21,9 @@ type TaskError struct {
 	Epoch    uint64
 	Value    any    // the panic value, or the error returned
 	Stack    []byte // the goroutine stack at the failure
+	// cause classifies the failure where the task knew it (see
+	// failureCause).
+	cause FailureCause
 }
 
 func (e *TaskError) Error() string {
@@ -45,3 +50,41 @@ func (e *JobError) Error() string {
 
 // Unwrap returns the cause.
 func (e *JobError) Unwrap() error { return e.Cause }
+
+// errorCause classifies an error a task failed with: a commit that failed
+// (topology.ErrCommit), or an error of an operator.
+func errorCause(err error) FailureCause {
+	if errors.Is(err, topology.ErrCommit) {
+		return CauseCommit
+	}
+	return CauseError
+}
+
+// failureCause classifies a failure of the job's tasks (EventTaskFailed).
+func failureCause(err error) FailureCause {
+	var te *TaskError
+	var nl *NodeLostError
+	switch {
+	case errors.As(err, &te):
+		if te.cause != "" {
+			return te.cause
+		}
+		if e, ok := te.Value.(error); ok {
+			return errorCause(e)
+		}
+		return CausePanic
+	case errors.As(err, &nl):
+		return CauseNodeLost
+	}
+	return CauseOther
+}
+
+// parseCause returns the FailureCause a worker reported, or "" for one
+// this coordinator does not know (then the error is classified here).
+func parseCause(s string) FailureCause {
+	switch c := FailureCause(s); c {
+	case CausePanic, CauseError, CauseCommit, CauseRestore, CauseNodeLost, CauseOther:
+		return c
+	}
+	return ""
+}

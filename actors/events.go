@@ -75,7 +75,7 @@ type Event struct {
 	Epoch      uint64
 	Checkpoint uint64
 	Final      bool          // the final checkpoint
-	Task       string        // EventTaskFailed (the lost tasks, comma-separated, for a lost worker)
+	Task       string        // EventTaskFailed (the lost tasks, comma-separated, for a lost worker); the declining task on EventCheckpointAborted
 	Bytes      uint64        // EventCheckpointCompleted: state bytes
 	Duration   time.Duration // EventCheckpointCompleted: from trigger to completion
 	Alignment  time.Duration // EventCheckpointCompleted: the longest alignment of any task
@@ -89,7 +89,10 @@ type Event struct {
 	// EventRestoring ("": a checkpoint).
 	Savepoint string
 	// Tasks are the figures of every task's part of the checkpoint, on
-	// EventCheckpointCompleted, ordered by task id.
+	// EventCheckpointCompleted, ordered by task id (operator name, then
+	// subtask). Their Bytes add up to Bytes. A checkpoint whose completion
+	// was settled after a failover (its manifest landed while the job
+	// rolled back) carries none.
 	Tasks []TaskCheckpoint
 	// Declined is set on EventCheckpointAborted when a task declined the
 	// checkpoint (Task names it); otherwise it was aborted (a timeout, a
@@ -131,8 +134,10 @@ type TaskMetrics struct {
 	Task     string
 	Operator string
 	Subtask  int
-	// RecordsIn counts the records the task received (0 for a source),
-	// RecordsOut those it emitted (0 for a sink).
+	// RecordsIn counts the records the task processed (0 for a source),
+	// RecordsOut those it sent downstream (0 for a sink), once per
+	// receiving task: a record broadcast to three tasks counts three
+	// times. After a restore, the records replayed count again.
 	RecordsIn, RecordsOut uint64
 	// QueuedBatches is how many batches wait, now, for credit on the
 	// task's outputs.

@@ -144,7 +144,7 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 	sh := &shared{job: plan.Job, plan: plan, cfg: &cfg, log: log, system: system, cps: r.cps, declared: declared,
 		operators: plan.Operators(declared), origin: r.origin,
 		uploadCtx: uctx, cancelUpload: cancel, runCtx: rctx, stopRun: stopRun, coordinator: coordinator, node: n,
-		uploads: new(sync.WaitGroup)}
+		uploads: new(sync.WaitGroup), counters: newCounters(len(plan.Tasks))}
 	name := "job-" + plan.Job
 	if n != nil {
 		name = coordinatorName

@@ -78,12 +78,15 @@ type jobActor struct {
 	recoverable map[uint64]bool
 	// stopping is set once a stop-with-savepoint's savepoint completed,
 	// until every task has handled its completion.
-	stopping     *stopping
-	nextRequest  uint64
-	triggeredAt  map[uint64]time.Time
-	pendingBytes uint64
-	pendingAlign time.Duration // longest alignment among the acks so far
-	pendingAsync time.Duration // longest upload among the acks so far
+	stopping    *stopping
+	nextRequest uint64
+	triggeredAt map[uint64]time.Time
+	// figures are the tasks' figures of the checkpoints whose manifest is
+	// being written (or in doubt), for their EventCheckpointCompleted.
+	figures map[uint64]checkpointFigures
+	// declined is the decline being applied, so that the abort it causes
+	// says so.
+	declined *messages.DeclineCheckpoint
 
 	result error
 
@@ -96,7 +99,7 @@ func newJobActor(sh *shared, stopped chan struct{}, nextID uint64, rp *snapshots
 		sh: sh, log: sh.log, stopped: stopped, nextID: nextID, restore: rp,
 		strategy: restart.New(sh.cfg.restart), requests: map[uint64]chan checkpointResult{},
 		savepoints: map[uint64]*savepointReq{}, spNames: map[string]bool{}, recoverable: map[uint64]bool{},
-		triggeredAt: map[uint64]time.Time{}, inDoubt: map[uint64]inDoubt{},
+		triggeredAt: map[uint64]time.Time{}, inDoubt: map[uint64]inDoubt{}, figures: map[uint64]checkpointFigures{},
 	}
 	if rp != nil {
 		ja.lastCompleted = rp.Manifest.GetCheckpointId()
@@ -124,15 +127,15 @@ func (j *jobActor) Receive(ctx actor.Context) {
 		j.onRestored(m)
 	case *messages.AckCheckpoint:
 		if m.Epoch == j.epoch && j.phase == phaseRunning {
-			j.pendingBytes += m.StateBytes
-			j.pendingAlign = max(j.pendingAlign, time.Duration(m.AlignmentNanos))
-			j.pendingAsync = max(j.pendingAsync, time.Duration(m.AsyncNanos))
 			j.apply(j.coord.Ack(time.Now(), m))
 		}
 	case *messages.DeclineCheckpoint:
 		if m.Epoch == j.epoch && j.phase == phaseRunning {
 			j.log.Warn("task declined the checkpoint", "checkpoint", m.CheckpointId, "task", m.TaskId, "reason", m.Reason)
-			j.apply(j.coord.Decline(time.Now(), m))
+			acts := j.coord.Decline(time.Now(), m)
+			j.declined = m
+			j.apply(acts)
+			j.declined = nil
 		}
 	case *manifestWrittenMsg:
 		j.onManifestWritten(m)
@@ -146,6 +149,9 @@ func (j *jobActor) Receive(ctx actor.Context) {
 	case *messages.TaskExhausted:
 		j.onExhausted(m)
 	case *messages.TaskFinished:
+		if j.cl != nil && m.Counters != nil {
+			j.cl.report(m.WorkerId, []*messages.TaskCounters{m.Counters})
+		}
 		if m.Epoch == j.epoch && j.phase == phaseRunning {
 			j.finished[int(m.Task)] = true
 			j.checkDone()

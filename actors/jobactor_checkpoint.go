@@ -51,7 +51,6 @@ func (j *jobActor) apply(acts []coordinator.Action) {
 
 func (j *jobActor) trigger(a coordinator.Action) {
 	j.nextID = max(j.nextID, a.Checkpoint+1)
-	j.pendingBytes, j.pendingAlign, j.pendingAsync = 0, 0, 0
 	j.triggeredAt[a.Checkpoint] = a.Timestamp
 	j.log.Debug("triggering checkpoint", "checkpoint", a.Checkpoint, "final", a.Final)
 	m := &messages.TriggerCheckpoint{Epoch: j.epoch, CheckpointId: a.Checkpoint, TimestampUnixNano: a.Timestamp.UnixNano()}
@@ -59,6 +58,7 @@ func (j *jobActor) trigger(a coordinator.Action) {
 		m.Savepoint, m.Stop = sp.name, sp.stop
 		j.log.Info("triggering a savepoint", "savepoint", sp.name, "checkpoint", a.Checkpoint, "stop", sp.stop)
 	}
+	j.emit(Event{Kind: EventCheckpointTriggered, Time: a.Timestamp, Epoch: j.epoch, Checkpoint: a.Checkpoint, Final: a.Final, Savepoint: m.Savepoint})
 	for _, s := range j.sources {
 		j.send(j.sh.pids[s], m)
 	}
@@ -70,6 +70,7 @@ func (j *jobActor) writeManifest(a coordinator.Action) {
 		TopologyFingerprint: j.sh.plan.Fingerprint, Final: a.Final, MaxParallelism: uint32(j.sh.plan.MaxParallelism),
 		Savepoint: j.savepointName(a.Savepoint), Operators: j.sh.operators,
 	}
+	j.figures[a.Checkpoint] = figuresOf(j.sh.plan, a.Acks)
 	for _, ack := range a.Acks {
 		t := j.sh.plan.Task(ack.TaskId)
 		e := &messages.TaskStateEntry{TaskId: ack.TaskId, Operator: t.Operator, Subtask: uint32(t.Subtask), State: ack.State,
@@ -112,9 +113,9 @@ func (j *jobActor) completed(a coordinator.Action) {
 	took := time.Since(j.triggeredAt[a.Checkpoint])
 	delete(j.triggeredAt, a.Checkpoint)
 	j.lastCompleted = max(j.lastCompleted, a.Checkpoint)
-	j.log.Debug("checkpoint complete", "checkpoint", a.Checkpoint, "final", a.Final, "bytes", j.pendingBytes, "took", took)
-	j.emit(Event{Kind: EventCheckpointCompleted, Epoch: j.epoch, Checkpoint: a.Checkpoint, Final: a.Final, Bytes: j.pendingBytes,
-		Duration: took, Alignment: j.pendingAlign, Upload: j.pendingAsync})
+	ev := j.takeFigures(a.Checkpoint).event(Event{Kind: EventCheckpointCompleted, Epoch: j.epoch, Checkpoint: a.Checkpoint, Final: a.Final, Duration: took})
+	j.log.Debug("checkpoint complete", "checkpoint", a.Checkpoint, "final", a.Final, "bytes", ev.Bytes, "took", took)
+	j.emit(ev)
 	m := &messages.CompleteCheckpoint{Epoch: j.epoch, CheckpointId: a.Checkpoint, Commit: true}
 	for _, pid := range j.sh.pids {
 		j.send(pid, m)
@@ -143,10 +144,15 @@ func (j *jobActor) completed(a coordinator.Action) {
 
 func (j *jobActor) aborted(a coordinator.Action) {
 	delete(j.triggeredAt, a.Checkpoint)
+	delete(j.figures, a.Checkpoint)
 	name := j.savepointName(a.Savepoint)
 	j.log.Warn("checkpoint aborted", "checkpoint", a.Checkpoint, "savepoint", name, "reason", a.Reason)
-	j.emit(Event{Kind: EventCheckpointAborted, Epoch: j.epoch, Checkpoint: a.Checkpoint, Final: a.Final, Savepoint: name,
-		Err: fmt.Errorf("checkpoint %d aborted: %s", a.Checkpoint, a.Reason)})
+	ev := Event{Kind: EventCheckpointAborted, Epoch: j.epoch, Checkpoint: a.Checkpoint, Final: a.Final, Savepoint: name,
+		Err: fmt.Errorf("checkpoint %d aborted: %s", a.Checkpoint, a.Reason)}
+	if d := j.declined; d != nil && d.CheckpointId == a.Checkpoint {
+		ev.Declined, ev.Task = true, d.TaskId
+	}
+	j.emit(ev)
 	if name != "" {
 		j.cleanSavepoint(name, a.Checkpoint)
 	} else {

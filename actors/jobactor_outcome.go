@@ -32,7 +32,7 @@ func (j *jobActor) settle(id uint64, landed bool, why string) {
 			j.lastCompleted = max(j.lastCompleted, id)
 		}
 		j.log.Info("a checkpoint abandoned by the failover is complete: its manifest landed", "checkpoint", id, "savepoint", d.savepoint, "how", why)
-		ev := Event{Kind: EventCheckpointCompleted, Epoch: j.epoch, Checkpoint: id, Final: d.final, Savepoint: d.savepoint}
+		ev := j.takeFigures(id).event(Event{Kind: EventCheckpointCompleted, Epoch: j.epoch, Checkpoint: id, Final: d.final, Savepoint: d.savepoint})
 		if at, ok := j.triggeredAt[id]; ok {
 			ev.Duration = time.Since(at)
 		}
@@ -48,6 +48,7 @@ func (j *jobActor) settle(id uint64, landed bool, why string) {
 		}
 	}
 	delete(j.triggeredAt, id)
+	delete(j.figures, id)
 	j.savepointEnded(d.savepoint)
 	if landed && d.stop && len(d.requests) == 1 { // the sources stopped at its barrier: so does the job
 		j.stopAtSavepoint(d.savepoint, id, d.requests[0])

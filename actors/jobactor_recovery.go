@@ -45,7 +45,7 @@ func (j *jobActor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, chi
 	j.sup = sup
 	te, ok := reason.(*TaskError)
 	if !ok {
-		te = &TaskError{Task: child.GetId(), Value: reason}
+		te = &TaskError{Task: child.GetId(), Value: reason, cause: CausePanic}
 	}
 	if te.Epoch != 0 && te.Epoch < j.epoch {
 		return // a failure of an incarnation already being replaced
@@ -58,7 +58,10 @@ func (j *jobActor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, chi
 
 // onFailure rolls the job back: it aborts the checkpoint in flight, asks
 // the restart strategy for a delay, and restores after it.
-func (j *jobActor) onFailure(cause error) {
+func (j *jobActor) onFailure(cause error) { j.onFailureOf(cause, failureCause(cause)) }
+
+// onFailureOf is onFailure with the failure's cause, for EventTaskFailed.
+func (j *jobActor) onFailureOf(cause error, fc FailureCause) {
 	if s := j.stopping; s != nil { // the savepoint is complete: stop there all the same
 		j.stopping = nil
 		j.log.Warn("a task failed while the tasks handled the completion of the stop-with-savepoint; the job stops with the savepoint, whose uncommitted transactions the next start from it commits",
@@ -70,13 +73,14 @@ func (j *jobActor) onFailure(cause error) {
 	attrs := []any{"epoch", j.epoch, "err", cause}
 	if te, ok := cause.(*TaskError); ok {
 		attrs = append(attrs, "task", te.Task, "operator", te.Operator, "stack", string(te.Stack))
-		j.emit(Event{Kind: EventTaskFailed, Epoch: j.epoch, Task: te.Task, Err: te})
+		j.emit(Event{Kind: EventTaskFailed, Epoch: j.epoch, Task: te.Task, Err: te, Cause: fc})
 	} else if nl, ok := cause.(*NodeLostError); ok {
 		attrs = append(attrs, "worker", nl.Worker, "address", nl.Address, "tasks", nl.Tasks)
-		j.emit(Event{Kind: EventTaskFailed, Epoch: j.epoch, Task: strings.Join(nl.Tasks, ","), Node: nl.Worker + "@" + nl.Address, Err: cause})
+		j.emit(Event{Kind: EventTaskFailed, Epoch: j.epoch, Task: strings.Join(nl.Tasks, ","), Node: nl.Worker + "@" + nl.Address, Err: cause, Cause: fc})
 	} else {
-		j.emit(Event{Kind: EventTaskFailed, Epoch: j.epoch, Err: cause})
+		j.emit(Event{Kind: EventTaskFailed, Epoch: j.epoch, Err: cause, Cause: fc})
 	}
+	attrs = append(attrs, "cause", fc)
 	j.log.Error("task failed", attrs...)
 	if reason, ok := permanent(cause); ok {
 		j.fail(cause, reason)
@@ -163,7 +167,7 @@ func (j *jobActor) onRestorePoint(m *restorePointMsg) {
 		return // a stop-with-savepoint landed: the job stopped there
 	}
 	if m.err != nil {
-		j.onFailure(fmt.Errorf("restore: load the newest checkpoint: %w", m.err))
+		j.onFailureOf(fmt.Errorf("restore: load the newest checkpoint: %w", m.err), CauseRestore)
 		return
 	}
 	var id uint64

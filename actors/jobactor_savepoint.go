@@ -59,9 +59,9 @@ func (j *jobActor) savepointCompleted(a coordinator.Action) {
 	sp := j.savepoints[a.Savepoint]
 	took := time.Since(j.triggeredAt[a.Checkpoint])
 	delete(j.triggeredAt, a.Checkpoint)
-	j.log.Info("savepoint complete", "savepoint", sp.name, "checkpoint", a.Checkpoint, "bytes", j.pendingBytes, "took", took, "stop", sp.stop)
-	j.emit(Event{Kind: EventCheckpointCompleted, Epoch: j.epoch, Checkpoint: a.Checkpoint, Savepoint: sp.name, Bytes: j.pendingBytes,
-		Duration: took, Alignment: j.pendingAlign, Upload: j.pendingAsync})
+	ev := j.takeFigures(a.Checkpoint).event(Event{Kind: EventCheckpointCompleted, Epoch: j.epoch, Checkpoint: a.Checkpoint, Savepoint: sp.name, Duration: took})
+	j.log.Info("savepoint complete", "savepoint", sp.name, "checkpoint", a.Checkpoint, "bytes", ev.Bytes, "took", took, "stop", sp.stop)
+	j.emit(ev)
 	// The tasks hear of it as of a checkpoint: a source paused by the
 	// savepoint produces again, and two-phase-commit sinks commit, unless
 	// recovery could restore a checkpoint older than the savepoint (it was

@@ -37,6 +37,10 @@ type shared struct {
 
 	inc   atomic.Pointer[incarnation]
 	stale atomic.Uint64 // messages of older epochs dropped
+	// counters are the tasks' counters by plan index, shared by every
+	// incarnation (see Job.TaskMetrics). A coordinator's hold what the
+	// workers report; a worker's are its own since it registered.
+	counters []taskCounters
 	// retaining is set while a retention pass runs.
 	retaining atomic.Bool
 
@@ -57,6 +61,9 @@ type shared struct {
 	// coordinator incarnation, which holds the job's lease in the store.
 	node        *node
 	coordinator string
+	// worker is the id of the worker running the tasks; "" in the
+	// coordinator and in one process.
+	worker string
 }
 
 // checkLease returns an error wrapping snapshots.ErrLeaseLost when another

@@ -24,6 +24,7 @@ type task struct {
 	idx  int
 	plan *topology.TaskPlan
 	log  *slog.Logger
+	ctr  *taskCounters // this task's counters, in sh
 
 	self  *actor.PID
 	root  *actor.RootContext
@@ -38,6 +39,12 @@ type task struct {
 	outs       []outChannel
 	ins        []inChannel
 	backlogged int // outputs with queued items (waiting for credit)
+	// blockedSince is when backlogged last became positive (monoNow), the
+	// start of the backpressure interval that is open while it stays so.
+	blockedSince int64
+	// restoring is set while the task loads its state: a failure then is
+	// a restore failure.
+	restoring bool
 
 	aligner *align.Aligner[*batchMsg]
 	acts    []align.Action[*batchMsg]
@@ -102,7 +109,7 @@ type inChannel struct {
 
 func newTask(sh *shared, idx int) *task {
 	p := sh.plan.Tasks[idx]
-	return &task{sh: sh, idx: idx, plan: p, log: sh.log.With("task", p.ID)}
+	return &task{sh: sh, idx: idx, plan: p, log: sh.log.With("task", p.ID), ctr: &sh.counters[idx]}
 }
 
 // Receive handles one message. A panic becomes a *TaskError that
@@ -170,12 +177,24 @@ func (t *task) recoverFailure() {
 	if te, ok := r.(*TaskError); ok {
 		panic(te)
 	}
-	panic(&TaskError{Task: t.plan.ID, Operator: t.plan.Operator, Epoch: t.epoch, Value: r, Stack: debug.Stack()})
+	cause := CausePanic
+	if t.restoring {
+		cause = CauseRestore
+	}
+	panic(&TaskError{Task: t.plan.ID, Operator: t.plan.Operator, Epoch: t.epoch, Value: r, Stack: debug.Stack(), cause: cause})
 }
 
-// fail fails the task with err.
-func (t *task) fail(err error) {
-	panic(&TaskError{Task: t.plan.ID, Operator: t.plan.Operator, Epoch: t.epoch, Value: err, Stack: debug.Stack()})
+// fail fails the task with err, an error of an operator (or of its
+// transactional sink's commit).
+func (t *task) fail(err error) { t.failAs(errorCause(err), err) }
+
+// failAs fails the task with err, whose cause is known; while the task
+// restores its state, every failure is a restore failure.
+func (t *task) failAs(cause FailureCause, err error) {
+	if t.restoring {
+		cause = CauseRestore
+	}
+	panic(&TaskError{Task: t.plan.ID, Operator: t.plan.Operator, Epoch: t.epoch, Value: err, Stack: debug.Stack(), cause: cause})
 }
 
 func (t *task) onStarted(ctx actor.Context) {
@@ -194,12 +213,14 @@ func (t *task) onStarted(ctx actor.Context) {
 	// new or held no state: topology.PlanRestore has refused any other
 	// checkpoint. It starts empty.
 	if st := inc.restoreState(t.sh.plan, t.idx); st != nil {
+		t.restoring = true
 		if f := t.sh.cfg.faults; f != nil && f.Restore != nil {
 			f.Restore(t.plan.ID, inc.restore.Manifest.GetCheckpointId())
 		}
 		if err := inst.Restore(st); err != nil {
 			t.fail(fmt.Errorf("restore from checkpoint %d: %w", inc.restore.Manifest.GetCheckpointId(), err))
 		}
+		t.restoring = false
 	}
 	t.outs = make([]outChannel, len(t.plan.Outputs))
 	t.ins = make([]inChannel, len(t.plan.Inputs))
@@ -273,6 +294,25 @@ func (t *task) onComplete(m *messages.CompleteCheckpoint) {
 	}
 }
 
+// releaseCounters withdraws the task's queued batches and closes its
+// backpressure interval: the next incarnation counts its own.
+func (t *task) releaseCounters() {
+	if t.backlogged > 0 {
+		t.ctr.endBlocked(t.blockedSince)
+		t.backlogged = 0
+	}
+	var queued int64
+	for i := range t.outs {
+		for _, it := range t.outs[i].queue {
+			if it.batch != nil {
+				queued++
+			}
+		}
+		t.outs[i].queue = nil
+	}
+	t.ctr.queued.Add(-queued)
+}
+
 // resume lets a source paused by a synchronous checkpoint or a
 // stop-with-savepoint produce again.
 func (t *task) resume(epoch uint64) {
@@ -286,6 +326,7 @@ func (t *task) shutdown() {
 	if t.lingerTimer != nil {
 		t.lingerTimer.Stop()
 	}
+	t.releaseCounters()
 	inst := t.inst
 	t.inst = nil // closed at most once, even if Close panics
 	if inst == nil {

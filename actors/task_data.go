@@ -12,14 +12,20 @@ import (
 // Send implements topology.Sender: it sends a full batch on output out, or
 // queues it until the receiver grants credit.
 func (t *task) Send(out int, batch any) {
+	t.ctr.out.Add(uint64(batchLen(batch)))
 	o := &t.outs[out]
 	if len(o.queue) == 0 && o.credits > 0 {
 		t.sendBatch(o, batch)
 		return
 	}
 	if len(o.queue) == 0 {
+		if t.backlogged == 0 { // backpressure begins
+			t.blockedSince = monoNow()
+			t.ctr.startBlocked(t.blockedSince)
+		}
 		t.backlogged++
 	}
+	t.ctr.queued.Add(1)
 	o.queue = append(o.queue, outItem{batch: batch})
 }
 
@@ -103,9 +109,13 @@ func (t *task) onCredit(m *messages.Credit) {
 	}
 	n := 0
 	for n < len(o.queue) && (o.queue[n].batch == nil || o.credits > 0) {
-		t.sendItem(o, o.queue[n])
+		it := o.queue[n]
 		o.queue[n] = outItem{}
+		if it.batch != nil {
+			t.ctr.queued.Add(-1)
+		}
 		n++
+		t.sendItem(o, it)
 	}
 	o.queue = o.queue[n:]
 	if len(o.queue) > 0 {
@@ -114,6 +124,7 @@ func (t *task) onCredit(m *messages.Credit) {
 	o.queue = nil
 	t.backlogged--
 	if t.backlogged == 0 {
+		t.ctr.endBlocked(t.blockedSince)
 		t.drain()
 		t.schedulePoll()
 		t.checkFinished()
@@ -143,7 +154,7 @@ func (t *task) onBatch(m *batchMsg) {
 	}
 	in := &t.ins[m.input]
 	if m.seq != in.seq+1 {
-		t.fail(fmt.Errorf("sequence gap on input %d from %s: got batch %d, want %d", m.input, t.inputName(int(m.input)), m.seq, in.seq+1))
+		t.failAs(CauseOther, fmt.Errorf("sequence gap on input %d from %s: got batch %d, want %d", m.input, t.inputName(int(m.input)), m.seq, in.seq+1))
 	}
 	in.seq = m.seq
 	t.acts = t.aligner.Step(align.Event[*batchMsg]{Kind: align.Data, Input: int(m.input), Data: m}, t.acts[:0])
@@ -155,7 +166,7 @@ func (t *task) onBarrier(m *messages.Barrier) {
 		return
 	}
 	if in := &t.ins[m.Channel]; m.LastSeq != in.seq {
-		t.fail(fmt.Errorf("sequence gap before barrier %d on input %d from %s: last batch %d, received up to %d",
+		t.failAs(CauseOther, fmt.Errorf("sequence gap before barrier %d on input %d from %s: last batch %d, received up to %d",
 			m.CheckpointId, m.Channel, t.inputName(int(m.Channel)), m.LastSeq, in.seq))
 	}
 	t.acts = t.aligner.Step(align.Event[*batchMsg]{Kind: align.Barrier, Input: int(m.Channel), Checkpoint: m.CheckpointId}, t.acts[:0])
@@ -172,7 +183,7 @@ func (t *task) onEnd(m *messages.EndOfInput) {
 	}
 	in := &t.ins[m.Channel]
 	if m.LastSeq != in.seq {
-		t.fail(fmt.Errorf("sequence gap at the end of input %d from %s: last batch %d, received up to %d", m.Channel, t.inputName(int(m.Channel)), m.LastSeq, in.seq))
+		t.failAs(CauseOther, fmt.Errorf("sequence gap at the end of input %d from %s: last batch %d, received up to %d", m.Channel, t.inputName(int(m.Channel)), m.LastSeq, in.seq))
 	}
 	t.acts = t.aligner.Step(align.Event[*batchMsg]{Kind: align.End, Input: int(m.Channel)}, t.acts[:0])
 	t.enqueue()
@@ -218,6 +229,7 @@ func (t *task) execute(a align.Action[*batchMsg]) {
 		if f := t.sh.cfg.faults; f != nil && f.Process != nil {
 			f.Process(t.plan.ID)
 		}
+		t.ctr.in.Add(uint64(batchLen(a.Data.data))) // before the batch goes back to its pool
 		if err := t.inst.ProcessBatch(a.Input, a.Data.data); err != nil {
 			t.fail(err)
 		}
@@ -335,6 +347,10 @@ func (t *task) endOutputs() {
 func (t *task) checkFinished() {
 	if t.ending && !t.finished && t.backlogged == 0 {
 		t.finished = true
-		t.root.Send(t.sh.jobPID, &messages.TaskFinished{Epoch: t.epoch, Task: uint32(t.idx)})
+		m := &messages.TaskFinished{Epoch: t.epoch, Task: uint32(t.idx)}
+		if t.sh.worker != "" { // its counters are final: the coordinator needs them
+			m.WorkerId, m.Counters = t.sh.worker, t.ctr.report(t.idx)
+		}
+		t.root.Send(t.sh.jobPID, m)
 	}
 }

@@ -192,8 +192,8 @@ func TestFileSinkCommitFailures(t *testing.T) {
 		if err := actors.Run(context.Background(), fileSinkJob("commit-window", n, dir, wrap), opts(t, &ev)...); err != nil {
 			t.Fatal(err)
 		}
-		if ev.count(actors.EventTaskFailed) != 1 {
-			t.Errorf("%d task failures, want the 1 of the commit", ev.count(actors.EventTaskFailed))
+		if f := ev.of(actors.EventTaskFailed); len(f) != 1 || f[0].Cause != actors.CauseCommit {
+			t.Errorf("task failures %+v, want the 1 of the commit, with cause %q", f, actors.CauseCommit)
 		}
 		seen, hidden := readParts(t, dir)
 		exactlyOnce(t, seen, n)

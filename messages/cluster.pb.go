@@ -135,9 +135,13 @@ func (x *TaskExhausted) GetTask() uint32 {
 
 // TaskFinished reports that a task has ended all its outputs.
 type TaskFinished struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	Task          uint32                 `protobuf:"varint,2,opt,name=task,proto3" json:"task,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Epoch uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Task  uint32                 `protobuf:"varint,2,opt,name=task,proto3" json:"task,omitempty"`
+	// On a worker: the worker's id, and its counters of the task, final
+	// for this epoch (see HeartbeatAck).
+	WorkerId      string        `protobuf:"bytes,3,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Counters      *TaskCounters `protobuf:"bytes,4,opt,name=counters,proto3" json:"counters,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -184,6 +188,20 @@ func (x *TaskFinished) GetTask() uint32 {
 		return x.Task
 	}
 	return 0
+}
+
+func (x *TaskFinished) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+func (x *TaskFinished) GetCounters() *TaskCounters {
+	if x != nil {
+		return x.Counters
+	}
+	return nil
 }
 
 // RunTasks tells a restored task that every task of its epoch is ready.
@@ -669,9 +687,12 @@ func (x *Heartbeat) GetSeq() uint64 {
 }
 
 type HeartbeatAck struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	WorkerId      string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	Seq           uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	WorkerId string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Seq      uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	// tasks are the counters of the tasks this worker has run since it
+	// registered (those that counted anything), as of the answer.
+	Tasks         []*TaskCounters `protobuf:"bytes,3,rep,name=tasks,proto3" json:"tasks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -720,6 +741,93 @@ func (x *HeartbeatAck) GetSeq() uint64 {
 	return 0
 }
 
+func (x *HeartbeatAck) GetTasks() []*TaskCounters {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
+// TaskCounters are one task's counters on one worker since it registered:
+// records_in, records_out and backpressure_nanos only grow; queued_batches
+// is a gauge.
+type TaskCounters struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// task is the task's index in the plan.
+	Task              uint32 `protobuf:"varint,1,opt,name=task,proto3" json:"task,omitempty"`
+	RecordsIn         uint64 `protobuf:"varint,2,opt,name=records_in,json=recordsIn,proto3" json:"records_in,omitempty"`
+	RecordsOut        uint64 `protobuf:"varint,3,opt,name=records_out,json=recordsOut,proto3" json:"records_out,omitempty"`
+	QueuedBatches     int64  `protobuf:"varint,4,opt,name=queued_batches,json=queuedBatches,proto3" json:"queued_batches,omitempty"`
+	BackpressureNanos int64  `protobuf:"varint,5,opt,name=backpressure_nanos,json=backpressureNanos,proto3" json:"backpressure_nanos,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *TaskCounters) Reset() {
+	*x = TaskCounters{}
+	mi := &file_messages_cluster_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskCounters) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskCounters) ProtoMessage() {}
+
+func (x *TaskCounters) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_cluster_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskCounters.ProtoReflect.Descriptor instead.
+func (*TaskCounters) Descriptor() ([]byte, []int) {
+	return file_messages_cluster_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *TaskCounters) GetTask() uint32 {
+	if x != nil {
+		return x.Task
+	}
+	return 0
+}
+
+func (x *TaskCounters) GetRecordsIn() uint64 {
+	if x != nil {
+		return x.RecordsIn
+	}
+	return 0
+}
+
+func (x *TaskCounters) GetRecordsOut() uint64 {
+	if x != nil {
+		return x.RecordsOut
+	}
+	return 0
+}
+
+func (x *TaskCounters) GetQueuedBatches() int64 {
+	if x != nil {
+		return x.QueuedBatches
+	}
+	return 0
+}
+
+func (x *TaskCounters) GetBackpressureNanos() int64 {
+	if x != nil {
+		return x.BackpressureNanos
+	}
+	return 0
+}
+
 // DeployTask places one task on a worker for an epoch.
 type DeployTask struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -744,7 +852,7 @@ type DeployTask struct {
 
 func (x *DeployTask) Reset() {
 	*x = DeployTask{}
-	mi := &file_messages_cluster_proto_msgTypes[11]
+	mi := &file_messages_cluster_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -756,7 +864,7 @@ func (x *DeployTask) String() string {
 func (*DeployTask) ProtoMessage() {}
 
 func (x *DeployTask) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_cluster_proto_msgTypes[11]
+	mi := &file_messages_cluster_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -769,7 +877,7 @@ func (x *DeployTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeployTask.ProtoReflect.Descriptor instead.
 func (*DeployTask) Descriptor() ([]byte, []int) {
-	return file_messages_cluster_proto_rawDescGZIP(), []int{11}
+	return file_messages_cluster_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DeployTask) GetTask() uint32 {
@@ -836,7 +944,7 @@ type Deploy struct {
 
 func (x *Deploy) Reset() {
 	*x = Deploy{}
-	mi := &file_messages_cluster_proto_msgTypes[12]
+	mi := &file_messages_cluster_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -848,7 +956,7 @@ func (x *Deploy) String() string {
 func (*Deploy) ProtoMessage() {}
 
 func (x *Deploy) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_cluster_proto_msgTypes[12]
+	mi := &file_messages_cluster_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -861,7 +969,7 @@ func (x *Deploy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Deploy.ProtoReflect.Descriptor instead.
 func (*Deploy) Descriptor() ([]byte, []int) {
-	return file_messages_cluster_proto_rawDescGZIP(), []int{12}
+	return file_messages_cluster_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Deploy) GetCoordinator() string {
@@ -894,18 +1002,21 @@ func (x *Deploy) GetTasks() []*DeployTask {
 
 // TaskFailed reports the failure of a task on a worker.
 type TaskFailed struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	WorkerId      string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	TaskId        string                 `protobuf:"bytes,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	WorkerId string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Epoch    uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	TaskId   string                 `protobuf:"bytes,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Reason   string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// cause classifies the failure (actors.FailureCause: "panic", "error",
+	// "commit", "restore", ...); empty from older workers.
+	Cause         string `protobuf:"bytes,5,opt,name=cause,proto3" json:"cause,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskFailed) Reset() {
 	*x = TaskFailed{}
-	mi := &file_messages_cluster_proto_msgTypes[13]
+	mi := &file_messages_cluster_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -917,7 +1028,7 @@ func (x *TaskFailed) String() string {
 func (*TaskFailed) ProtoMessage() {}
 
 func (x *TaskFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_cluster_proto_msgTypes[13]
+	mi := &file_messages_cluster_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -930,7 +1041,7 @@ func (x *TaskFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskFailed.ProtoReflect.Descriptor instead.
 func (*TaskFailed) Descriptor() ([]byte, []int) {
-	return file_messages_cluster_proto_rawDescGZIP(), []int{13}
+	return file_messages_cluster_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TaskFailed) GetWorkerId() string {
@@ -961,6 +1072,13 @@ func (x *TaskFailed) GetReason() string {
 	return ""
 }
 
+func (x *TaskFailed) GetCause() string {
+	if x != nil {
+		return x.Cause
+	}
+	return ""
+}
+
 // JobDone tells the workers that the job has ended (finished, stopped or
 // failed): they stop its tasks, answer with a JobDoneAck and exit.
 type JobDone struct {
@@ -973,7 +1091,7 @@ type JobDone struct {
 
 func (x *JobDone) Reset() {
 	*x = JobDone{}
-	mi := &file_messages_cluster_proto_msgTypes[14]
+	mi := &file_messages_cluster_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -985,7 +1103,7 @@ func (x *JobDone) String() string {
 func (*JobDone) ProtoMessage() {}
 
 func (x *JobDone) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_cluster_proto_msgTypes[14]
+	mi := &file_messages_cluster_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -998,7 +1116,7 @@ func (x *JobDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobDone.ProtoReflect.Descriptor instead.
 func (*JobDone) Descriptor() ([]byte, []int) {
-	return file_messages_cluster_proto_rawDescGZIP(), []int{14}
+	return file_messages_cluster_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *JobDone) GetCoordinator() string {
@@ -1024,7 +1142,7 @@ type JobDoneAck struct {
 
 func (x *JobDoneAck) Reset() {
 	*x = JobDoneAck{}
-	mi := &file_messages_cluster_proto_msgTypes[15]
+	mi := &file_messages_cluster_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1036,7 +1154,7 @@ func (x *JobDoneAck) String() string {
 func (*JobDoneAck) ProtoMessage() {}
 
 func (x *JobDoneAck) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_cluster_proto_msgTypes[15]
+	mi := &file_messages_cluster_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1049,7 +1167,7 @@ func (x *JobDoneAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobDoneAck.ProtoReflect.Descriptor instead.
 func (*JobDoneAck) Descriptor() ([]byte, []int) {
-	return file_messages_cluster_proto_rawDescGZIP(), []int{15}
+	return file_messages_cluster_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *JobDoneAck) GetWorkerId() string {
@@ -1075,7 +1193,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_messages_cluster_proto_msgTypes[16]
+	mi := &file_messages_cluster_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1087,7 +1205,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_cluster_proto_msgTypes[16]
+	mi := &file_messages_cluster_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1100,7 +1218,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_messages_cluster_proto_rawDescGZIP(), []int{16}
+	return file_messages_cluster_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Lease) GetHolder() string {
@@ -1134,10 +1252,12 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\x04task\x18\x02 \x01(\rR\x04task\"9\n" +
 	"\rTaskExhausted\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x12\n" +
-	"\x04task\x18\x02 \x01(\rR\x04task\"8\n" +
+	"\x04task\x18\x02 \x01(\rR\x04task\"\x8c\x01\n" +
 	"\fTaskFinished\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x12\n" +
-	"\x04task\x18\x02 \x01(\rR\x04task\" \n" +
+	"\x04task\x18\x02 \x01(\rR\x04task\x12\x1b\n" +
+	"\tworker_id\x18\x03 \x01(\tR\bworkerId\x125\n" +
+	"\bcounters\x18\x04 \x01(\v2\x19.snapflow.v1.TaskCountersR\bcounters\" \n" +
 	"\bRunTasks\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\"!\n" +
 	"\tEndSource\x12\x14\n" +
@@ -1173,10 +1293,19 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\bsettings\x18\a \x01(\v2\x1c.snapflow.v1.RuntimeSettingsR\bsettings\"?\n" +
 	"\tHeartbeat\x12 \n" +
 	"\vcoordinator\x18\x01 \x01(\tR\vcoordinator\x12\x10\n" +
-	"\x03seq\x18\x02 \x01(\x04R\x03seq\"=\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\"n\n" +
 	"\fHeartbeatAck\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x10\n" +
-	"\x03seq\x18\x02 \x01(\x04R\x03seq\"\xfa\x01\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12/\n" +
+	"\x05tasks\x18\x03 \x03(\v2\x19.snapflow.v1.TaskCountersR\x05tasks\"\xb8\x01\n" +
+	"\fTaskCounters\x12\x12\n" +
+	"\x04task\x18\x01 \x01(\rR\x04task\x12\x1d\n" +
+	"\n" +
+	"records_in\x18\x02 \x01(\x04R\trecordsIn\x12\x1f\n" +
+	"\vrecords_out\x18\x03 \x01(\x04R\n" +
+	"recordsOut\x12%\n" +
+	"\x0equeued_batches\x18\x04 \x01(\x03R\rqueuedBatches\x12-\n" +
+	"\x12backpressure_nanos\x18\x05 \x01(\x03R\x11backpressureNanos\"\xfa\x01\n" +
 	"\n" +
 	"DeployTask\x12\x12\n" +
 	"\x04task\x18\x01 \x01(\rR\x04task\x12%\n" +
@@ -1191,13 +1320,14 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\vcoordinator\x18\x01 \x01(\tR\vcoordinator\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12#\n" +
 	"\rcheckpoint_id\x18\x03 \x01(\x04R\fcheckpointId\x12-\n" +
-	"\x05tasks\x18\x04 \x03(\v2\x17.snapflow.v1.DeployTaskR\x05tasks\"p\n" +
+	"\x05tasks\x18\x04 \x03(\v2\x17.snapflow.v1.DeployTaskR\x05tasks\"\x86\x01\n" +
 	"\n" +
 	"TaskFailed\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x17\n" +
 	"\atask_id\x18\x03 \x01(\tR\x06taskId\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"C\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05cause\x18\x05 \x01(\tR\x05cause\"C\n" +
 	"\aJobDone\x12 \n" +
 	"\vcoordinator\x18\x01 \x01(\tR\vcoordinator\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\")\n" +
@@ -1222,7 +1352,7 @@ func file_messages_cluster_proto_rawDescGZIP() []byte {
 	return file_messages_cluster_proto_rawDescData
 }
 
-var file_messages_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_messages_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_messages_cluster_proto_goTypes = []any{
 	(*TaskRestored)(nil),    // 0: snapflow.v1.TaskRestored
 	(*TaskExhausted)(nil),   // 1: snapflow.v1.TaskExhausted
@@ -1235,25 +1365,28 @@ var file_messages_cluster_proto_goTypes = []any{
 	(*Registered)(nil),      // 8: snapflow.v1.Registered
 	(*Heartbeat)(nil),       // 9: snapflow.v1.Heartbeat
 	(*HeartbeatAck)(nil),    // 10: snapflow.v1.HeartbeatAck
-	(*DeployTask)(nil),      // 11: snapflow.v1.DeployTask
-	(*Deploy)(nil),          // 12: snapflow.v1.Deploy
-	(*TaskFailed)(nil),      // 13: snapflow.v1.TaskFailed
-	(*JobDone)(nil),         // 14: snapflow.v1.JobDone
-	(*JobDoneAck)(nil),      // 15: snapflow.v1.JobDoneAck
-	(*Lease)(nil),           // 16: snapflow.v1.Lease
-	(*StateHandle)(nil),     // 17: snapflow.v1.StateHandle
+	(*TaskCounters)(nil),    // 11: snapflow.v1.TaskCounters
+	(*DeployTask)(nil),      // 12: snapflow.v1.DeployTask
+	(*Deploy)(nil),          // 13: snapflow.v1.Deploy
+	(*TaskFailed)(nil),      // 14: snapflow.v1.TaskFailed
+	(*JobDone)(nil),         // 15: snapflow.v1.JobDone
+	(*JobDoneAck)(nil),      // 16: snapflow.v1.JobDoneAck
+	(*Lease)(nil),           // 17: snapflow.v1.Lease
+	(*StateHandle)(nil),     // 18: snapflow.v1.StateHandle
 }
 var file_messages_cluster_proto_depIdxs = []int32{
-	5,  // 0: snapflow.v1.RegisterWorker.jobs:type_name -> snapflow.v1.JobFingerprint
-	7,  // 1: snapflow.v1.Registered.settings:type_name -> snapflow.v1.RuntimeSettings
-	17, // 2: snapflow.v1.DeployTask.state:type_name -> snapflow.v1.StateHandle
-	17, // 3: snapflow.v1.DeployTask.parts:type_name -> snapflow.v1.StateHandle
-	11, // 4: snapflow.v1.Deploy.tasks:type_name -> snapflow.v1.DeployTask
-	5,  // [5:5] is the sub-list for method output_type
-	5,  // [5:5] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	11, // 0: snapflow.v1.TaskFinished.counters:type_name -> snapflow.v1.TaskCounters
+	5,  // 1: snapflow.v1.RegisterWorker.jobs:type_name -> snapflow.v1.JobFingerprint
+	7,  // 2: snapflow.v1.Registered.settings:type_name -> snapflow.v1.RuntimeSettings
+	11, // 3: snapflow.v1.HeartbeatAck.tasks:type_name -> snapflow.v1.TaskCounters
+	18, // 4: snapflow.v1.DeployTask.state:type_name -> snapflow.v1.StateHandle
+	18, // 5: snapflow.v1.DeployTask.parts:type_name -> snapflow.v1.StateHandle
+	12, // 6: snapflow.v1.Deploy.tasks:type_name -> snapflow.v1.DeployTask
+	7,  // [7:7] is the sub-list for method output_type
+	7,  // [7:7] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_messages_cluster_proto_init() }
@@ -1268,7 +1401,7 @@ func file_messages_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_cluster_proto_rawDesc), len(file_messages_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
