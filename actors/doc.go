@@ -46,6 +46,21 @@
 // that until it completes a checkpoint of its own, recovery (and a restart
 // without the option) restore that point again.
 //
+// # Monitoring
+//
+// Listeners (WithListener, as many as needed) receive every Event from the
+// job actor: EventCheckpointTriggered when the coordinator starts a
+// checkpoint or savepoint; EventCheckpointCompleted with its size, its
+// duration and, in Tasks, each task's state bytes, alignment, synchronous
+// and asynchronous snapshot times; EventCheckpointAborted, Declined when a
+// task declined it; EventTaskFailed with the failure's Cause (a panic, an
+// operator's error, a failed commit, a failed restore, a lost worker).
+// Job.TaskMetrics reads each task's records in and out, its batches
+// waiting for credit and its time under backpressure. The tasks count per
+// batch, in counters that outlive their actors, so the figures keep
+// growing across restores; in cluster mode the workers send theirs to the
+// coordinator with their heartbeat answers.
+//
 // # Cluster mode
 //
 // WithCluster runs the same job across processes over protoactor-go's
