@@ -10,6 +10,7 @@ import (
 
 	"github.com/snapflow/snapflow/actors"
 	"github.com/snapflow/snapflow/actors/restart"
+	"github.com/snapflow/snapflow/internal/serve"
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
@@ -18,9 +19,14 @@ import (
 // runCoordinator runs the job as the coordinator of a cluster: it waits for
 // the workers, runs the job to its end, and checks the final checkpoint
 // against the closed form.
-func runCoordinator(ctx context.Context, o options, stdout io.Writer, logger *slog.Logger) error {
+func runCoordinator(ctx context.Context, o options, stdout io.Writer, logger *slog.Logger) (err error) {
 	out := &lineWriter{w: stdout}
-	opts := []actors.Option{
+	srv, err := serve.Start(ctx, o.http, out, logger)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, srv.Close()) }()
+	opts := append(srv.Options(),
 		actors.WithCluster(actors.Cluster{
 			Listen: o.listen, Workers: o.workers, Store: o.store, TLS: o.tls(),
 			HeartbeatInterval: o.heartbeat, HeartbeatTimeout: o.heartbeatTimeout,
@@ -30,7 +36,7 @@ func runCoordinator(ctx context.Context, o options, stdout io.Writer, logger *sl
 		actors.WithBatchSize(o.batch),
 		actors.WithLogger(logger),
 		actors.WithListener(func(e actors.Event) { out.println(formatEvent(e)) }),
-	}
+	)
 	if o.batchBytes > 0 {
 		opts = append(opts, actors.WithBatchBytes(o.batchBytes))
 	}
@@ -44,6 +50,7 @@ func runCoordinator(ctx context.Context, o options, stdout io.Writer, logger *sl
 		}
 		return err
 	}
+	srv.Attach(job)
 	out.println(listeningPrefix + job.Address())
 	if err := job.Wait(); err != nil {
 		return fmt.Errorf("the job ended without finishing: %w", err)
@@ -61,6 +68,13 @@ func runCoordinator(ctx context.Context, o options, stdout io.Writer, logger *sl
 type lineWriter struct {
 	mu sync.Mutex
 	w  io.Writer
+}
+
+// Write writes b as it is; b should hold whole lines.
+func (l *lineWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
 
 func (l *lineWriter) println(s string) {

@@ -83,12 +83,21 @@ func (d *demo) jobArgs() []string {
 	}
 }
 
+// coordinatorArgs are the coordinator child's arguments; it alone gets
+// -http.
+func (d *demo) coordinatorArgs() []string {
+	args := append([]string{"-role", "coordinator", "-listen", "127.0.0.1:0", "-store", d.store,
+		"-workers", strconv.Itoa(demoWorkers), "-interval", d.o.interval.String(), "-v=" + strconv.FormatBool(d.o.verbose)}, d.jobArgs()...)
+	if d.o.http != "" {
+		args = append(args, "-http", d.o.http)
+	}
+	return args
+}
+
 // startProcesses starts the coordinator, reads its address, and starts the
 // workers.
 func (d *demo) startProcesses(ctx context.Context) error {
-	args := append([]string{"-role", "coordinator", "-listen", "127.0.0.1:0", "-store", d.store,
-		"-workers", strconv.Itoa(demoWorkers), "-interval", d.o.interval.String(), "-v=" + strconv.FormatBool(d.o.verbose)}, d.jobArgs()...)
-	c, err := startChild("coordinator", nil, d.exe, args...)
+	c, err := startChild("coordinator", nil, d.exe, d.coordinatorArgs()...)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
@@ -98,6 +107,14 @@ func (d *demo) startProcesses(ctx context.Context) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 	fmt.Fprintf(d.out, "  coordinator  pid %-7d listening on %s\n", c.pid(), addr)
+	if d.o.http != "" {
+		// The coordinator prints it before it listens.
+		_, line, err := c.waitLine(ctx, 0, func(l string) bool { return strings.HasPrefix(l, dashboardPrefix) })
+		if err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		fmt.Fprintf(d.out, "  dashboard    %s\n", strings.TrimPrefix(line, dashboardPrefix))
+	}
 	d.victim = -1
 	for i := range demoWorkers {
 		args := append([]string{"-role", "worker", "-join", addr, "-listen", "127.0.0.1:0", "-v=" + strconv.FormatBool(d.o.verbose)}, d.jobArgs()...)

@@ -3,9 +3,12 @@ package main
 // The lines the coordinator and the workers print on stdout, one per line,
 // for people and for programs (the demo and the tests read them):
 //
+//	dashboard: URL
+//	    with -http, the coordinator serves the job's dashboard, /metrics
+//	    and JSON API at URL; it prints it before it listens.
 //	listening HOST:PORT
-//	    the process listens there; a coordinator prints it first, and
-//	    workers join at that address.
+//	    the process listens there; a coordinator prints it first (after
+//	    the dashboard line), and workers join at that address.
 //	event KIND key=value ...
 //	    a job event (coordinator only). KIND is actors.EventKind's name:
 //	    node-joined, placed, running, checkpoint-completed,
@@ -37,6 +40,7 @@ import (
 
 // Line prefixes.
 const (
+	dashboardPrefix = "dashboard: "
 	listeningPrefix = "listening "
 	eventPrefix     = "event "
 	resultPrefix    = "result "

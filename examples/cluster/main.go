@@ -20,6 +20,11 @@
 //	go run ./examples/cluster -role worker -join 127.0.0.1:7070
 //	go run ./examples/cluster -role worker -join 127.0.0.1:7070
 //
+// With -http ADDR the coordinator (the only node that serves; in the demo,
+// the coordinator child) serves the job's dashboard, /metrics and JSON API:
+//
+//	go run ./examples/cluster -http 127.0.0.1:8080
+//
 // The lines printed on stdout are described in lines.go.
 package main
 
@@ -76,6 +81,7 @@ type options struct {
 	tlsCA            string
 	startOver        bool
 	verbose          bool
+	http             string
 	maxFailures      int
 	failureWindow    time.Duration
 	job              jobParams
@@ -107,6 +113,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.failureWindow, "failure-window", restart.DefaultWindow, "coordinator: how long a failure counts against -max-failures")
 	fs.BoolVar(&o.startOver, "start-over", false, "coordinator: discard the job's checkpoints in the store and run it from the beginning")
 	fs.BoolVar(&o.verbose, "v", false, "log the runtime's debug messages")
+	fs.StringVar(&o.http, "http", "", "coordinator and demo: serve the job's dashboard, /metrics and JSON API on `ADDR` (host:port; a host-less :8080 is loopback)")
 	fs.Int64Var(&o.job.records, "records", 20_000, "job: the records in all (the same on every node)")
 	fs.Int64Var(&o.job.keys, "keys", 1000, "job: the number of keys (the same on every node)")
 	fs.Float64Var(&o.job.rate, "rate", 5000, "job: records/s of all the sources together, so that a run lasts a while (0: as fast as possible)")
@@ -159,6 +166,9 @@ func (o options) check() error {
 		}
 		if o.slots < 1 {
 			return bad("-slots %d: want at least 1", o.slots)
+		}
+		if o.http != "" {
+			return bad("-http is for the coordinator, which holds the job: a worker serves nothing")
 		}
 	default:
 		return bad("-role %q: want demo, coordinator or worker", o.role)
