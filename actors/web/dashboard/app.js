@@ -15,7 +15,8 @@
   } catch (e) { /* storage disabled: the URL's token is enough */ }
 
   const HISTORY = 100; // checkpoints fetched and charted
-  const POLL_MS = 2000;
+  const POLL_MS = 2000;   // checkpoints and timeline, when the event stream is down
+  const SAMPLE_MS = 1000; // the job's counters
 
   async function api(path, opts) {
     opts = opts || {};
@@ -100,7 +101,7 @@
   // ---- state ----------------------------------------------------------------
   const state = {
     job: null,
-    prev: null,        // the previous job sample, for rates
+    rateBase: null,    // the job sample that rates are measured from
     rates: {},         // operator id -> {in, out, bp (0..1)}, taskRates: task id -> bp
     taskBp: {},
     cps: new Map(),    // id -> checkpoint
@@ -115,9 +116,12 @@
     const job = await api("api/v1/job");
     const now = time(job.now);
     if (!isNaN(now)) state.clockSkew = now - Date.now();
-    if (state.job && !isNaN(now)) {
-      const dt = (now - time(state.job.now)) / 1000;
-      if (dt > 0) computeRates(state.job, job, dt);
+    // Rates come from samples at least a second apart: records move in
+    // batches, so a shorter window would jitter.
+    if (!state.rateBase || isNaN(now)) state.rateBase = job;
+    else {
+      const dt = (now - time(state.rateBase.now)) / 1000;
+      if (dt >= 0.9) { computeRates(state.rateBase, job, dt); state.rateBase = job; }
     }
     state.job = job;
     renderJob();
@@ -160,7 +164,13 @@
     $("job-epoch").textContent = j.epoch != null ? j.epoch : "–";
     const started = time(j.started), now = time(j.now);
     $("job-uptime").textContent = isTime(j.started) && !isNaN(now) ? fmtDur((now - started) / 1000) : "–";
-    const last = j.last_checkpoint;
+    // The newest of the job's sample and of the live updates.
+    let last = j.last_checkpoint;
+    const done = completed();
+    const lc = done[done.length - 1];
+    if (lc && (!last || lc.id > last.id)) {
+      last = { id: lc.id, savepoint: lc.savepoint, age_seconds: (Date.now() + state.clockSkew - time(lc.ended)) / 1000 };
+    }
     $("job-last").textContent = last ? "#" + last.id + (last.savepoint ? " (" + last.savepoint + ")" : "") + ", " + fmtAgo(last.age_seconds) : "none yet";
     const c = j.counts || {};
     setStat("st-completed", fmtCount(c.completed));
@@ -177,8 +187,6 @@
     }
     setStat("st-rate-in", have ? fmtCount(rin) : "–");
     setStat("st-rate-out", have ? fmtCount(rout) : "–");
-    const done = completed();
-    const lc = done[done.length - 1];
     setStat("st-last-duration", lc ? fmtDur(lc.duration_seconds) : "–");
     setStat("st-last-size", lc ? fmtBytes(lc.bytes) : "–");
     const running = j.state === "running" || j.state === "restoring" || j.state === "starting";
@@ -227,18 +235,27 @@
     const edges = (j && j.edges) || [];
     clear(svg);
     if (!ops.length) return;
-    const W = 176, H = 74, GX = 70, GY = 22, M = 8;
+    // Boxes keep their natural size (text stays readable) and spread over
+    // the panel; only a graph too large for it is scaled down.
     const cols = layout(ops, edges);
+    const n = cols.length;
     const rows = Math.max(...cols.map((c) => c.length));
-    const width = cols.length * W + (cols.length - 1) * GX + 2 * M;
-    const height = rows * H + (rows - 1) * GY + 2 * M;
+    const rect = svg.getBoundingClientRect();
+    const SW = Math.max(320, Math.round(rect.width)), SH = Math.max(160, Math.round(rect.height));
+    const H = 92, GY = 22, M = 8;
+    const W = Math.max(112, Math.min(190, (SW - 2 * M - (n - 1) * 58) / n));
+    const GX = n > 1 ? Math.max(58, Math.min(130, (SW - 2 * M - n * W) / (n - 1))) : 0;
+    const width = Math.max(SW, n * W + (n - 1) * GX + 2 * M);
+    const height = Math.max(SH, rows * H + (rows - 1) * GY + 2 * M);
+    const left = (width - (n * W + (n - 1) * GX)) / 2;
     svg.setAttribute("viewBox", "0 0 " + width + " " + height);
     svg.setAttribute("preserveAspectRatio", "xMidYMid meet");
     const pos = new Map();
     cols.forEach((col, ci) => {
-      const top = M + (height - 2 * M - (col.length * H + (col.length - 1) * GY)) / 2;
-      col.forEach((id, ri) => pos.set(id, { x: M + ci * (W + GX), y: top + ri * (H + GY) }));
+      const top = (height - (col.length * H + (col.length - 1) * GY)) / 2;
+      col.forEach((id, ri) => pos.set(id, { x: left + ci * (W + GX), y: top + ri * (H + GY) }));
     });
+    const chars = Math.max(8, Math.floor((W - 44) / 7.6));
     svg.append(sv("defs", null, sv("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" },
       sv("path", { d: "M0,0 L10,5 L0,10 z", fill: "#6b7280" }))));
     const ge = sv("g");
@@ -275,15 +292,12 @@
       for (const t of tasks) tipLines.push("  " + t.id + (t.node ? " @" + t.node : "") + ": bp " + ((state.taskBp[t.id] || 0) * 100).toFixed(0) + "%, queued " + (t.queued_batches || 0));
       g.append(sv("title", { text: tipLines.join("\n") }));
       g.append(sv("rect", { class: "box", width: W, height: H, rx: 7 }));
-      g.append(sv("text", { class: "name", x: 10, y: 19, text: truncate(o.name, 17) }));
+      g.append(sv("text", { class: "name", x: 10, y: 19, text: truncate(o.name, chars) }));
       g.append(sv("text", { class: "par", x: W - 10, y: 19, "text-anchor": "end", text: "×" + o.parallelism }));
-      let sub = o.kind + (o.keyed ? " · keyed" : "");
-      if (r) {
-        const rate = o.kind === "source" ? r.out : r.in;
-        sub += " · " + fmtCount(rate) + "/s";
-      }
-      g.append(sv("text", { class: "sub", x: 10, y: 37, text: sub }));
-      g.append(sv("text", { class: "sub", x: 10, y: 53, text: "bp " + (bp * 100).toFixed(0) + "%  q " + (o.queued_batches || 0) }));
+      g.append(sv("text", { class: "sub", x: 10, y: 37, text: o.keyed ? "keyed state" : o.kind }));
+      const rate = r ? fmtCount(o.kind === "source" ? r.out : r.in) + "/s" : "–/s";
+      g.append(sv("text", { class: "rate", x: 10, y: 54, text: rate }));
+      g.append(sv("text", { class: "sub", x: 10, y: 70, text: "bp " + (bp * 100).toFixed(0) + "% · q " + (o.queued_batches || 0) }));
       // one cell per task, coloured by its own backpressure
       const n = Math.max(1, tasks.length || o.parallelism || 1);
       const cw = Math.min(18, (W - 20 - (n - 1) * 2) / n);
@@ -365,10 +379,10 @@
       const total = (t.alignment_seconds || 0) + (t.sync_seconds || 0) + (t.async_seconds || 0);
       if (total > worst) { worst = total; slowest = t.task; }
     }
-    const bar = (v, m, cls) => el("span", { class: "bar " + cls, style: { width: Math.max(1, Math.round(60 * (v || 0) / m)) + "px" } });
+    const bar = (v, m, cls) => el("span", { class: "bar " + cls, style: { width: Math.max(1, Math.round(44 * (v || 0) / m)) + "px" } });
     const table = el("table", { class: "tasks" },
       el("thead", null, el("tr", null, el("th", { text: "task" }), el("th", { class: "num", text: "state" }),
-        el("th", { class: "num", text: "alignment" }), el("th", { class: "num", text: "sync" }), el("th", { class: "num", text: "async (upload)" }))));
+        el("th", { class: "num", text: "alignment" }), el("th", { class: "num", text: "sync" }), el("th", { class: "num", text: "async upload" }))));
     const body = el("tbody");
     for (const t of tasks) {
       body.append(el("tr", { "data-task": t.task },
@@ -403,6 +417,15 @@
     const out = [];
     for (let v = 0; v <= max + step * 1e-9; v += step) out.push(v);
     if (out[out.length - 1] < max) out.push(out[out.length - 1] + step);
+    return out;
+  }
+
+  // Times on whole steps (1 s, 2 s, 5 s, ... 1 h) with at most n labels.
+  function timeTicks(t0, t1, n) {
+    const steps = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400].map((s) => s * 1000);
+    const step = steps.find((s) => (t1 - t0) / s <= n) || steps[steps.length - 1];
+    const out = [];
+    for (let t = Math.ceil(t0 / step) * step; t <= t1; t += step) out.push(t);
     return out;
   }
 
@@ -441,10 +464,10 @@
       grid.append(sv("line", { x1: L, x2: W - R, y1: y(v), y2: y(v) }));
       axis.append(sv("text", { x: L - 6, y: y(v) + 3, "text-anchor": "end", text: c.fmt(v) }));
     }
-    const nx = Math.max(2, Math.min(6, Math.floor((W - L - R) / 90)));
-    for (let i = 0; i <= nx; i++) {
-      const t = t0 + (t1 - t0) * i / nx;
-      axis.append(sv("text", { x: x(t), y: H - 3, "text-anchor": i === 0 ? "start" : i === nx ? "end" : "middle", text: fmtClock(t) }));
+    for (const t of timeTicks(t0, t1, Math.max(2, Math.floor((W - L - R) / 80)))) {
+      const tx = x(t);
+      const anchor = tx < L + 28 ? "start" : tx > W - R - 28 ? "end" : "middle";
+      axis.append(sv("text", { x: tx, y: H - 3, "text-anchor": anchor, text: fmtClock(t) }));
     }
     svg.append(grid, axis);
     if (pts.length) {
@@ -627,17 +650,26 @@
   function setLive(mode, text) { live.className = "live " + mode; live.textContent = text; }
 
   let pollTimer = null, sse = null, sseFailures = 0;
+  let jobSoon = null;
+  function refreshJobSoon() {
+    if (jobSoon) return;
+    jobSoon = setTimeout(() => { jobSoon = null; loadJob().catch(() => {}); }, 250);
+  }
   function onUpdate(u) {
+    if (state.job && u.state) { state.job.state = u.state; state.job.epoch = u.epoch; }
     if (u.kind === "checkpoint" && u.checkpoint) {
       upsertCheckpoint(u.checkpoint, true);
       renderCheckpoints();
       renderCharts();
       renderJob();
+      if (u.checkpoint.status !== "in_progress") refreshJobSoon();
     } else if (u.kind === "timeline" && u.timeline) {
       addTimeline(u.timeline);
-      loadJob().catch(() => {});
+      renderJob();
+      refreshJobSoon();
     } else if (u.kind === "job") {
-      loadJob().catch(() => {});
+      renderJob();
+      refreshJobSoon();
     }
   }
 
@@ -686,7 +718,7 @@
   let resizeTimer = null;
   window.addEventListener("resize", () => {
     clearTimeout(resizeTimer);
-    resizeTimer = setTimeout(() => { renderCharts(); drawStrip(); }, 100);
+    resizeTimer = setTimeout(() => { renderTopology(); renderCharts(); drawStrip(); }, 100);
   });
 
   async function start() {
@@ -700,7 +732,7 @@
       setLive("off", e.status === 401 ? "unauthorized" : "offline");
     }
     connect();
-    setInterval(sampleJob, POLL_MS);
+    setInterval(sampleJob, SAMPLE_MS);
   }
   start();
 })();
