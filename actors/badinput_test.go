@@ -163,7 +163,7 @@ func (s *countingSource) Read(buf []int64) (int, error) {
 // TestProtoactorLogsGoToTheUserLogger: protoactor-go's own log lines reach the
 // logger given with WithLogger.
 func TestProtoactorLogsGoToTheUserLogger(t *testing.T) {
-	var logs strings.Builder
+	var logs syncBuilder
 	g := topology.New("logs")
 	topology.Sink(topology.Sequence(g, "source", 1, 10), "sink", func(int64) error { return nil })
 	if err := actors.Run(context.Background(), g, actors.WithStore(snapshots.NewMem()), actors.WithLogger(textLogger(&logs))); err != nil {

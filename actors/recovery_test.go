@@ -263,7 +263,7 @@ func TestCorruptStateFallsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var logs strings.Builder
+	var logs syncBuilder
 	var ev events
 	g2, out := build(testsrc.NewGate(n))
 	j2, err := actors.Start(context.Background(), g2, actors.WithStore(store), actors.WithLogger(textLogger(&logs)), actors.WithListener(ev.listen))

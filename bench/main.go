@@ -109,7 +109,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.DurationVar(&f.duration, "duration", defaultDuration, "measuring time per run of a row (after a warm-up of a fifth of it, at most 1s)")
 	fs.Int64Var(&f.records, "records", 0, "instead of -duration, run each row until this many records have reached the sink, and measure the whole run")
 	fs.StringVar(&f.store, "store", "mem://", "snapshot store URL: mem://, a directory, or s3://BUCKET/PREFIX?endpoint=HOST:PORT&secure=false")
-	fs.StringVar(&f.sweep, "sweep", "", "a sweep instead: state-size, fan-in, recovery, parallelism, backpressure, latency or rescale")
+	fs.StringVar(&f.sweep, "sweep", "", "a sweep instead: state-size, fan-in, recovery, parallelism, backpressure, latency, monitoring (metrics, API and dashboard served and polled, against none) or rescale")
 	fs.StringVar(&f.sizes, "sizes", defaultRescaleSizes, "-sweep rescale: sizes of keyed state (over -keys keys), comma-separated, in bytes, KiB, MiB or GiB")
 	fs.StringVar(&f.jsonOut, "json", "", "write the rows as a JSON array to this file (a metric not measured is null)")
 	fs.StringVar(&f.plotOut, "plot", "", "draw throughput and p99 latency against the interval into this PNG")
@@ -383,6 +383,9 @@ func describe(rc rowConfig) string {
 	if rc.Recovery {
 		parts = append(parts, "recovery")
 	}
+	if rc.Monitored {
+		parts = append(parts, "monitored")
+	}
 	return strings.Join(parts, " ")
 }
 
@@ -428,6 +431,13 @@ func plan(f flags) ([]rowConfig, error) {
 	case "latency": // the maximum, then 50% of it (added once measured)
 		add(func(rc *rowConfig) { rc.Mode, rc.Interval = "abs", "100ms" })
 		return out, nil
+	case "monitoring": // metrics, API and dashboard served and polled, against none
+		for _, iv := range []string{"off", "100ms"} {
+			for _, mon := range []bool{false, true} {
+				add(func(rc *rowConfig) { rc.Mode, rc.Interval, rc.Monitored = "abs", iv, mon })
+			}
+		}
+		return out, nil
 	case "parallelism": // throughput against parallelism, checkpoints off
 		for _, p := range []int{1, 2, 4} {
 			for _, m := range []string{"abs", "protoactor"} {
@@ -436,7 +446,7 @@ func plan(f flags) ([]rowConfig, error) {
 		}
 		return out, nil
 	default:
-		return nil, fmt.Errorf("%w: unknown -sweep %q (state-size, fan-in, recovery, parallelism, backpressure, latency, rescale)", errUsage, f.sweep)
+		return nil, fmt.Errorf("%w: unknown -sweep %q (state-size, fan-in, recovery, parallelism, backpressure, latency, monitoring, rescale)", errUsage, f.sweep)
 	}
 	for _, m := range strings.Split(f.modes, ",") {
 		switch m = strings.TrimSpace(m); m {
@@ -599,7 +609,7 @@ func runChild(ctx context.Context, spec string, stdout io.Writer) error {
 func ratios(rows []Row) {
 	for i := range rows {
 		r := &rows[i]
-		r.RatioToOff, r.RatioToInProcess, r.RatioToLoop = metric{}, metric{}, metric{}
+		r.RatioToOff, r.RatioToInProcess, r.RatioToLoop, r.RatioToUnmonitored = metric{}, metric{}, metric{}, metric{}
 		if r.baseline() {
 			continue
 		}
@@ -626,6 +636,16 @@ func ratios(rows []Row) {
 		if off, ok := offRate(rows, *r, offMode); ok {
 			r.RatioToOff = per(v, off)
 		}
+		if r.Monitored {
+			for _, o := range rows {
+				if !o.Monitored && o.Mode == r.Mode && o.Interval == r.Interval && o.Topology == r.Topology &&
+					o.Parallelism == r.Parallelism && o.StateSize == r.StateSize && o.SinkRate == r.SinkRate && o.Rate == r.Rate {
+					if u, ok := o.RecordsPerSec.value(); ok {
+						r.RatioToUnmonitored = per(v, u)
+					}
+				}
+			}
+		}
 	}
 }
 
@@ -633,7 +653,7 @@ func ratios(rows []Row) {
 // off and r's topology, parallelism and state, if rows hold one measured.
 func offRate(rows []Row, r Row, mode string) (float64, bool) {
 	for _, o := range rows {
-		if o.Mode == mode && o.Interval == "off" && o.Topology == r.Topology && o.Parallelism == r.Parallelism &&
+		if o.Mode == mode && o.Interval == "off" && !o.Monitored && o.Topology == r.Topology && o.Parallelism == r.Parallelism &&
 			o.StateSize == r.StateSize && o.SinkRate == 0 && o.Rate == 0 {
 			return o.RecordsPerSec.value()
 		}

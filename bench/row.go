@@ -31,7 +31,11 @@ type rowConfig struct {
 	SinkRate    float64       `json:"sink_rate,omitempty"` // records/s the sink is limited to (0: unlimited)
 	Backlog     int64         `json:"backlog,omitempty"`   // kafka rows without a rate: records filled in before the row (0: sized by kafkaBacklog)
 	Recovery    bool          `json:"-"`                   // inject one failure and measure the recovery
-	CPUProfile  string        `json:"-"`                   // the run's CPU profiles: this path and an ending ("": none)
+	// Monitored rows serve the job's metrics, API and dashboard
+	// (internal/serve), scraped and polled every second and with an event
+	// stream open, as a Prometheus server and an open dashboard would.
+	Monitored  bool   `json:"monitored,omitempty"`
+	CPUProfile string `json:"-"` // the run's CPU profiles: this path and an ending ("": none)
 }
 
 // Row is a measured configuration. A metric that was not measured, or does
@@ -70,6 +74,9 @@ type Row struct {
 	// CPUPerRecordUs is, for a kafka row, the CPU time the process used in
 	// the window (broker, row and reader together) per record counted.
 	CPUPerRecordUs metric `json:"cpu_us_per_record"`
+	// RatioToUnmonitored is a monitored row's records/s against the same
+	// row's without monitoring.
+	RatioToUnmonitored metric `json:"ratio_to_unmonitored"`
 }
 
 // baseline reports whether the row is a hand-written baseline, which takes
@@ -157,7 +164,7 @@ func baselineRow(res baseline.Result) Row {
 	return row
 }
 
-func runSnapflow(ctx context.Context, rc rowConfig) (Row, error) {
+func runSnapflow(ctx context.Context, rc rowConfig) (_ Row, err error) {
 	interval, err := parseInterval(rc.Interval)
 	if err != nil {
 		return Row{}, err
@@ -204,11 +211,29 @@ func runSnapflow(ctx context.Context, rc rowConfig) (Row, error) {
 	if rc.Mode == "sync" {
 		opts = append(opts, actors.WithSynchronousSnapshots())
 	}
+	var mon *monitoring
+	if rc.Monitored {
+		if mon, err = startMonitoring(ctx); err != nil {
+			return Row{}, err
+		}
+		opts = append(mon.srv.Options(), opts...)
+	}
 	job, err := actors.Start(ctx, g, opts...)
 	if err != nil {
+		if mon != nil {
+			mon.stop()
+		}
 		return Row{}, err
 	}
 	defer func() { _ = job.Stop() }() // on every path, before removeJob
+	if mon != nil {
+		mon.watch(job)
+		defer func() {
+			if merr := mon.stop(); merr != nil && err == nil {
+				err = merr
+			}
+		}()
+	}
 	start := time.Now()
 	var counted int64
 	var elapsed time.Duration

@@ -17,7 +17,12 @@ type column struct {
 // not apply or was not measured, and numbers with thousands separators.
 var columns = []column{
 	{"topology", func(r Row) string { return r.Topology }},
-	{"mode", func(r Row) string { return r.Mode }},
+	{"mode", func(r Row) string {
+		if r.Monitored {
+			return r.Mode + "+mon"
+		}
+		return r.Mode
+	}},
 	{"interval", func(r Row) string { return ifSnapflow(r, r.Interval) }},
 	{"p", func(r Row) string { return count(int64(r.Parallelism)) }},
 	{"state/key B", stateCell},
@@ -28,6 +33,7 @@ var columns = []column{
 	{"% of off", func(r Row) string { return percent(r.RatioToOff) }},
 	{"% of in-proc off", func(r Row) string { return percent(r.RatioToInProcess) }},
 	{"% of loop", func(r Row) string { return percent(r.RatioToLoop) }},
+	{"% of unmonitored", func(r Row) string { return percent(r.RatioToUnmonitored) }},
 	{"ckpts", checkpointsCell},
 	{"ckpt p50/p99 ms", func(r Row) string { return pair(r.CkptP50Ms, r.CkptP99Ms) }},
 	{"align p50/p99 ms", func(r Row) string { return pair(r.AlignP50Ms, r.AlignP99Ms) }},
@@ -40,7 +46,7 @@ var columns = []column{
 }
 
 // optional columns are printed only when some row has a value in them.
-var optional = map[string]bool{"offered/s": true, "sink limit/s": true, "recovery ms": true, "% of in-proc off": true, "wire B/record": true, "% of loop": true, "CPU µs/record": true}
+var optional = map[string]bool{"offered/s": true, "sink limit/s": true, "recovery ms": true, "% of in-proc off": true, "wire B/record": true, "% of loop": true, "CPU µs/record": true, "% of unmonitored": true}
 
 // tableNote explains the table's symbols and relative columns.
 const tableNote = `–: does not apply to the row, or was not measured (no record, no checkpoint, no time).
@@ -69,7 +75,7 @@ func printTable(w io.Writer, rows []Row) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := io.WriteString(w, tableNote+clusterNote(rows)+kafkaNote(rows))
+	_, err := io.WriteString(w, tableNote+clusterNote(rows)+kafkaNote(rows)+monitorNote(rows))
 	return err
 }
 
@@ -148,4 +154,17 @@ func pair(p50, p99 metric) string {
 		}
 	}
 	return p50.cell(2) + " / " + p99.cell(2)
+}
+
+// monitorNote explains the monitored rows, when there are some.
+func monitorNote(rows []Row) string {
+	for _, r := range rows {
+		if r.Monitored {
+			return `+mon: the job's metrics, JSON API and dashboard are served (internal/serve) and, every second, /metrics is
+  scraped and the API polled as Prometheus and an open dashboard would, with the event stream read throughout;
+  % of unmonitored: records/s against the same row without them, in the same run.
+`
+		}
+	}
+	return ""
 }
