@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -435,4 +437,78 @@ func TestAddressDefaultsToLoopback(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// An event stream stays open past the server's read and write timeouts,
+// which bound every other request.
+func TestEventStreamOutlivesTimeouts(t *testing.T) {
+	defer web.SetTimeouts(50*time.Millisecond, 50*time.Millisecond)()
+	e := start(t, setup{})
+	ctx := testContext(t)
+	e.waitRunning(ctx)
+	s := e.events(ctx, false)
+	<-time.After(300 * time.Millisecond) // well past both timeouts
+	id, err := e.job.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.waitCheckpoint(t, id)
+}
+
+// A panic in a handler (here in the Controller) answers 500 with a JSON
+// error; the server and the job go on.
+func TestHandlerPanicIsContained(t *testing.T) {
+	e := start(t, setup{readOnly: true})
+	ctx := testContext(t)
+	srv, err := web.Start(ctx, web.Config{Logger: discard()}, e.mon, panicky{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	res, err := http.Post(srv.URL()+"/api/v1/checkpoints", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	wantError(t, "a panicking controller", res.StatusCode, res.Header, b, http.StatusInternalServerError, "internal")
+	res, err = http.Get(srv.URL() + "/api/v1/job")
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("after the panic: %v %v", res, err)
+	}
+	res.Body.Close()
+	http.DefaultClient.CloseIdleConnections()
+	select {
+	case <-e.job.Done():
+		t.Fatal("the job ended")
+	default:
+	}
+}
+
+type panicky struct{}
+
+func (panicky) Checkpoint(context.Context) (uint64, error) {
+	panic("web test: a controller that panics")
+}
+func (panicky) Savepoint(context.Context, string) (uint64, error) {
+	panic("web test: a controller that panics")
+}
+func (panicky) StopWithSavepoint(context.Context, string) (uint64, error) {
+	panic("web test: a controller that panics")
+}
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// HEAD on the event stream answers the headers and ends: the client reuses
+// the connection for its next request, which a handler still streaming
+// would never read.
+func TestHeadOfTheEventStreamEnds(t *testing.T) {
+	e := start(t, setup{})
+	ctx := testContext(t)
+	code, hdr, _ := e.do(ctx, request{method: http.MethodHead, path: "/api/v1/events"})
+	if code != http.StatusOK || hdr.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("HEAD /api/v1/events: %d %q", code, hdr.Get("Content-Type"))
+	}
+	var job monitor.JobStatus
+	e.get(ctx, "/api/v1/job", &job) // on the same connection
 }

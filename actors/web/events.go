@@ -19,13 +19,18 @@ var (
 // ends when the client leaves, the monitor ends the subscription, or the
 // server closes.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	rc := http.NewResponseController(w)
-	updates, unsubscribe := s.mon.Subscribe()
-	defer unsubscribe()
-
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("X-Accel-Buffering", "no") // for a reverse proxy in front
+	if r.Method == http.MethodHead {
+		// No body: a client may reuse the connection at once, so the
+		// handler must not go on streaming.
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	rc := http.NewResponseController(w)
+	updates, unsubscribe := s.mon.Subscribe()
+	defer unsubscribe()
 	w.WriteHeader(http.StatusOK)
 	// No read deadline: a read timeout would end the request's context.
 	// Errors mean the writer has no deadlines (a test recorder).

@@ -23,6 +23,14 @@ var ErrConfig = errors.New("web: bad config")
 // savepoint when Config.RequestTimeout is zero.
 const DefaultRequestTimeout = 2 * time.Minute
 
+// timeouts are the http.Server's (variables for the tests).
+var timeouts = struct{ readHeader, read, write, idle time.Duration }{
+	readHeader: 10 * time.Second,
+	read:       30 * time.Second,
+	write:      30 * time.Second,
+	idle:       2 * time.Minute,
+}
+
 // Config configures the server. The zero value serves on a free port of
 // 127.0.0.1 without a token and without /metrics.
 type Config struct {
@@ -115,13 +123,13 @@ func Start(ctx context.Context, cfg Config, m *monitor.Monitor, ctl Controller) 
 	s.base, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	s.srv = &http.Server{
 		Handler:           s.handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		// The event stream and the POST requests move their own write
-		// deadline (see http.ResponseController); everything else is
-		// answered well within this.
-		WriteTimeout:   30 * time.Second,
-		IdleTimeout:    2 * time.Minute,
+		ReadHeaderTimeout: timeouts.readHeader,
+		ReadTimeout:       timeouts.read,
+		// The event stream and the POST requests move their own
+		// deadlines (see http.ResponseController); everything else is
+		// answered well within these.
+		WriteTimeout:   timeouts.write,
+		IdleTimeout:    timeouts.idle,
 		MaxHeaderBytes: 64 << 10,
 		BaseContext:    func(net.Listener) context.Context { return s.base },
 		ErrorLog:       slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
