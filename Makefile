@@ -17,9 +17,9 @@ MINIO_ROOT_USER ?= snapflow
 MINIO_ROOT_PASSWORD ?= snapflow-secret
 MINIO_DEMO_URL := s3://snapflow/demo?endpoint=127.0.0.1:9000&secure=false&create=true
 
-.PHONY: test test-loaded soak proto vet minio-bin minio
+.PHONY: test test-loaded soak proto vet minio-bin minio browser
 
-test: $(MINIO_BIN)
+test: $(MINIO_BIN) browser
 	MINIO_BIN="$(MINIO_BIN)" $(GO) test -race -count=1 ./...
 
 # test-loaded runs the suite (`make test`) while CPU burners hold every core,
@@ -31,7 +31,7 @@ test: $(MINIO_BIN)
 BURNERS ?= $(shell echo $$(( $$(nproc) * 2 )))
 PKGS ?=
 
-test-loaded: $(MINIO_BIN)
+test-loaded: $(MINIO_BIN) browser
 	@burners=(); \
 	stop() { kill "$${burners[@]}" 2>/dev/null; wait "$${burners[@]}" 2>/dev/null; }; \
 	trap 'stop' EXIT; trap 'exit 130' INT TERM HUP; \
@@ -56,6 +56,22 @@ soak: $(MINIO_BIN)
 
 vet:
 	$(GO) vet ./...
+
+# browser installs Chromium, which the dashboard's browser test
+# (actors/web) drives headless, through apt when none of $(BROWSERS) is on
+# PATH (with `sudo -n` when not root). Where apt cannot install it, the
+# test skips, and this only warns, unless CI=true: then both fail.
+BROWSERS := chromium chromium-browser google-chrome
+
+browser:
+	@for b in $(BROWSERS); do command -v "$$b" >/dev/null 2>&1 && exit 0; done; \
+	sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo -n"; \
+	echo "browser: installing chromium with apt-get for the dashboard's browser test"; \
+	if command -v apt-get >/dev/null 2>&1 && \
+		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; then exit 0; fi; \
+	if [ "$$CI" = true ]; then echo "browser: could not install chromium, and CI=true" >&2; exit 1; fi; \
+	echo "browser: chromium is not installed: the dashboard's browser test will skip" >&2
 
 # minio-bin installs the MinIO server into $(TOOLS)/bin unless it is there.
 minio-bin: $(MINIO_TOOL)
