@@ -60,6 +60,12 @@ func upstreamRace(report []string) bool {
 	return accesses == 2
 }
 
+// stackFunc is a function line of a stack: "pkg/path.(*T).Method(...)",
+// with no space before the parenthesis of its arguments. The log lines the
+// process writes to stderr meanwhile ("time=... level=ERROR msg=...") can
+// land among a report's lines, and are not.
+var stackFunc = regexp.MustCompile(`^[^\s(]+\(.*\)$`)
+
 // firstFrame returns the first function in stack lines (functions and
 // their files alternate; a blank line ends the stack) that is not the
 // runtime's.
@@ -69,7 +75,7 @@ func firstFrame(stack []string) string {
 		switch {
 		case f == "":
 			return ""
-		case strings.HasPrefix(f, "/"), strings.Contains(f, ".go:"): // a file
+		case strings.HasPrefix(f, "/"), strings.Contains(f, ".go:"), !stackFunc.MatchString(f): // a file, or a log line
 		case strings.HasPrefix(f, "runtime."), strings.HasPrefix(f, "internal/"), strings.HasPrefix(f, "sync/atomic."):
 		default:
 			return f

@@ -232,6 +232,18 @@ func TestUpstreamRace(t *testing.T) {
 	if upstreamRace(upstream[:4]) {
 		t.Error("a report with one access is tolerated")
 	}
+	// A log line of the process, written to stderr while the race
+	// detector writes its report, lands between an access and its stack.
+	interleaved := append([]string(nil), upstream[:2]...)
+	interleaved = append(interleaved, `time=2026-12-03T06:13:42.107Z level=ERROR msg="EndpointWriter failed to create receive stream" error="rpc error: code = Unavailable"`)
+	interleaved = append(interleaved, upstream[2:]...)
+	if !upstreamRace(interleaved) {
+		t.Error("a race inside protoactor-go's remote package with a log line among its report is not tolerated")
+	}
+	interleaved[8] = "  github.com/snapflow/snapflow/actors.(*task).Receive()"
+	if upstreamRace(interleaved) {
+		t.Error("a race with snapflow's code, with a log line among its report, is tolerated")
+	}
 	viaRuntime := []string{
 		"WARNING: DATA RACE",
 		"Write at 0x00c00011fd90 by goroutine 91:",
