@@ -138,17 +138,23 @@ func TestDashboardInABrowser(t *testing.T) {
 	const token = "dashboard-token"
 	ctx := testContext(t)
 	p := openBrowser(t, ctx)
-	e := start(t, setup{token: token, interval: 250 * time.Millisecond, failAt: 30000})
+	e := start(t, setup{token: token, interval: 250 * time.Millisecond, failAt: 30000, sinkRate: 5000})
 	e.waitRunning(ctx)
 
+	shotPath := os.Getenv("SNAPFLOW_SCREENSHOT")
+	rows := 3
+	if shotPath != "" {
+		rows = 10 // fuller charts for the README
+	}
 	p.do("loading the dashboard", chromedp.Navigate(e.srv.URL()+"/?token="+token))
-	poll[bool](p, "three completed checkpoints in the table",
-		`document.querySelectorAll('#checkpoints tbody tr.cp[data-status="completed"]').length >= 3`)
+	poll[bool](p, "completed checkpoints in the table",
+		fmt.Sprintf(`document.querySelectorAll('#checkpoints tbody tr.cp[data-status="completed"]').length >= %d`, rows))
 	poll[bool](p, "the duration chart's line",
 		`(() => { const l = document.querySelector('#chart-duration path.line');
 			return !!l && Number(l.dataset.points) >= 3 && /^M[\d.]+,[\d.]+(L[\d.]+,[\d.]+){2,}/.test(l.getAttribute('d')); })()`)
 	poll[bool](p, "the size and alignment charts", `['#chart-size', '#chart-alignment'].every(
 		(id) => document.querySelectorAll(id + ' circle.pt').length >= 3 || Number((document.querySelector(id + ' path.line') || {dataset: {}}).dataset.points) >= 3)`)
+	poll[bool](p, "the seven tasks", `document.querySelectorAll('#tasks tbody tr[data-task]').length === 7`)
 	poll[bool](p, "the four operators of the topology", `document.querySelectorAll('#topology g.op').length === 4 &&
 		document.querySelectorAll('#topology g.edge path').length === 3`)
 	if par := eval[string](p, `document.querySelector('#topology g.op[data-op="sum"] text.par').textContent`); par != "×2" {
@@ -157,6 +163,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	poll[bool](p, "the failure and the restore in the timeline",
 		`!!document.querySelector('#timeline li[data-kind="task-failed"]') && !!document.querySelector('#timeline li[data-kind="restoring"]')`)
 	poll[bool](p, "the live event stream", `document.getElementById('live').classList.contains('on')`)
+	poll[bool](p, "the backpressure in front of the slow sink", `!!document.querySelector('#topology g.op.bp-warn, #topology g.op.bp-hot')`)
 	poll[bool](p, "the records' rates", `/\d/.test(document.getElementById('st-rate-in').textContent) &&
 		/\d[kMG]?\/s$/.test(document.querySelector('#topology g.op[data-op="sum"] text.rate').textContent)`)
 
@@ -176,10 +183,15 @@ func TestDashboardInABrowser(t *testing.T) {
 	poll[bool](p, "the row's per-task figures", fmt.Sprintf(
 		`document.querySelectorAll('#checkpoints tr.detail[data-detail="%d"] table.tasks tbody tr').length === 7`, id))
 
-	// Readable at 1280x800: nothing spills out of the window.
+	// Readable at 1280x800: nothing spills out of the window, and no panel
+	// needs a horizontal scroll.
 	if fits := eval[bool](p, `document.documentElement.scrollWidth <= innerWidth && document.documentElement.scrollHeight <= innerHeight`); !fits {
 		t.Errorf("the page overflows the 1280x800 window: %s", eval[string](p,
 			`document.documentElement.scrollWidth + 'x' + document.documentElement.scrollHeight`))
+	}
+	if wide := eval[[]string](p, `[...document.querySelectorAll('.panel, .scroll')].filter((e) => e.scrollWidth > e.clientWidth + 1)
+		.map((e) => (e.id || e.className) + ' ' + e.scrollWidth + '>' + e.clientWidth)`); len(wide) > 0 {
+		t.Errorf("too wide for their panel at 1280x800: %v", wide)
 	}
 	if pr := p.problems(); len(pr) > 0 {
 		t.Errorf("the browser console reports problems:\n%s", strings.Join(pr, "\n"))
@@ -201,7 +213,7 @@ func TestDashboardInABrowser(t *testing.T) {
 		t.Logf("screenshot: %s", path)
 	}
 	save(filepath.Join(t.ArtifactDir(), "dashboard.png"))
-	if path := os.Getenv("SNAPFLOW_SCREENSHOT"); path != "" {
-		save(path)
+	if shotPath != "" {
+		save(shotPath)
 	}
 }

@@ -37,6 +37,7 @@ type setup struct {
 	readOnly bool          // no Controller
 	failAt   int64         // > 0: the "square" operator panics once, on the record failAt
 	rate     float64       // records/s of the source (default 20000)
+	sinkRate float64       // > 0: the sink takes at most this many records/s, like a slow external system
 }
 
 // env is a running job with a monitor and the real server on 127.0.0.1:0.
@@ -127,8 +128,28 @@ func graph(s setup) *topology.Graph {
 				return nil
 			}
 		}, topology.Parallelism(2))
-	topology.Sink(sums, "sink", func(int64) error { return nil })
+	topology.Sink(sums, "sink", slowSink(s.sinkRate))
 	return g
+}
+
+// slowSink writes at most rate records/s (unbounded when rate is 0), as a
+// sink to a slow system would: it blocks when it is ahead.
+func slowSink(rate float64) func(int64) error {
+	if rate <= 0 {
+		return func(int64) error { return nil }
+	}
+	var start time.Time
+	var n float64
+	return func(int64) error {
+		if start.IsZero() {
+			start = time.Now()
+		}
+		n++
+		if ahead := time.Duration(n/rate*float64(time.Second)) - time.Since(start); ahead > 0 {
+			time.Sleep(ahead) // the slow system's latency, not a test's synchronisation
+		}
+		return nil
+	}
 }
 
 // waitRunning waits for the job's first EventRunning.

@@ -104,6 +104,7 @@
     rateBase: null,    // the job sample that rates are measured from
     rates: {},         // operator id -> {in, out, bp (0..1)}, taskRates: task id -> bp
     taskBp: {},
+    taskRates: {},
     cps: new Map(),    // id -> checkpoint
     timeline: [],
     open: new Set(),   // expanded checkpoint rows
@@ -143,13 +144,16 @@
       };
     }
     const tb = new Map((prev.tasks || []).map((t) => [t.id, t]));
-    const taskBp = {};
+    const taskBp = {}, taskRates = {};
     for (const t of job.tasks || []) {
       const p = tb.get(t.id);
-      if (p) taskBp[t.id] = clamp01((t.backpressure_seconds - p.backpressure_seconds) / dt);
+      if (!p) continue;
+      taskBp[t.id] = clamp01((t.backpressure_seconds - p.backpressure_seconds) / dt);
+      taskRates[t.id] = { in: Math.max(0, (t.records_in - p.records_in) / dt), out: Math.max(0, (t.records_out - p.records_out) / dt) };
     }
     state.rates = rates;
     state.taskBp = taskBp;
+    state.taskRates = taskRates;
   }
   const clamp01 = (x) => (isNaN(x) ? 0 : Math.max(0, Math.min(1, x)));
 
@@ -308,11 +312,33 @@
       }
       svg.append(g);
     }
+    renderTasks(j, ops);
     const nodes = (j.nodes || []);
     const nb = $("nodes");
     clear(nb);
     nb.hidden = nodes.length === 0;
     for (const n of nodes) nb.append(el("span", { class: "node" + (n.state === "lost" ? " lost" : ""), text: n.id + " " + n.address + " · " + n.state }));
+  }
+  // One row per task: where backpressure and queues sit.
+  function renderTasks(j, ops) {
+    const tbody = document.querySelector("#tasks tbody");
+    clear(tbody);
+    const order = new Map(ops.map((o, i) => [o.id, i]));
+    const tasks = [...(j.tasks || [])].sort((a, b) => (order.get(a.operator) - order.get(b.operator)) || a.subtask - b.subtask);
+    const cluster = tasks.some((t) => t.node);
+    $("tasks-node").hidden = !cluster;
+    for (const t of tasks) {
+      const r = state.taskRates[t.id];
+      const bp = state.taskBp[t.id];
+      tbody.append(el("tr", { "data-task": t.id },
+        el("td", { class: "task", text: t.id }),
+        cluster ? el("td", { class: "when", text: t.node || "" }) : null,
+        el("td", { class: "num", text: r ? fmtCount(r.in) : "–" }),
+        el("td", { class: "num", text: r ? fmtCount(r.out) : "–" }),
+        el("td", { class: "num" }, bp == null ? "–" : (bp * 100).toFixed(0) + "%",
+          el("span", { class: "bar", style: { width: Math.max(1, Math.round(36 * (bp || 0))) + "px", background: bpColor(bp || 0) } })),
+        el("td", { class: "num", text: t.queued_batches || 0 })));
+    }
   }
   const truncate = (s, n) => (s && s.length > n ? s.slice(0, n - 1) + "…" : s || "");
 
@@ -358,7 +384,7 @@
         el("td", { class: "num", text: cp.status === "completed" ? fmtBytes(cp.bytes) : "–" }),
         el("td", { class: "num", text: cp.status === "completed" ? fmtDur(cp.alignment_seconds) : "–" }),
         el("td", { class: "num", text: cp.status === "completed" ? fmtDur(cp.upload_seconds) : "–" }),
-        cp.error ? el("td", { class: "err", title: cp.error, text: cp.error }) : el("td", null, el("span", { class: "chev", text: "›" })));
+        el("td", null, cp.error ? el("span", { class: "err", title: cp.error, text: "!" }) : null, el("span", { class: "chev", text: "›" })));
       tbody.append(tr);
       if (open) tbody.append(detailRow(cp));
     }
@@ -369,7 +395,9 @@
     const td = el("td", { colspan: 8 });
     const tasks = cp.tasks || [];
     if (!tasks.length) {
-      td.append(el("span", { class: "empty", text: cp.status === "completed" ? "No per-task figures." : cp.error ? "Error: " + cp.error : "Per-task figures come with completion." }));
+      td.append(cp.error
+        ? el("div", { class: "cp-error" }, el("b", { text: cp.status + (cp.task ? " by " + cp.task : "") + ": " }), cp.error)
+        : el("span", { class: "empty", text: cp.status === "completed" ? "No per-task figures." : "Per-task figures come with completion." }));
       return el("tr", { class: "detail", "data-detail": cp.id }, td);
     }
     const max = { bytes: 1, alignment_seconds: 1e-9, sync_seconds: 1e-9, async_seconds: 1e-9 };
@@ -379,10 +407,12 @@
       const total = (t.alignment_seconds || 0) + (t.sync_seconds || 0) + (t.async_seconds || 0);
       if (total > worst) { worst = total; slowest = t.task; }
     }
-    const bar = (v, m, cls) => el("span", { class: "bar " + cls, style: { width: Math.max(1, Math.round(44 * (v || 0) / m)) + "px" } });
+    const bar = (v, m, cls) => el("span", { class: "bar " + cls, style: { width: Math.max(1, Math.round(32 * (v || 0) / m)) + "px" } });
     const table = el("table", { class: "tasks" },
-      el("thead", null, el("tr", null, el("th", { text: "task" }), el("th", { class: "num", text: "state" }),
-        el("th", { class: "num", text: "alignment" }), el("th", { class: "num", text: "sync" }), el("th", { class: "num", text: "async upload" }))));
+      el("thead", null, el("tr", null, el("th", { text: "task" }), el("th", { class: "num", text: "state", title: "the task's state snapshot" }),
+        el("th", { class: "num", text: "alignment", title: "from the first barrier to the last" }),
+        el("th", { class: "num", text: "sync", title: "the synchronous snapshot: records wait" }),
+        el("th", { class: "num", text: "async", title: "the upload, while records flow" }))));
     const body = el("tbody");
     for (const t of tasks) {
       body.append(el("tr", { "data-task": t.task },
