@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/snapflow/snapflow/actors/monitor"
@@ -215,5 +217,50 @@ func TestDashboardInABrowser(t *testing.T) {
 	save(filepath.Join(t.ArtifactDir(), "dashboard.png"))
 	if shotPath != "" {
 		save(shotPath)
+	}
+}
+
+// TestDashboardPollsWithoutEventSource runs the page in a browser without
+// EventSource: it falls back to polling, and a checkpoint taken by the job
+// (not by the page) still reaches its table. The savepoint form then takes
+// a savepoint, which the table shows with its name.
+func TestDashboardPollsWithoutEventSource(t *testing.T) {
+	ctx := testContext(t)
+	p := openBrowser(t, ctx)
+	e := start(t, setup{})
+	e.waitRunning(ctx)
+
+	p.do("removing EventSource", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, cdppage.AddScriptToEvaluateOnNewDocument,
+			cdppage.AddScriptToEvaluateOnNewDocumentParams{Source: "delete window.EventSource;"})
+		return err
+	}))
+	p.do("loading the dashboard", chromedp.Navigate(e.srv.URL()+"/"))
+	poll[bool](p, "the page to poll", `typeof EventSource === 'undefined' && document.getElementById('live').textContent === 'polling'`)
+
+	id, err := e.job.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.do("the job's checkpoint in the table", chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#checkpoints tbody tr.cp[data-id="%d"][data-status="completed"]`, id))))
+
+	p.do("taking a savepoint from the page",
+		chromedp.Click(chromedp.ID("savepoint-open")),
+		chromedp.WaitVisible(chromedp.ID("savepoint-name")),
+		chromedp.SetValue(chromedp.ID("savepoint-name"), "from-the-page"),
+		chromedp.Click(chromedp.ID("savepoint-take")))
+	poll[bool](p, "the savepoint in the table", `[...document.querySelectorAll('#checkpoints tbody tr.cp[data-status="completed"] .badge.savepoint')]
+		.some((b) => b.textContent === 'savepoint from-the-page')`)
+	var sp monitor.Checkpoint
+	for _, cp := range e.mon.Checkpoints(0) {
+		if cp.Savepoint == "from-the-page" {
+			sp = cp
+		}
+	}
+	if sp.Status != monitor.StatusCompleted {
+		t.Errorf("the monitor does not have the page's savepoint completed: %+v", sp)
+	}
+	if pr := p.problems(); len(pr) > 0 {
+		t.Errorf("the browser console reports problems:\n%s", strings.Join(pr, "\n"))
 	}
 }
