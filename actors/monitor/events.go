@@ -7,8 +7,9 @@ import (
 	"github.com/snapflow/snapflow/actors"
 )
 
-// handle applies one event of the job; it runs on the job actor.
-func (m *Monitor) handle(e actors.Event) {
+// handle applies one event of the job of listener generation gen; it runs
+// on the job actor.
+func (m *Monitor) handle(e actors.Event, gen uint64) {
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
@@ -17,6 +18,7 @@ func (m *Monitor) handle(e actors.Event) {
 	if m.started.IsZero() {
 		m.started = e.Time
 	}
+	setState := func(s string) { m.setState(s, gen) }
 	if e.Epoch > m.epoch {
 		m.epoch = e.Epoch
 	}
@@ -30,24 +32,24 @@ func (m *Monitor) handle(e actors.Event) {
 	case actors.EventTaskFailed:
 		m.counts.TaskFailures++
 		m.failures[cause(e.Cause)]++
-		m.setState(StateRestoring)
+		setState(StateRestoring)
 		m.addTimeline(e)
 	case actors.EventRestoring:
 		m.counts.Restores++
-		m.setState(StateRestoring)
+		setState(StateRestoring)
 		m.addTimeline(e)
 	case actors.EventRunning:
-		m.setState(StateRunning)
+		setState(StateRunning)
 		m.addTimeline(e)
 	case actors.EventFinished:
-		m.setState(StateFinished)
+		setState(StateFinished)
 		m.endInProgress(e.Time, "the job finished before the checkpoint's outcome was reported")
 		m.addTimeline(e)
 	case actors.EventFailed:
 		if e.Err != nil {
 			m.failure = e.Err.Error()
 		}
-		m.setState(StateFailed)
+		setState(StateFailed)
 		m.endInProgress(e.Time, "the job failed before the checkpoint's outcome was reported")
 		m.addTimeline(e)
 	case actors.EventNodeJoined:
@@ -74,13 +76,15 @@ func cause(c actors.FailureCause) string {
 // terminal says that a job in state s has ended.
 func terminal(s string) bool { return s == StateFinished || s == StateFailed || s == StateStopped }
 
-// setState moves the job to s and publishes the change; a job that ended
-// stays ended.
-func (m *Monitor) setState(s string) {
-	if m.state == s || terminal(m.state) {
+// setState moves the job to s, by an event of listener generation gen, and
+// publishes the change. A job that ended stays ended, and an older
+// generation's job (a program that stopped its job and started another)
+// no longer moves the state.
+func (m *Monitor) setState(s string, gen uint64) {
+	if gen < m.gen || m.state == s && m.stateGen == gen || terminal(m.state) && m.stateGen == gen {
 		return
 	}
-	m.state = s
+	m.state, m.stateGen = s, gen
 	m.publish(Update{Kind: UpdateJob})
 }
 

@@ -47,6 +47,10 @@ type Monitor struct {
 	mu       sync.Mutex
 	job      *actors.Job
 	watched  *actors.Job // the job whose end a goroutine waits for
+	// Each Listener is a generation: the listener of the job started last
+	// is the newest. Only the newest generation moves the state; jobGen is
+	// the attached job's, stateGen the one that set the state.
+	gen, jobGen, stateGen uint64
 	topo     *topo
 	name     string
 	state    string
@@ -100,8 +104,17 @@ func New(opts Options) (*Monitor, error) {
 }
 
 // Listener returns the function to pass to actors.WithListener. It returns
-// quickly and never waits for a reader.
-func (m *Monitor) Listener() func(actors.Event) { return m.handle }
+// quickly and never waits for a reader. Take a new one for every job
+// started (a program that stops its job and starts it again, or at another
+// parallelism): the job started with the newest listener moves the job's
+// state, and an older job's late events no longer do.
+func (m *Monitor) Listener() func(actors.Event) {
+	m.mu.Lock()
+	m.gen++
+	g := m.gen
+	m.mu.Unlock()
+	return func(e actors.Event) { m.handle(e, g) }
+}
 
 // Attach gives the monitor the job, once actors.Start has returned: its
 // plan gives the operators, tasks and edges, and its counters are read when
@@ -116,6 +129,9 @@ func (m *Monitor) Attach(j *actors.Job) {
 	t := newTopo(j.Plan())
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.job != j {
+		m.jobGen = m.gen // the job started with the newest listener
+	}
 	m.job, m.topo = j, t
 	if m.opts.Job == "" {
 		m.name = j.Plan().Job
@@ -138,7 +154,7 @@ func (m *Monitor) Attach(j *actors.Job) {
 // ended records the end of job j, done, unless an event already did, under
 // m.mu.
 func (m *Monitor) ended(j *actors.Job) {
-	if terminal(m.state) || j != m.job {
+	if j != m.job || m.jobGen < m.gen || terminal(m.state) && m.stateGen == m.jobGen {
 		return
 	}
 	now := time.Now()
@@ -154,7 +170,7 @@ func (m *Monitor) ended(j *actors.Job) {
 	if err != nil {
 		e.Error = err.Error()
 	}
-	m.state = e.Kind
+	m.state, m.stateGen = e.Kind, m.jobGen
 	m.endInProgress(now, "the job "+e.Kind+" before the checkpoint's outcome was reported")
 	m.publish(Update{Kind: UpdateJob})
 	m.timeline.push(e)

@@ -445,3 +445,51 @@ func TestNoRegistryNoMetrics(t *testing.T) {
 		t.Errorf("the global registry went from %d to %d families", before, after)
 	}
 }
+
+// TestJobStartedAgain: a program that stops its job and starts another
+// (a restart, a rescale) with a new Listener sees the new job's state, not
+// the stopped one's; the stopped job's late events move nothing.
+func TestJobStartedAgain(t *testing.T) {
+	m, err := monitor.New(monitor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func() (*actors.Job, func(actors.Event)) {
+		l := m.Listener()
+		running := make(chan struct{})
+		var once sync.Once
+		j, err := actors.Start(context.Background(), testGraph("again", 1<<62), actors.WithStore(snapshots.NewMem()),
+			actors.WithListener(l), actors.WithListener(func(e actors.Event) {
+				if e.Kind == actors.EventRunning {
+					once.Do(func() { close(running) })
+				}
+			}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-running
+		m.Attach(j)
+		return j, l
+	}
+	j1, l1 := start()
+	if s := m.Job().State; s != monitor.StateRunning {
+		t.Fatalf("first job: state %q", s)
+	}
+	j1.Stop()
+	if s := m.Job().State; s != monitor.StateStopped {
+		t.Fatalf("first job stopped: state %q", s)
+	}
+	j2, _ := start()
+	defer j2.Stop()
+	if s := m.Job().State; s != monitor.StateRunning {
+		t.Fatalf("second job: state %q, want running", s)
+	}
+	l1(actors.Event{Kind: actors.EventFailed, Err: errors.New("late")})
+	if s := m.Job().State; s != monitor.StateRunning {
+		t.Fatalf("a late event of the stopped job moved the state to %q", s)
+	}
+	j2.Stop()
+	if s := m.Job().State; s != monitor.StateStopped {
+		t.Fatalf("second job stopped: state %q", s)
+	}
+}

@@ -57,7 +57,7 @@ func TestPlacement(t *testing.T) {
 	}
 	m.topo = newTopo(testPlan(t))
 	m.handle(actors.Event{Kind: actors.EventPlaced, Epoch: 1,
-		Placement: "gen#0,sum#1 -> w1@127.0.0.1:4001; sum#0,out#0 -> w2@127.0.0.1:4002"})
+		Placement: "gen#0,sum#1 -> w1@127.0.0.1:4001; sum#0,out#0 -> w2@127.0.0.1:4002"}, 0)
 	var got []string
 	for _, tk := range m.Job().Tasks {
 		got = append(got, tk.ID+"@"+tk.Node)
@@ -65,7 +65,7 @@ func TestPlacement(t *testing.T) {
 	if fmt.Sprint(got) != "[gen#0@w1 sum#0@w2 sum#1@w1 out#0@w2]" {
 		t.Errorf("tasks placed: %v", got)
 	}
-	m.handle(actors.Event{Kind: actors.EventPlaced, Epoch: 2, Placement: "gen#0,sum#0,sum#1,out#0 -> w2@127.0.0.1:4002"})
+	m.handle(actors.Event{Kind: actors.EventPlaced, Epoch: 2, Placement: "gen#0,sum#0,sum#1,out#0 -> w2@127.0.0.1:4002"}, 0)
 	if tk := m.Job().Tasks[0]; tk.Node != "w2" {
 		t.Errorf("after the second placement gen#0 is on %q", tk.Node)
 	}
@@ -78,11 +78,11 @@ func TestNodesBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.handle(actors.Event{Kind: actors.EventNodeJoined, Node: "live@h:1"})
+	m.handle(actors.Event{Kind: actors.EventNodeJoined, Node: "live@h:1"}, 0)
 	for i := range 5 {
 		w := fmt.Sprintf("w%d@h:%d", i, i)
-		m.handle(actors.Event{Kind: actors.EventNodeJoined, Node: w})
-		m.handle(actors.Event{Kind: actors.EventNodeLost, Node: w})
+		m.handle(actors.Event{Kind: actors.EventNodeJoined, Node: w}, 0)
+		m.handle(actors.Event{Kind: actors.EventNodeLost, Node: w}, 0)
 	}
 	if got := fmt.Sprint(m.Job().Nodes); got != "[{live h:1 up} {w3 h:3 lost} {w4 h:4 lost}]" {
 		t.Errorf("nodes: %s", got)
