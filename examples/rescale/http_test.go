@@ -30,9 +30,10 @@ func TestHTTP(t *testing.T) {
 	for _, op := range st.Operators {
 		par[op.Name] = op.Parallelism
 	}
-	// The state is not checked: the monitor keeps the first phase's
-	// "stopped" for the whole run: it does not yet leave a stopped state
-	// when the next job is attached.
+	// The first phase's job stopped; the second's runs.
+	if st.State != monitor.StateRunning {
+		t.Errorf("GET /api/v1/job while phase 2 holds: state %q, want running", st.State)
+	}
 	if st.Name != jobName || par["totals"] != 1 || par["web"] != 1 || par["shop"] != 1 {
 		t.Errorf("GET /api/v1/job while phase 2 holds: job %q, operators %+v; want %q with every operator at parallelism 1",
 			st.Name, st.Operators, jobName)
