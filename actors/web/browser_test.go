@@ -39,6 +39,9 @@ func browser(t *testing.T) chromedp.ExecAllocatorOption {
 type page struct {
 	t   *testing.T
 	ctx context.Context
+	// waits is ctx, cancelled by the page's first uncaught exception, so
+	// that a broken script fails a wait at once rather than at the deadline.
+	waits context.Context
 
 	mu      sync.Mutex
 	console []chromedp.ConsoleMessage
@@ -54,7 +57,8 @@ func openBrowser(t *testing.T, ctx context.Context) *page {
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 	bctx, cancelTab := chromedp.NewContext(actx)
-	p := &page{t: t, ctx: bctx}
+	waits, broken := context.WithCancelCause(bctx)
+	p := &page{t: t, ctx: bctx, waits: waits}
 	// Subscribe before the first page loads, so that no message is lost.
 	messages := chromedp.Console(bctx)
 	read := make(chan struct{})
@@ -67,9 +71,13 @@ func openBrowser(t *testing.T, ctx context.Context) *page {
 			p.mu.Lock()
 			p.console = append(p.console, m)
 			p.mu.Unlock()
+			if m.IsException() {
+				broken(fmt.Errorf("the page threw: %s", m))
+			}
 		}
 	}()
 	t.Cleanup(func() {
+		broken(nil)
 		cancelTab()
 		cancelAlloc()
 		<-read
@@ -83,8 +91,8 @@ func openBrowser(t *testing.T, ctx context.Context) *page {
 // do runs browser actions, failing the test on an error.
 func (p *page) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 	p.t.Helper()
-	if err := chromedp.Do(p.ctx, steps...); err != nil {
-		p.t.Fatalf("%s: %v%s", what, err, p.consoleText())
+	if err := chromedp.Do(p.waits, steps...); err != nil {
+		p.t.Fatalf("%s: %v%s", what, causeOr(p.waits, err), p.consoleText())
 	}
 }
 
@@ -92,20 +100,28 @@ func (p *page) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 // until the JavaScript expression is truthy, and returns its value.
 func poll[T any](p *page, what, expr string) T {
 	p.t.Helper()
-	v, err := chromedp.Run(p.ctx, chromedp.Poll[T](expr, chromedp.WithPollingTimeout(0), chromedp.WithPollingInterval(50*time.Millisecond)))
+	v, err := chromedp.Run(p.waits, chromedp.Poll[T](expr, chromedp.WithPollingTimeout(0), chromedp.WithPollingInterval(50*time.Millisecond)))
 	if err != nil {
-		p.t.Fatalf("waiting for %s: %v%s", what, err, p.consoleText())
+		p.t.Fatalf("waiting for %s: %v%s", what, causeOr(p.waits, err), p.consoleText())
 	}
 	return v
 }
 
 func eval[T any](p *page, expr string) T {
 	p.t.Helper()
-	v, err := chromedp.Run(p.ctx, chromedp.Evaluate[T](expr))
+	v, err := chromedp.Run(p.waits, chromedp.Evaluate[T](expr))
 	if err != nil {
-		p.t.Fatalf("evaluating %s: %v%s", expr, err, p.consoleText())
+		p.t.Fatalf("evaluating %s: %v%s", expr, causeOr(p.waits, err), p.consoleText())
 	}
 	return v
+}
+
+// causeOr is why ctx ended, if it did, else err.
+func causeOr(ctx context.Context, err error) error {
+	if c := context.Cause(ctx); c != nil {
+		return c
+	}
+	return err
 }
 
 // problems are the console's errors, warnings and exceptions (a refused

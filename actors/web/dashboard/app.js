@@ -17,6 +17,7 @@
   const HISTORY = 100; // checkpoints fetched and charted
   const POLL_MS = 2000;   // checkpoints and timeline, when the event stream is down
   const SAMPLE_MS = 1000; // the job's counters
+  const RATE_WINDOW_MS = 5000;
 
   async function api(path, opts) {
     opts = opts || {};
@@ -101,7 +102,7 @@
   // ---- state ----------------------------------------------------------------
   const state = {
     job: null,
-    rateBase: null,    // the job sample that rates are measured from
+    samples: [],       // recent job samples, oldest first, that rates are measured over
     rates: {},         // operator id -> {in, out, bp (0..1)}, taskRates: task id -> bp
     taskBp: {},
     taskRates: {},
@@ -117,12 +118,14 @@
     const job = await api("api/v1/job");
     const now = time(job.now);
     if (!isNaN(now)) state.clockSkew = now - Date.now();
-    // Rates come from samples at least a second apart: records move in
-    // batches, so a shorter window would jitter.
-    if (!state.rateBase || isNaN(now)) state.rateBase = job;
-    else {
-      const dt = (now - time(state.rateBase.now)) / 1000;
-      if (dt >= 0.9) { computeRates(state.rateBase, job, dt); state.rateBase = job; }
+    // Rates are measured over the last few seconds (at least about one):
+    // records move in batches, so a shorter window would jitter.
+    if (!isNaN(now)) {
+      state.samples.push(job);
+      while (state.samples.length > 2 && now - time(state.samples[1].now) >= RATE_WINDOW_MS) state.samples.shift();
+      const base = state.samples[0];
+      const dt = (now - time(base.now)) / 1000;
+      if (dt >= 0.9) computeRates(base, job, dt);
     }
     state.job = job;
     renderJob();
@@ -494,10 +497,12 @@
       grid.append(sv("line", { x1: L, x2: W - R, y1: y(v), y2: y(v) }));
       axis.append(sv("text", { x: L - 6, y: y(v) + 3, "text-anchor": "end", text: c.fmt(v) }));
     }
-    for (const t of timeTicks(t0, t1, Math.max(2, Math.floor((W - L - R) / 80)))) {
-      const tx = x(t);
-      const anchor = tx < L + 28 ? "start" : tx > W - R - 28 ? "end" : "middle";
-      axis.append(sv("text", { x: tx, y: H - 3, "text-anchor": anchor, text: fmtClock(t) }));
+    // Labels are centred on their time; one too close to an edge to fit is
+    // left out, unless it is the only one.
+    const times = timeTicks(t0, t1, Math.max(2, Math.floor((W - L - R) / 80)));
+    const fit = times.filter((t) => x(t) >= L + 26 && x(t) <= W - R - 26);
+    for (const t of fit.length ? fit : times.slice(0, 1)) {
+      axis.append(sv("text", { x: Math.min(Math.max(x(t), L + 26), W - R - 26), y: H - 3, "text-anchor": "middle", text: fmtClock(t) }));
     }
     svg.append(grid, axis);
     if (pts.length) {
