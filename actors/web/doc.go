@@ -10,24 +10,45 @@
 //
 // # Routes
 //
-//	GET  /                          the dashboard (one page, embedded)
-//	GET  /metrics                   Prometheus metrics of Config.Gatherer
-//	GET  /api/v1/job                monitor.JobStatus
-//	GET  /api/v1/checkpoints?limit=N  {"checkpoints": [monitor.Checkpoint...]}, newest first
-//	GET  /api/v1/checkpoints/{id}   monitor.Checkpoint
-//	GET  /api/v1/timeline?limit=N   {"timeline": [monitor.TimelineEntry...]}, newest first
-//	GET  /api/v1/events             server-sent events, one monitor.Update per "data:" line
-//	POST /api/v1/checkpoints        trigger a checkpoint: {"id": N} once it is complete
-//	POST /api/v1/savepoints         {"name": "...", "stop": false}: {"id": N, "name": "...", "stopped": false}
+//	GET  /                            the dashboard (one page, embedded)
+//	GET  /metrics                     Prometheus metrics of Config.Gatherer
+//	GET  /api/v1/job                  monitor.JobStatus
+//	GET  /api/v1/checkpoints?limit=N  CheckpointsResponse, newest first (no limit: every one kept)
+//	GET  /api/v1/checkpoints/{id}     monitor.Checkpoint
+//	GET  /api/v1/timeline?limit=N     TimelineResponse, newest first
+//	GET  /api/v1/events               server-sent events: "data: <monitor.Update>"
+//	POST /api/v1/checkpoints          trigger a checkpoint (empty body or {}): TriggerResponse once complete
+//	POST /api/v1/savepoints           SavepointRequest: SavepointResponse once complete
 //
-// Errors are JSON objects {"error": "..."}: 400 for a bad query or body,
-// 401 for a missing or wrong token, 403 for a control request to a
-// read-only server or from another origin, 404 for an unknown route or
-// checkpoint, 405 for a wrong method (with Allow), 409 when the job cannot
-// take the request (it ended; the savepoint exists), 413 for a body over
-// 64 KiB, 503 when a requested checkpoint failed or timed out (the job goes
-// on), 500 only for a fault of the server itself. No request can stop or
+// GET routes also answer HEAD. The event stream starts with the comment
+// ": subscribed" (updates from then on reach the client) and sends a
+// keep-alive comment every 15 s; a client that falls behind loses updates
+// (see monitor.Monitor.Subscribe) and should reload the others.
+//
+// Errors are ErrorResponse, {"error": "..."}: 400 for a bad query or body
+// (unknown fields included), 401 for a missing or wrong token, 403 for a
+// control request to a read-only server or from a page of another origin,
+// 404 for an unknown route or checkpoint, 405 for a wrong method (with
+// Allow), 409 when the job cannot take the request (it ended; the
+// savepoint exists), 413 for a body over 64 KiB, 415 for a body that is
+// not JSON, 503 when a requested checkpoint failed or did not complete
+// within Config.RequestTimeout (the job goes on), 500 only for a fault of
+// the server itself, such as a panic in a handler. No request can stop or
 // crash the job, except a savepoint with "stop": true.
+//
+// # Dashboard
+//
+// The page at / is dashboard/index.html with its style sheet and script
+// inlined (embedded with embed; no library, no CDN: the charts are
+// hand-written SVG). Its Content-Security-Policy allows those two by hash
+// and requests to its own origin only. It shows the job's state and
+// totals, the topology as a graph (operators with their parallelism and
+// rates, coloured by the share of time their tasks spent without credit),
+// a table of the tasks, charts of checkpoint duration, size and alignment
+// over time, the recent checkpoints (a row expands to the per-task
+// figures), a timeline of failures and restores, and buttons to trigger a
+// checkpoint or take a savepoint. It follows /api/v1/events, and polls
+// when the stream is unavailable.
 //
 // # Authentication
 //
