@@ -39,6 +39,11 @@ type clusterCoord struct {
 	// counts are the task counters each worker reported last, by worker
 	// id and task index (see report).
 	counts map[string][]workerCounts
+	// retired are, by task, what lost workers had counted (their queued
+	// batches dropped); gone are the ids of lost workers, whose late
+	// reports are ignored.
+	retired []workerCounts
+	gone    map[string]bool
 }
 
 // endTick ends the wait for the workers to let go of the ended job.
@@ -52,7 +57,7 @@ func newClusterCoord(j *jobActor, id string) *clusterCoord {
 	return &clusterCoord{
 		j: j, spec: spec, id: id,
 		members: membership.New(membership.Config{HeartbeatInterval: spec.HeartbeatInterval, HeartbeatTimeout: spec.HeartbeatTimeout}),
-		pids:    map[string]*actor.PID{}, ids: map[string]string{}, waiting: true, counts: map[string][]workerCounts{},
+		pids:    map[string]*actor.PID{}, ids: map[string]string{}, waiting: true, counts: map[string][]workerCounts{}, gone: map[string]bool{},
 		settings: &messages.RuntimeSettings{
 			BatchSize: uint32(c.batchSize), BatchBytes: uint64(c.batchBytes), Credits: uint32(c.credits),
 			LingerNanos: c.linger.Nanoseconds(), CheckpointTimeoutNanos: j.sh.timeout().Nanoseconds(),
@@ -210,7 +215,7 @@ func (c *clusterCoord) onLost(w membership.Worker) {
 	}
 	c.j.log.Error("worker lost", "worker", w.ID, "address", w.Addr, "reason", w.Reason, "tasks", tasks, "epoch", c.j.epoch)
 	c.j.emit(Event{Kind: EventNodeLost, Epoch: c.j.epoch, Node: w.String(), Err: w.Err()})
-	c.forgetQueued(w.ID)
+	c.retire(w.ID)
 	// Nothing is sent to it: a hung worker that wakes up finds the
 	// heartbeats gone, drops its tasks and registers under a new id.
 	if len(tasks) == 0 || (c.j.phase != phaseRunning && c.j.phase != phaseRestoring) {

@@ -18,8 +18,8 @@ func (c *clusterCoord) report(id string, tasks []*messages.TaskCounters) {
 	if len(tasks) == 0 {
 		return
 	}
-	if _, known := c.pids[id]; !known {
-		return
+	if _, known := c.pids[id]; !known || c.gone[id] {
+		return // unknown, or lost: a late report must not bring back its queued batches
 	}
 	n := len(c.j.sh.plan.Tasks)
 	mine := c.counts[id]
@@ -40,9 +40,13 @@ func (c *clusterCoord) report(id string, tasks []*messages.TaskCounters) {
 	}
 }
 
-// sum sets task i's counters to the sum of the workers' reports.
+// sum sets task i's counters to the sum of the workers' reports and of
+// what lost workers had counted.
 func (c *clusterCoord) sum(i int) {
 	var total workerCounts
+	if c.retired != nil {
+		total = c.retired[i]
+	}
 	for _, counts := range c.counts {
 		w := counts[i]
 		total.in += w.in
@@ -57,13 +61,22 @@ func (c *clusterCoord) sum(i int) {
 	ctr.blocked.Store(total.blocked)
 }
 
-// forgetQueued drops the queued batches a lost worker reported: they are
-// gone with it. What it counted stays counted.
-func (c *clusterCoord) forgetQueued(id string) {
-	for i := range c.counts[id] {
-		if c.counts[id][i].queued != 0 {
-			c.counts[id][i].queued = 0
-			c.sum(i)
-		}
+// retire folds what lost worker id counted into the retired counts and
+// forgets it: its queued batches are gone with it, and its late reports
+// are ignored.
+func (c *clusterCoord) retire(id string) {
+	c.gone[id] = true
+	mine, ok := c.counts[id]
+	if !ok {
+		return
+	}
+	delete(c.counts, id)
+	if c.retired == nil {
+		c.retired = make([]workerCounts, len(c.j.sh.plan.Tasks))
+	}
+	for i, w := range mine {
+		r := &c.retired[i]
+		r.in, r.out, r.blocked = r.in+w.in, r.out+w.out, r.blocked+w.blocked
+		c.sum(i)
 	}
 }

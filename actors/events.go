@@ -90,10 +90,13 @@ type Event struct {
 	Savepoint string
 	// Tasks are the figures of every task's part of the checkpoint, on
 	// EventCheckpointCompleted, ordered by task id (operator name, then
-	// subtask). Their Bytes add up to Bytes. A checkpoint whose completion
-	// was settled after a failover (its manifest landed while the job
-	// rolled back) carries none.
+	// subtask). Their Bytes add up to Bytes.
 	Tasks []TaskCheckpoint
+	// Settled is set on EventCheckpointCompleted for a checkpoint whose
+	// completion was settled after a failover (its manifest landed while
+	// the job rolled back): its Duration then runs to the settlement, and
+	// includes the failover.
+	Settled bool
 	// Declined is set on EventCheckpointAborted when a task declined the
 	// checkpoint (Task names it); otherwise it was aborted (a timeout, a
 	// failure, a store error, ...).

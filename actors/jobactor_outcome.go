@@ -32,7 +32,7 @@ func (j *jobActor) settle(id uint64, landed bool, why string) {
 			j.lastCompleted = max(j.lastCompleted, id)
 		}
 		j.log.Info("a checkpoint abandoned by the failover is complete: its manifest landed", "checkpoint", id, "savepoint", d.savepoint, "how", why)
-		ev := j.takeFigures(id).event(Event{Kind: EventCheckpointCompleted, Epoch: j.epoch, Checkpoint: id, Final: d.final, Savepoint: d.savepoint})
+		ev := j.takeFigures(id).event(Event{Kind: EventCheckpointCompleted, Epoch: j.epoch, Checkpoint: id, Final: d.final, Savepoint: d.savepoint, Settled: true})
 		if at, ok := j.triggeredAt[id]; ok {
 			ev.Duration = time.Since(at)
 		}

@@ -86,11 +86,21 @@ func batchLen(batch any) int {
 // handled were handled), and its queued batches are dropped.
 func (j *Job) TaskMetrics() []TaskMetrics {
 	out := make([]TaskMetrics, 0, len(j.sh.plan.Tasks))
+	ended := false
+	select {
+	case <-j.done: // nothing waits any more (a cluster's last reports may say otherwise)
+		ended = true
+	default:
+	}
 	for i, t := range j.sh.plan.Tasks {
 		c := &j.sh.counters[i]
-		out = append(out, TaskMetrics{Task: t.ID, Operator: t.Operator, Subtask: t.Subtask,
+		m := TaskMetrics{Task: t.ID, Operator: t.Operator, Subtask: t.Subtask,
 			RecordsIn: c.in.Load(), RecordsOut: c.out.Load(), QueuedBatches: int(max(0, c.queued.Load())),
-			Backpressure: c.backpressure()})
+			Backpressure: c.backpressure()}
+		if ended {
+			m.QueuedBatches = 0
+		}
+		out = append(out, m)
 	}
 	return out
 }

@@ -130,7 +130,7 @@ func (m *Monitor) completed(e actors.Event) {
 	if e.Savepoint != "" {
 		c.Savepoint = e.Savepoint
 	}
-	c.DurationSeconds, c.Bytes = e.Duration.Seconds(), e.Bytes
+	c.DurationSeconds, c.Bytes, c.Settled = e.Duration.Seconds(), e.Bytes, e.Settled
 	c.AlignmentSeconds, c.UploadSeconds = e.Alignment.Seconds(), e.Upload.Seconds()
 	c.Tasks = make([]TaskCheckpoint, len(e.Tasks))
 	for i, t := range e.Tasks {
@@ -139,7 +139,7 @@ func (m *Monitor) completed(e actors.Event) {
 	}
 	m.counts.Completed++
 	m.last = &LastCheckpoint{ID: e.Checkpoint, Time: e.Time, Savepoint: c.Savepoint}
-	m.hist.observe(e)
+	m.hist.observe(e, m.aligns)
 	m.publishCheckpoint(c)
 }
 
@@ -236,4 +236,14 @@ func since(t, now time.Time) float64 {
 		return 0
 	}
 	return now.Sub(t).Seconds()
+}
+
+// aligns reports whether task has several input channels, under m.mu;
+// before Attach every task is taken to.
+func (m *Monitor) aligns(task string) bool {
+	if m.topo == nil {
+		return true
+	}
+	i, ok := m.topo.byTask[task]
+	return !ok || m.topo.inputs[i] > 1
 }

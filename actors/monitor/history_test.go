@@ -242,10 +242,10 @@ func TestHistogramBuckets(t *testing.T) {
 			t.Errorf("%s: %d samples summing %v, want %d and %v", name, h.GetSampleCount(), h.GetSampleSum(), n, sum)
 		}
 	}
-	check("snapflow_checkpoint_duration_seconds", 0.001, 262.144, map[float64]uint64{1.024: 0, 2.048: 1}, 1, 1.5)
+	check("snapflow_checkpoint_duration_seconds", 0.0001, 209.7152, map[float64]uint64{0.8192: 0, 1.6384: 1}, 1, 1.5)
 	check("snapflow_checkpoint_size_bytes", 1024, 16<<30, map[float64]uint64{1 << 20: 0, 4 << 20: 1}, 1, 3<<20)
-	check("snapflow_checkpoint_alignment_seconds", 0.001, 262.144, map[float64]uint64{0.001: 1, 262.144: 1}, 2, 600.0005)
-	check("snapflow_checkpoint_sync_seconds", 0.001, 262.144, map[float64]uint64{0.001: 2}, 2, 0)
+	check("snapflow_checkpoint_alignment_seconds", 0.0001, 209.7152, map[float64]uint64{0.0004: 0, 0.0008: 1, 209.7152: 1}, 2, 600.0005)
+	check("snapflow_checkpoint_sync_seconds", 0.0001, 209.7152, map[float64]uint64{0.0001: 2}, 2, 0)
 }
 
 // Before Attach the status has empty lists, not nulls, and the JSON has

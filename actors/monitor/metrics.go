@@ -12,7 +12,7 @@ import (
 // Histogram buckets: seconds from 1 ms doubling to about 4.4 min, bytes
 // from 1 KiB quadrupling to 16 GiB.
 var (
-	secondsBuckets = prometheus.ExponentialBuckets(0.001, 2, 19)
+	secondsBuckets = prometheus.ExponentialBuckets(0.0001, 2, 22) // 100 µs to 210 s
 	bytesBuckets   = prometheus.ExponentialBuckets(1024, 4, 13)
 )
 
@@ -31,7 +31,7 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 var (
 	descDuration   = desc("snapflow_checkpoint_duration_seconds", "Time from the trigger of a checkpoint to its completion.")
 	descSize       = desc("snapflow_checkpoint_size_bytes", "State bytes of a completed checkpoint, every task's.")
-	descAlignment  = desc("snapflow_checkpoint_alignment_seconds", "Time a task took to align the barriers of its inputs, per task per completed checkpoint.")
+	descAlignment  = desc("snapflow_checkpoint_alignment_seconds", "Time a task with several input channels took to align their barriers, per such task per completed checkpoint.")
 	descSync       = desc("snapflow_checkpoint_sync_seconds", "Synchronous part of a task's snapshot (records stop), per task per completed checkpoint.")
 	descAsync      = desc("snapflow_checkpoint_async_seconds", "Asynchronous upload of a task's snapshot, per task per completed checkpoint.")
 	descCount      = desc("snapflow_checkpoints_total", "Checkpoints and savepoints ended, by result (completed, aborted, declined).", "result")
@@ -95,11 +95,19 @@ func newHistograms() histograms {
 
 // observe adds a completed checkpoint: once for its duration and size,
 // once per task for the per-task figures.
-func (h *histograms) observe(e actors.Event) {
-	h.duration.observe(e.Duration.Seconds())
+// A checkpoint settled after a failover has no duration of its own (it
+// includes the failover): only its size is observed. Alignment is observed
+// for the tasks that align (aligns reports those with several input
+// channels; nil: every task).
+func (h *histograms) observe(e actors.Event, aligns func(task string) bool) {
+	if !e.Settled {
+		h.duration.observe(e.Duration.Seconds())
+	}
 	h.size.observe(float64(e.Bytes))
 	for _, t := range e.Tasks {
-		h.alignment.observe(t.Alignment.Seconds())
+		if aligns == nil || aligns(t.Task) {
+			h.alignment.observe(t.Alignment.Seconds())
+		}
 		h.sync.observe(t.Sync.Seconds())
 		h.async.observe(t.Async.Seconds())
 	}
@@ -167,18 +175,30 @@ func (c *collector) collectTasks(ch chan<- prometheus.Metric, job string) {
 	if t == nil {
 		return
 	}
-	in := make([]uint64, len(t.operators))
-	out := make([]uint64, len(t.operators))
+	// By operator name: an earlier job's tasks (carried) count too, so
+	// that a rescale to fewer tasks does not make a counter go down.
+	type sums struct{ in, out uint64 }
+	var names []string
+	byName := make(map[string]*sums, len(t.operators))
+	for _, op := range t.operators {
+		names = append(names, op.Name)
+		byName[op.Name] = &sums{}
+	}
 	for _, tm := range tms {
-		if i, ok := t.byTask[tm.Task]; ok {
-			in[t.taskOp[i]] += tm.RecordsIn
-			out[t.taskOp[i]] += tm.RecordsOut
+		s := byName[tm.Operator]
+		if s == nil {
+			s = &sums{}
+			byName[tm.Operator] = s
+			names = append(names, tm.Operator)
 		}
+		s.in += tm.RecordsIn
+		s.out += tm.RecordsOut
 		ch <- prometheus.MustNewConstMetric(descBackpress, prometheus.CounterValue, tm.Backpressure.Seconds(), job, tm.Task)
 		ch <- prometheus.MustNewConstMetric(descQueued, prometheus.GaugeValue, float64(tm.QueuedBatches), job, tm.Task)
 	}
-	for i, op := range t.operators {
-		ch <- prometheus.MustNewConstMetric(descRecordsIn, prometheus.CounterValue, float64(in[i]), job, op.Name)
-		ch <- prometheus.MustNewConstMetric(descRecordsOut, prometheus.CounterValue, float64(out[i]), job, op.Name)
+	for _, name := range names {
+		s := byName[name]
+		ch <- prometheus.MustNewConstMetric(descRecordsIn, prometheus.CounterValue, float64(s.in), job, name)
+		ch <- prometheus.MustNewConstMetric(descRecordsOut, prometheus.CounterValue, float64(s.out), job, name)
 	}
 }

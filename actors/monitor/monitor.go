@@ -44,13 +44,20 @@ type Options struct {
 type Monitor struct {
 	opts Options
 
-	mu       sync.Mutex
-	job      *actors.Job
-	watched  *actors.Job // the job whose end a goroutine waits for
-	// Each Listener is a generation: the listener of the job started last
-	// is the newest. Only the newest generation moves the state; jobGen is
-	// the attached job's, stateGen the one that set the state.
-	gen, jobGen, stateGen uint64
+	mu      sync.Mutex
+	job     *actors.Job
+	watched *actors.Job // the job whose end a goroutine waits for
+	// Each Listener is a generation, numbered when it delivers its first
+	// event: the listener of the job started last is the newest, and only
+	// the newest moves the state. jobGen is the attached job's generation
+	// (pendingGen: the next to start, when it was attached before its first
+	// event), stateGen the one that set the state; started says that a
+	// generation started since the last Attach.
+	gen, jobGen, stateGen  uint64
+	pendingGen, genStarted bool
+	// carried are, by task id, what the jobs attached before counted, so
+	// that the counters keep growing across a program's jobs.
+	carried  map[string]actors.TaskMetrics
 	topo     *topo
 	name     string
 	state    string
@@ -109,11 +116,23 @@ func New(opts Options) (*Monitor, error) {
 // parallelism): the job started with the newest listener moves the job's
 // state, and an older job's late events no longer do.
 func (m *Monitor) Listener() func(actors.Event) {
-	m.mu.Lock()
-	m.gen++
-	g := m.gen
-	m.mu.Unlock()
-	return func(e actors.Event) { m.handle(e, g) }
+	var g uint64 // under m.mu
+	return func(e actors.Event) {
+		m.mu.Lock()
+		if g == 0 {
+			m.gen++
+			g = m.gen
+			if m.pendingGen {
+				m.jobGen, m.pendingGen = g, false
+				m.failure = ""
+			} else {
+				m.genStarted = true
+			}
+		}
+		gen := g
+		m.mu.Unlock()
+		m.handle(e, gen)
+	}
 }
 
 // Attach gives the monitor the job, once actors.Start has returned: its
@@ -128,9 +147,27 @@ func (m *Monitor) Attach(j *actors.Job) {
 	}
 	t := newTopo(j.Plan())
 	m.mu.Lock()
+	prev := m.job
+	m.mu.Unlock()
+	var final []actors.TaskMetrics
+	if prev != nil && prev != j {
+		final = prev.TaskMetrics()
+	}
+	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.job != j {
-		m.jobGen = m.gen // the job started with the newest listener
+		// The job started with the newest listener: it has delivered its
+		// first event, or is yet to.
+		if m.genStarted {
+			m.jobGen, m.pendingGen = m.gen, false
+			if m.job != nil {
+				m.failure = ""
+			}
+		} else {
+			m.pendingGen = true
+		}
+		m.genStarted = false
+		m.carry(final)
 	}
 	m.job, m.topo = j, t
 	if m.opts.Job == "" {
@@ -154,7 +191,14 @@ func (m *Monitor) Attach(j *actors.Job) {
 // ended records the end of job j, done, unless an event already did, under
 // m.mu.
 func (m *Monitor) ended(j *actors.Job) {
-	if j != m.job || m.jobGen < m.gen || terminal(m.state) && m.stateGen == m.jobGen {
+	if j != m.job {
+		return
+	}
+	if m.pendingGen { // its listener never delivered an event: it is still the newest job
+		m.gen++
+		m.jobGen, m.pendingGen = m.gen, false
+	}
+	if m.jobGen < m.gen || terminal(m.state) && m.stateGen == m.jobGen {
 		return
 	}
 	now := time.Now()

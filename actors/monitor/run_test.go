@@ -24,7 +24,10 @@ const records = 3000
 
 // testGraph is a source of count records (unbounded when count < 0), a
 // keyed count at parallelism 2 and a sink.
-func testGraph(name string, count int64) *topology.Graph {
+func testGraph(name string, count int64) *topology.Graph { return testGraphP(name, count, 2) }
+
+// testGraphP is testGraph with the keyed count at parallelism p.
+func testGraphP(name string, count int64, p int) *topology.Graph {
 	g := topology.New(name)
 	nums := topology.Generate(g, "gen", count, func(i int64) int64 { return i })
 	counts := topology.Process(topology.KeyBy(nums, func(v int64) int64 { return v % 16 }), "count",
@@ -36,7 +39,7 @@ func testGraph(name string, count int64) *topology.Graph {
 				out.Emit(c + 1)
 				return nil
 			}
-		}, topology.Parallelism(2))
+		}, topology.Parallelism(p))
 	topology.Sink(counts, "sink", func(int64) error { return nil })
 	return g
 }
@@ -46,6 +49,7 @@ func testGraph(name string, count int64) *topology.Graph {
 type seen struct {
 	mu              sync.Mutex
 	completed       int
+	settled         int // completed, settled after a failover
 	aborted         int
 	declined        int
 	taskFigures     int         // per-task figures over the completed checkpoints
@@ -69,6 +73,9 @@ func (s *seen) listener(mon *monitor.Monitor) func(actors.Event) {
 		switch e.Kind {
 		case actors.EventCheckpointCompleted:
 			s.completed++
+			if e.Settled {
+				s.settled++
+			}
 			s.taskFigures += len(e.Tasks)
 			if s.figureCounts == nil {
 				s.figureCounts = map[int]int{}
@@ -196,12 +203,19 @@ snapflow_restores_total{job_name="monitored"} 1
 		t.Error(err)
 	}
 
-	// Histograms: one sample per completed checkpoint, or per task of one.
+	// Histograms: one sample per completed checkpoint, or per task of one
+	// (alignment: per task with several input channels).
+	aligning := 0
+	for _, tp := range j.Plan().Tasks {
+		if len(tp.Inputs) > 1 {
+			aligning++
+		}
+	}
 	hists := gatherHistograms(t, reg)
 	for name, n := range map[string]int{
-		"snapflow_checkpoint_duration_seconds":  s.completed,
+		"snapflow_checkpoint_duration_seconds":  s.completed - s.settled, // a settled one's duration includes the failover
 		"snapflow_checkpoint_size_bytes":        s.completed,
-		"snapflow_checkpoint_alignment_seconds": s.taskFigures,
+		"snapflow_checkpoint_alignment_seconds": s.taskFigures / len(j.Plan().Tasks) * aligning,
 		"snapflow_checkpoint_sync_seconds":      s.taskFigures,
 		"snapflow_checkpoint_async_seconds":     s.taskFigures,
 	} {
@@ -491,5 +505,87 @@ func TestJobStartedAgain(t *testing.T) {
 	j2.Stop()
 	if s := m.Job().State; s != monitor.StateStopped {
 		t.Fatalf("second job stopped: state %q", s)
+	}
+}
+
+// TestUnusedListenerChangesNothing: a Listener taken and never given to a
+// job does not take the state away from the job that runs.
+func TestUnusedListenerChangesNothing(t *testing.T) {
+	m, err := monitor.New(monitor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := actors.Start(context.Background(), testGraph("unused", 1000), actors.WithStore(snapshots.NewMem()),
+		actors.WithListener(m.Listener()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Attach(j)
+	_ = m.Listener()
+	if err := j.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if s := m.Job().State; s != monitor.StateFinished {
+		t.Fatalf("state %q after the job finished, want finished", s)
+	}
+}
+
+// TestCountersGrowAcrossJobs: a monitor attached to one job after another
+// (a program's restart, a rescale to fewer tasks) keeps its counters
+// growing: the records metrics and the status add what the earlier jobs
+// counted.
+func TestCountersGrowAcrossJobs(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := monitor.New(monitor.Options{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(g *topology.Graph) {
+		t.Helper()
+		j, err := actors.Start(context.Background(), g, actors.WithStore(snapshots.NewMem()), actors.WithListener(m.Listener()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Attach(j)
+		if err := j.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := func() map[string]float64 {
+		got := map[string]float64{}
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "snapflow_operator_records_out_total" {
+				continue
+			}
+			for _, mt := range mf.GetMetric() {
+				for _, l := range mt.GetLabel() {
+					if l.GetName() == "operator" {
+						got[l.GetValue()] = mt.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+		return got
+	}
+	run(testGraphP("grow", 1000, 2))
+	if got := out(); got["gen"] != 1000 || got["count"] != 1000 {
+		t.Fatalf("after the first job: records out %v, want gen and count 1000", got)
+	}
+	run(testGraphP("grow", 500, 1)) // the keyed count has one task now
+	if got := out(); got["gen"] != 1500 || got["count"] != 1500 {
+		t.Fatalf("after the second job: records out %v, want gen and count 1500", got)
+	}
+	st := m.Job()
+	for _, op := range st.Operators {
+		if op.Name == "gen" && op.RecordsOut != 1500 {
+			t.Errorf("status: gen's records out %d, want 1500", op.RecordsOut)
+		}
+	}
+	if st.State != monitor.StateFinished || st.Error != "" {
+		t.Errorf("status: %s %q, want finished without error", st.State, st.Error)
 	}
 }

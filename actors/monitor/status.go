@@ -40,7 +40,8 @@ func (m *Monitor) Job() JobStatus {
 	if j == nil {
 		return s
 	}
-	for _, tm := range j.TaskMetrics() { // atomic loads: outside the lock
+	tms, _ := m.taskMetrics()
+	for _, tm := range tms { // atomic loads: outside the lock
 		i, ok := t.byTask[tm.Task]
 		if !ok {
 			continue
@@ -56,8 +57,10 @@ func (m *Monitor) Job() JobStatus {
 	return s
 }
 
-// taskMetrics reads the attached job's counters with its topology (nil, nil
-// before Attach).
+// taskMetrics reads the attached job's counters, plus what the jobs
+// attached before counted, with its topology (nil, nil before Attach). A
+// task of an earlier job that the attached one lacks (it has fewer tasks
+// now) comes last, with what it counted.
 func (m *Monitor) taskMetrics() ([]actors.TaskMetrics, *topo) {
 	m.mu.Lock()
 	j, t := m.job, m.topo
@@ -65,5 +68,45 @@ func (m *Monitor) taskMetrics() ([]actors.TaskMetrics, *topo) {
 	if j == nil {
 		return nil, nil
 	}
-	return j.TaskMetrics(), t
+	tms := j.TaskMetrics() // atomic loads: outside the lock
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.carried) == 0 {
+		return tms, t
+	}
+	seen := make(map[string]bool, len(tms))
+	for i := range tms {
+		tm := &tms[i]
+		seen[tm.Task] = true
+		if c, ok := m.carried[tm.Task]; ok {
+			tm.RecordsIn += c.RecordsIn
+			tm.RecordsOut += c.RecordsOut
+			tm.Backpressure += c.Backpressure
+		}
+	}
+	for id, c := range m.carried {
+		if !seen[id] {
+			tms = append(tms, c)
+		}
+	}
+	return tms, t
+}
+
+// carry adds the final counters of the job attached before (its queued
+// batches are gone) to what is carried, under m.mu.
+func (m *Monitor) carry(final []actors.TaskMetrics) {
+	if len(final) == 0 {
+		return
+	}
+	if m.carried == nil {
+		m.carried = make(map[string]actors.TaskMetrics, len(final))
+	}
+	for _, tm := range final {
+		c := m.carried[tm.Task]
+		c.Task, c.Operator, c.Subtask = tm.Task, tm.Operator, tm.Subtask
+		c.RecordsIn += tm.RecordsIn
+		c.RecordsOut += tm.RecordsOut
+		c.Backpressure += tm.Backpressure
+		m.carried[tm.Task] = c
+	}
 }

@@ -8,6 +8,7 @@ type topo struct {
 	tasks     []Task     // counters zero, no node
 	edges     []Edge
 	taskOp    []int          // position in operators of each task's operator
+	inputs    []int          // input channels of each task
 	byTask    map[string]int // task id -> position in tasks
 }
 
@@ -32,6 +33,7 @@ func newTopo(p *topology.Plan) *topo {
 		t.byTask[tp.ID] = len(t.tasks)
 		t.tasks = append(t.tasks, Task{ID: tp.ID, Operator: tp.OperatorID, Subtask: tp.Subtask})
 		t.taskOp = append(t.taskOp, op)
+		t.inputs = append(t.inputs, len(tp.Inputs))
 		if tp.Subtask != 0 {
 			continue
 		}

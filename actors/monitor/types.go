@@ -152,6 +152,10 @@ type Checkpoint struct {
 	Ended     time.Time `json:"ended,omitzero"`
 	// DurationSeconds is from trigger to completion.
 	DurationSeconds float64 `json:"duration_seconds"`
+	// Settled says that its completion was settled after a failover (its
+	// manifest landed while the job rolled back): DurationSeconds then
+	// includes the failover, and the duration histogram leaves it out.
+	Settled bool `json:"settled,omitempty"`
 	// Bytes is the state size of every task.
 	Bytes uint64 `json:"bytes"`
 	// AlignmentSeconds and UploadSeconds are the longest alignment and
