@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -32,7 +33,7 @@ type monitoring struct {
 // startMonitoring starts the server of a monitored row on a free loopback
 // port; its Options go to actors.Start, then Attach and watch.
 func startMonitoring(ctx context.Context) (*monitoring, error) {
-	srv, err := serve.Start(ctx, "127.0.0.1:0", io.Discard, nil)
+	srv, err := serve.Start(ctx, "127.0.0.1:0", io.Discard, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, err
 	}

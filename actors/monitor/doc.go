@@ -35,9 +35,9 @@
 // the global registry) that exports, every series with the label job_name
 // (not job, which Prometheus sets to the scrape target's job):
 //
-//	snapflow_checkpoint_duration_seconds       histogram: trigger to completion, per completed checkpoint
+//	snapflow_checkpoint_duration_seconds       histogram: trigger to completion, per completed checkpoint (not one settled after a failover)
 //	snapflow_checkpoint_size_bytes             histogram: state bytes, per completed checkpoint
-//	snapflow_checkpoint_alignment_seconds      histogram: per task per completed checkpoint
+//	snapflow_checkpoint_alignment_seconds      histogram: per task with several input channels per completed checkpoint
 //	snapflow_checkpoint_sync_seconds           histogram: per task per completed checkpoint
 //	snapflow_checkpoint_async_seconds          histogram: per task per completed checkpoint
 //	snapflow_checkpoints_total{result}         counter: completed, aborted, declined
@@ -51,8 +51,10 @@
 //	snapflow_task_queued_batches{task}         gauge: batches waiting for credit
 //
 // Savepoints count as checkpoints. The duration histograms have exponential
-// buckets from 1 ms to about 4.4 min, the size histogram from 1 KiB to
-// 16 GiB. The last four are read from the attached job at scrape time.
+// buckets from 100 µs to about 3.5 min, the size histogram from 1 KiB to
+// 16 GiB. The last four are read from the attached job at scrape time; a
+// monitor attached to one job after another (a restart, a rescale) adds
+// what the earlier jobs counted, so that its counters only grow.
 //
 // # Live updates
 //
