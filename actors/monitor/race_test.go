@@ -23,8 +23,11 @@ func TestConcurrentReadersAndEvents(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	// The job's listener also takes the second goroutine's events: a second
+	// Listener would be a newer job's, whose events alone move the state.
+	feed := mon.Listener()
 	j, err := actors.Start(ctx, testGraph("racy", records), actors.WithStore(snapshots.NewMem()),
-		actors.WithCheckpointInterval(time.Millisecond), actors.WithListener(mon.Listener()))
+		actors.WithCheckpointInterval(time.Millisecond), actors.WithListener(feed))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +66,6 @@ func TestConcurrentReadersAndEvents(t *testing.T) {
 		}
 		cancel()
 	})
-	feed := mon.Listener()
 	loop(func() {
 		feed(actors.Event{Kind: actors.EventNodeJoined, Epoch: 1, Node: "w@h:1"})
 		feed(actors.Event{Kind: actors.EventNodeLost, Epoch: 1, Node: "w@h:1"})
