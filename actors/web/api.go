@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/coordinator"
 	"github.com/snapflow/snapflow/actors/monitor"
 	"github.com/snapflow/snapflow/snapshots"
 )
@@ -190,7 +191,7 @@ func (s *Server) controlFailed(w http.ResponseWriter, r *http.Request, what stri
 	switch {
 	case errors.Is(err, snapshots.ErrInvalidSavepointName):
 		status = http.StatusBadRequest
-	case errors.Is(err, snapshots.ErrSavepointExists),
+	case errors.Is(err, snapshots.ErrSavepointExists), errors.Is(err, coordinator.ErrFinishing),
 		errors.Is(err, actors.ErrFinished), errors.Is(err, actors.ErrStopped), errors.As(err, &jobErr):
 		status = http.StatusConflict
 	case r.Context().Err() != nil:

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snapflow/snapflow/actors/coordinator"
 	"github.com/snapflow/snapflow/actors/monitor"
 	"github.com/snapflow/snapflow/actors/web"
 )
@@ -201,6 +202,42 @@ func TestReadOnlyServerRefusesControl(t *testing.T) {
 	}
 	var job monitor.JobStatus
 	e.get(ctx, "/api/v1/job", &job)
+}
+
+// TestHostNamesRefusedWithoutToken: without a token, a request whose Host
+// is another name than localhost (a page of another site rebinding its
+// name to 127.0.0.1, with a matching Origin) can neither read the API nor
+// control the job; localhost and IP addresses are served, and with a
+// token any name is (the token protects).
+func TestHostNamesRefusedWithoutToken(t *testing.T) {
+	e := start(t, setup{})
+	ctx := testContext(t)
+	port := e.srv.Addr()[strings.LastIndex(e.srv.Addr(), ":"):]
+	evil := "rebind.attacker.example" + port
+	for _, r := range []request{
+		{method: http.MethodGet, path: "/api/v1/job", host: evil},
+		{method: http.MethodGet, path: "/", host: evil},
+		{method: http.MethodPost, path: "/api/v1/savepoints", host: evil, body: `{"name":"pwn","stop":true}`,
+			header: map[string]string{"Content-Type": "application/json", "Origin": "http://" + evil, "Sec-Fetch-Site": "same-origin"}},
+	} {
+		code, hdr, b := e.do(ctx, r)
+		wantError(t, r.method+" "+r.path+" as "+evil, code, hdr, b, http.StatusMisdirectedRequest, "without a token")
+	}
+	for _, host := range []string{"localhost" + port, "127.0.0.1" + port, "[::1]" + port, "LOCALHOST" + port} {
+		if code, _, b := e.do(ctx, request{method: http.MethodGet, path: "/api/v1/job", host: host}); code != http.StatusOK {
+			t.Errorf("GET /api/v1/job as %s: %d %s", host, code, b)
+		}
+	}
+	select {
+	case <-e.job.Done():
+		t.Fatal("the refused stop-with-savepoint stopped the job")
+	default:
+	}
+	withToken := start(t, setup{token: "s3cret"})
+	port = withToken.srv.Addr()[strings.LastIndex(withToken.srv.Addr(), ":"):]
+	if code, _, b := withToken.do(ctx, request{method: http.MethodGet, path: "/api/v1/job", host: "dashboard.example" + port}); code != http.StatusOK {
+		t.Errorf("with a token, GET /api/v1/job as dashboard.example: %d %s", code, b)
+	}
 }
 
 func TestBadRequests(t *testing.T) {
@@ -511,4 +548,44 @@ func TestHeadOfTheEventStreamEnds(t *testing.T) {
 	}
 	var job monitor.JobStatus
 	e.get(ctx, "/api/v1/job", &job) // on the same connection
+}
+
+// finishingController answers every request as a job whose sources have
+// ended answers a savepoint.
+type finishingController struct{}
+
+func (finishingController) Checkpoint(context.Context) (uint64, error) {
+	return 0, fmt.Errorf("checkpoint: %w", coordinator.ErrFinishing)
+}
+func (finishingController) Savepoint(context.Context, string) (uint64, error) {
+	return 0, fmt.Errorf("savepoint: %w", coordinator.ErrFinishing)
+}
+func (finishingController) StopWithSavepoint(context.Context, string) (uint64, error) {
+	return 0, fmt.Errorf("savepoint: %w", coordinator.ErrFinishing)
+}
+
+// TestFinishingJobConflicts: a request the job can never take (its sources
+// ended) is a 409, not a 503 that invites a retry.
+func TestFinishingJobConflicts(t *testing.T) {
+	m, err := monitor.New(monitor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := web.Start(t.Context(), web.Config{Logger: slog.New(slog.DiscardHandler)}, m, finishingController{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	req, err := http.NewRequestWithContext(testContext(t), http.MethodPost, srv.URL()+"/api/v1/savepoints", strings.NewReader(`{"name":"late"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	wantError(t, "POST /api/v1/savepoints to a finishing job", res.StatusCode, res.Header, b, http.StatusConflict, "finishing")
 }

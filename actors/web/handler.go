@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -35,7 +37,42 @@ func (s *Server) handler() http.Handler {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, "web: cross-origin %s %q refused", r.Method, r.URL.Path)
 	}))
-	return s.guard(s.authenticate(cop.Handler(mux)))
+	return s.guard(s.checkHost(s.authenticate(cop.Handler(mux))))
+}
+
+// checkHost refuses, on a server without a token, a request whose Host is
+// a name other than localhost: a page of another site whose name the
+// attacker rebinds to 127.0.0.1 (DNS rebinding) would otherwise pass the
+// cross-origin check, its Origin and Host being the same name, and read
+// the API or stop the job. IP literals and localhost are what a browser
+// sends for a loopback or LAN address typed by hand. With a token, the
+// token protects every request.
+func (s *Server) checkHost(next http.Handler) http.Handler {
+	if s.cfg.Token != "" {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hostAllowed(r.Host) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		s.log.Warn("web: request for another host name refused (DNS rebinding?); set a token to serve other names", "host", r.Host, "remote", r.RemoteAddr)
+		writeError(w, http.StatusMisdirectedRequest, "web: host %q refused: without a token this server answers only localhost and IP addresses", r.Host)
+	})
+}
+
+// hostAllowed reports whether a Host header names localhost or an IP
+// address.
+func hostAllowed(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") || strings.EqualFold(host, "localhost.") {
+		return true
+	}
+	_, err := netip.ParseAddr(host)
+	return err == nil
 }
 
 // methods routes a path by method; a method it lacks gets 405 with Allow.

@@ -167,7 +167,8 @@ type request struct {
 	method, path string
 	body         string
 	header       map[string]string
-	noToken      bool // send no Authorization header even if the env has a token
+	host         string // the Host header ("": the server's address)
+	noToken      bool   // send no Authorization header even if the env has a token
 }
 
 // do sends r and returns the status and body.
@@ -183,6 +184,9 @@ func (e *env) do(ctx context.Context, r request) (int, http.Header, []byte) {
 	}
 	if e.token != "" && !r.noToken {
 		req.Header.Set("Authorization", "Bearer "+e.token)
+	}
+	if r.host != "" {
+		req.Host = r.host
 	}
 	for k, v := range r.header {
 		req.Header.Set(k, v)

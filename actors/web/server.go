@@ -145,7 +145,17 @@ func Start(ctx context.Context, cfg Config, m *monitor.Monitor, ctl Controller) 
 		}
 	}()
 	s.log.Info("web: serving", "addr", s.Addr(), "token", cfg.Token != "", "metrics", cfg.Gatherer != nil, "control", ctl != nil)
+	if cfg.Token == "" && !loopback(s.ln.Addr()) {
+		s.log.Warn("web: serving beyond loopback without a token: anyone who reaches the address can read the job and, with a Controller, take savepoints or stop it; set Config.Token",
+			"addr", s.Addr())
+	}
 	return s, nil
+}
+
+// loopback reports whether a listener's address is a loopback one.
+func loopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
 }
 
 func (s *Server) serve() {

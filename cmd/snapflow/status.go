@@ -91,7 +91,23 @@ func status(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		_, err = fmt.Fprintf(stdout, "%s\n", out)
 		return err
 	}
-	return printStatus(stdout, job, cps.Checkpoints)
+	return printStatus(printable{stdout}, job, cps.Checkpoints)
+}
+
+// printable writes to its writer with every control character but newline
+// and tab replaced by '?': names and errors come from the server, and must
+// not reach the terminal as escape sequences.
+type printable struct{ w io.Writer }
+
+func (p printable) Write(b []byte) (int, error) {
+	clean := make([]byte, len(b))
+	for i, c := range b {
+		if (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f {
+			c = '?'
+		}
+		clean[i] = c
+	}
+	return p.w.Write(clean)
 }
 
 func parseStatusFlags(args []string, stderr io.Writer) (statusFlags, error) {

@@ -232,3 +232,16 @@ func TestJobsStatusErrors(t *testing.T) {
 }
 
 func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// TestStatusPrintsNoControlCharacters: names and errors from the server
+// reach the terminal without their escape sequences.
+func TestStatusPrintsNoControlCharacters(t *testing.T) {
+	var out strings.Builder
+	job := monitor.JobStatus{Name: "evil\x1b]0;owned\x07", State: "failed", Error: "boom\x1b[2J"}
+	if err := printStatus(printable{&out}, job, []monitor.Checkpoint{{ID: 1, Status: "aborted", Error: "x\x1b[31m"}}); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); strings.ContainsAny(s, "\x1b\x07") || !strings.Contains(s, "job evil?]0;owned?: failed") {
+		t.Fatalf("output:\n%q", s)
+	}
+}
