@@ -126,6 +126,11 @@ func (s *Server) triggerCheckpoint(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, &req, true) {
 		return
 	}
+	release, ok := s.controlSlot(w)
+	if !ok {
+		return
+	}
+	defer release()
 	ctx, cancel := s.controlContext(w, r)
 	defer cancel()
 	start := time.Now()
@@ -150,6 +155,11 @@ func (s *Server) savepoint(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "web: savepoint: %v", err)
 		return
 	}
+	release, ok := s.controlSlot(w)
+	if !ok {
+		return
+	}
+	defer release()
 	ctx, cancel := s.controlContext(w, r)
 	defer cancel()
 	take := s.ctl.Savepoint
@@ -172,6 +182,12 @@ func (s *Server) controllable(w http.ResponseWriter) bool {
 		return false
 	}
 	return true
+}
+
+// controlSlot takes one of the slots of the control requests that may wait
+// for the job at once; with none free the request gets 503.
+func (s *Server) controlSlot(w http.ResponseWriter) (release func(), ok bool) {
+	return s.slot(w, s.controls, "checkpoint and savepoint requests")
 }
 
 // controlContext bounds a control request by Config.RequestTimeout and

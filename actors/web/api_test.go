@@ -589,3 +589,107 @@ func TestFinishingJobConflicts(t *testing.T) {
 	res.Body.Close()
 	wantError(t, "POST /api/v1/savepoints to a finishing job", res.StatusCode, res.Header, b, http.StatusConflict, "finishing")
 }
+
+// blockingController holds every checkpoint request until release closes.
+type blockingController struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (c blockingController) Checkpoint(ctx context.Context) (uint64, error) {
+	c.entered <- struct{}{}
+	select {
+	case <-c.release:
+		return 7, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+func (c blockingController) Savepoint(ctx context.Context, _ string) (uint64, error) { return c.Checkpoint(ctx) }
+func (c blockingController) StopWithSavepoint(ctx context.Context, _ string) (uint64, error) {
+	return c.Checkpoint(ctx)
+}
+
+// TestRequestsAreBounded: past Config.MaxEventStreams open streams and
+// Config.MaxControlRequests waiting control requests, a request gets 503
+// with Retry-After; a slot given back serves the next.
+func TestRequestsAreBounded(t *testing.T) {
+	m, err := monitor.New(monitor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl := blockingController{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	srv, err := web.Start(t.Context(), web.Config{Logger: slog.New(slog.DiscardHandler), MaxEventStreams: 2, MaxControlRequests: 1}, m, ctl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx := testContext(t)
+	open := func() (*http.Response, context.CancelFunc) {
+		sctx, cancel := context.WithCancel(ctx)
+		req, err := http.NewRequestWithContext(sctx, http.MethodGet, srv.URL()+"/api/v1/events", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, cancel
+	}
+	var cancels []context.CancelFunc
+	for range 2 {
+		res, cancel := open()
+		cancels = append(cancels, cancel)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("stream: %s", res.Status)
+		}
+		defer res.Body.Close()
+	}
+	res, cancel := open()
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	cancel()
+	wantError(t, "a third stream", res.StatusCode, res.Header, b, http.StatusServiceUnavailable, "too many event streams")
+	if res.Header.Get("Retry-After") == "" {
+		t.Error("503 without Retry-After")
+	}
+	cancels[0]()
+	for {
+		res, cancel := open()
+		if res.StatusCode == http.StatusOK {
+			res.Body.Close()
+			cancel()
+			break
+		}
+		res.Body.Close()
+		cancel()
+		if ctx.Err() != nil {
+			t.Fatal("a closed stream's slot never came back")
+		}
+	}
+
+	post := func() (int, []byte) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL()+"/api/v1/checkpoints", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, b
+	}
+	first := make(chan int, 1)
+	go func() { code, _ := post(); first <- code }()
+	<-ctl.entered
+	if code, b := post(); code != http.StatusServiceUnavailable || !strings.Contains(string(b), "too many checkpoint and savepoint requests") {
+		t.Errorf("a second control request while one waits: %d %s", code, b)
+	}
+	close(ctl.release)
+	if code := <-first; code != http.StatusOK {
+		t.Errorf("the waiting request: %d", code)
+	}
+}

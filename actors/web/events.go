@@ -28,6 +28,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
+	release, ok := s.slot(w, s.streams, "event streams")
+	if !ok {
+		return
+	}
+	defer release()
 	rc := http.NewResponseController(w)
 	updates, unsubscribe := s.mon.Subscribe()
 	defer unsubscribe()

@@ -23,6 +23,15 @@ var ErrConfig = errors.New("web: bad config")
 // savepoint when Config.RequestTimeout is zero.
 const DefaultRequestTimeout = 2 * time.Minute
 
+// DefaultMaxEventStreams and DefaultMaxControlRequests bound, when Config
+// gives 0, how many event streams may be open and how many checkpoint or
+// savepoint requests may wait for the job at once: each holds a goroutine
+// and a connection. Past them a request gets 503 with Retry-After.
+const (
+	DefaultMaxEventStreams    = 64
+	DefaultMaxControlRequests = 16
+)
+
 // timeouts are the http.Server's (variables for the tests).
 var timeouts = struct{ readHeader, read, write, idle time.Duration }{
 	readHeader: 10 * time.Second,
@@ -51,6 +60,10 @@ type Config struct {
 	// RequestTimeout bounds how long POST /api/v1/checkpoints and
 	// /api/v1/savepoints wait for the job (0: DefaultRequestTimeout).
 	RequestTimeout time.Duration
+	// MaxEventStreams bounds the open event streams (0:
+	// DefaultMaxEventStreams), MaxControlRequests the checkpoint and
+	// savepoint requests waiting at once (0: DefaultMaxControlRequests).
+	MaxEventStreams, MaxControlRequests int
 }
 
 // Controller is what the server may ask of a job; *actors.Job implements
@@ -85,6 +98,8 @@ type Server struct {
 	mu      sync.Mutex
 	closing bool
 	active  sync.WaitGroup // handlers running
+
+	streams, controls chan struct{} // a slot per open event stream, per waiting control request
 }
 
 // Start listens on cfg.Addr and serves m (and ctl, when not nil: without
@@ -100,6 +115,16 @@ func Start(ctx context.Context, cfg Config, m *monitor.Monitor, ctl Controller) 
 	}
 	if cfg.RequestTimeout == 0 {
 		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.MaxEventStreams < 0 || cfg.MaxControlRequests < 0 {
+		return nil, fmt.Errorf("web: start: MaxEventStreams %d and MaxControlRequests %d must not be negative: %w",
+			cfg.MaxEventStreams, cfg.MaxControlRequests, ErrConfig)
+	}
+	if cfg.MaxEventStreams == 0 {
+		cfg.MaxEventStreams = DefaultMaxEventStreams
+	}
+	if cfg.MaxControlRequests == 0 {
+		cfg.MaxControlRequests = DefaultMaxControlRequests
 	}
 	addr, err := listenAddr(cfg.Addr)
 	if err != nil {
@@ -119,7 +144,8 @@ func Start(ctx context.Context, cfg Config, m *monitor.Monitor, ctl Controller) 
 	if err != nil {
 		return nil, fmt.Errorf("web: listen on %s: %w", addr, err)
 	}
-	s := &Server{cfg: cfg, mon: m, ctl: ctl, log: logger, ln: ln, page: page.html, csp: page.csp, served: make(chan struct{})}
+	s := &Server{cfg: cfg, mon: m, ctl: ctl, log: logger, ln: ln, page: page.html, csp: page.csp, served: make(chan struct{}),
+		streams: make(chan struct{}, cfg.MaxEventStreams), controls: make(chan struct{}, cfg.MaxControlRequests)}
 	s.base, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	s.srv = &http.Server{
 		Handler:           s.handler(),
@@ -218,4 +244,17 @@ func (s *Server) enter() bool {
 	}
 	s.active.Add(1)
 	return true
+}
+
+// slot takes a slot of slots for a request, or answers 503 with
+// Retry-After when none is free; release gives it back.
+func (s *Server) slot(w http.ResponseWriter, slots chan struct{}, what string) (release func(), ok bool) {
+	select {
+	case slots <- struct{}{}:
+		return func() { <-slots }, true
+	default:
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, "web: too many %s at once (%d); try again later", what, cap(slots))
+		return nil, false
+	}
 }

@@ -68,18 +68,18 @@ func status(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	var job monitor.JobStatus
 	if err := json.Unmarshal(rawJob, &job); err != nil {
-		return fmt.Errorf("%s: not a job status: %w", c.url("api/v1/job", nil), err)
+		return fmt.Errorf("%s: not a job status: %w", c.shown("api/v1/job", nil), err)
 	}
 	var cps web.CheckpointsResponse
 	if err := json.Unmarshal(rawCps, &cps); err != nil {
-		return fmt.Errorf("%s: not a list of checkpoints: %w", c.url("api/v1/checkpoints", nil), err)
+		return fmt.Errorf("%s: not a list of checkpoints: %w", c.shown("api/v1/checkpoints", nil), err)
 	}
 	if f.json {
 		var envelope struct {
 			Checkpoints json.RawMessage `json:"checkpoints"`
 		}
 		if err := json.Unmarshal(rawCps, &envelope); err != nil {
-			return fmt.Errorf("%s: %w", c.url("api/v1/checkpoints", nil), err)
+			return fmt.Errorf("%s: %w", c.shown("api/v1/checkpoints", nil), err)
 		}
 		out, err := json.MarshalIndent(struct {
 			Job         json.RawMessage `json:"job"`
@@ -167,16 +167,25 @@ type apiClient struct {
 
 // url is the address of the API path below base, with query.
 func (c *apiClient) url(path string, query url.Values) string {
+	return c.target(path, query).String()
+}
+
+// shown is url with any password in it masked, for messages.
+func (c *apiClient) shown(path string, query url.Values) string {
+	return c.target(path, query).Redacted()
+}
+
+func (c *apiClient) target(path string, query url.Values) *url.URL {
 	u := c.base.JoinPath(path)
 	u.RawQuery = query.Encode()
-	return u.String()
+	return u
 }
 
 // get GETs path and returns the body of a 200 answer. Any other answer is
 // an error that says what the server said.
 func (c *apiClient) get(ctx context.Context, path string, query url.Values) ([]byte, error) {
-	target := c.url(path, query)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	target := c.shown(path, query)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url(path, query), nil)
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", target, err)
 	}

@@ -206,6 +206,12 @@ func TestJobsStatusErrors(t *testing.T) {
 	lj := startLiveJob(t, "")
 	r := runCLI("jobs", "status", "--addr", lj.url+"/nope")
 	r.want(t, exitNotFound, "404 Not Found: web: no route", "is --addr the address the job serves its API on?")
+	withPassword := strings.Replace(lj.url, "http://", "http://user:s3cretpw@", 1) + "/nope"
+	r = runCLI("jobs", "status", "--addr", withPassword)
+	r.want(t, exitNotFound, "404 Not Found")
+	if strings.Contains(r.stderr, "s3cretpw") {
+		t.Errorf("the error shows the password of --addr: %s", r.stderr)
+	}
 
 	for _, tc := range []struct {
 		args []string
