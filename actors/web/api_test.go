@@ -605,7 +605,9 @@ func (c blockingController) Checkpoint(ctx context.Context) (uint64, error) {
 		return 0, ctx.Err()
 	}
 }
-func (c blockingController) Savepoint(ctx context.Context, _ string) (uint64, error) { return c.Checkpoint(ctx) }
+func (c blockingController) Savepoint(ctx context.Context, _ string) (uint64, error) {
+	return c.Checkpoint(ctx)
+}
 func (c blockingController) StopWithSavepoint(ctx context.Context, _ string) (uint64, error) {
 	return c.Checkpoint(ctx)
 }
