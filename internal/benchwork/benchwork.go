@@ -31,10 +31,17 @@ type Output struct {
 	TS  int64
 }
 
-// Generator produces records i = 0, 1, ... with key i % keys.
+// Generator produces records i = 0, 1, ... over Keys keys. Records
+// 0..Keys-1 have keys 0..Keys-1, one record per key, so that every key has
+// state from the start. After them, record i has key i % Keys, unless Hot is
+// set: then the records of second s (unix time of their batch) cycle through
+// the hot window of Hot keys that starts at key s*Hot % Keys, so within any
+// second only Hot of the keys change, and over Keys/Hot seconds every key
+// does.
 type Generator struct {
 	Keys uint64
 	Pad  string
+	Hot  uint64 // keys in the hot window; 0 or >= Keys: every key, in turn
 }
 
 // NewGenerator returns a generator of records of size bytes (at least 16)
@@ -47,10 +54,44 @@ func NewGenerator(keys uint64, size int) Generator {
 	return Generator{Keys: max(1, keys), Pad: pad}
 }
 
-// Fill writes records start, start+1, ... into buf, all stamped now.
+// WithUpdateFraction returns g with a hot window of max(1, f*Keys) keys
+// (rounded down): the fraction f (0 < f <= 1) of the keys changes per
+// second. A fraction of 1 or more, or not above 0, is every key.
+func (g Generator) WithUpdateFraction(f float64) Generator {
+	g.Hot = 0
+	if f > 0 && f < 1 {
+		g.Hot = min(g.Keys, max(1, uint64(f*float64(g.Keys))))
+	}
+	return g
+}
+
+// HotWindow is the first key and the width of the keys that records after
+// the first Keys ones have in second sec. The window wraps around past the
+// last key.
+func (g Generator) HotWindow(sec uint64) (first, width uint64) {
+	if g.Hot == 0 || g.Hot >= g.Keys {
+		return 0, g.Keys
+	}
+	return (sec % g.Keys) * g.Hot % g.Keys, g.Hot
+}
+
+// Fill writes records start, start+1, ... into buf, all stamped now, whose
+// second (now / 1e9) places the hot window.
 func (g Generator) Fill(buf []Record, start uint64, now int64) {
-	for i := range buf {
-		buf[i] = Record{Key: (start + uint64(i)) % g.Keys, TS: now, Pad: g.Pad}
+	i := 0
+	for ; i < len(buf) && start+uint64(i) < g.Keys; i++ { // every key once first
+		buf[i] = Record{Key: start + uint64(i), TS: now, Pad: g.Pad}
+	}
+	if i == len(buf) {
+		return
+	}
+	first, width := g.HotWindow(uint64(max(now, 0)) / 1e9)
+	for ; i < len(buf); i++ {
+		k := first + (start+uint64(i))%width
+		if k >= g.Keys {
+			k -= g.Keys
+		}
+		buf[i] = Record{Key: k, TS: now, Pad: g.Pad}
 	}
 }
 

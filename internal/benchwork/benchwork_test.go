@@ -54,3 +54,75 @@ func TestGeneratorAndWork(t *testing.T) {
 		t.Fatalf("Fill allocates %v per call", allocs)
 	}
 }
+
+func TestFillHotWindow(t *testing.T) {
+	g := NewGenerator(1000, 16).WithUpdateFraction(0.01) // 10 hot keys
+	if g.Hot != 10 {
+		t.Fatalf("hot window %d keys, want 10", g.Hot)
+	}
+	buf := make([]Record, 1200)
+	const sec = int64(7e9) // second 7: window 70..79
+	g.Fill(buf, 0, sec+5)
+	for i := range 1000 { // every key once first
+		if buf[i].Key != uint64(i) {
+			t.Fatalf("record %d has key %d, want %d (every key once first)", i, buf[i].Key, i)
+		}
+	}
+	seen := map[uint64]int{}
+	for _, r := range buf[1000:] {
+		seen[r.Key]++
+	}
+	for k := uint64(70); k < 80; k++ {
+		if seen[k] != 20 {
+			t.Errorf("key %d written %d times in second 7, want 20 (only 70..79: %v)", k, seen[k], seen)
+		}
+	}
+	if len(seen) != 10 {
+		t.Errorf("second 7 wrote %d keys, want the 10 of its window: %v", len(seen), seen)
+	}
+	// The window moves on each second and wraps around; over Keys/Hot
+	// seconds every key is written.
+	all := map[uint64]bool{}
+	for s := range int64(100) {
+		g.Fill(buf[:10], 5000, (s+99)*1e9)
+		first, width := g.HotWindow(uint64(s + 99))
+		for _, r := range buf[:10] {
+			if d := (r.Key + 1000 - first) % 1000; d >= width {
+				t.Fatalf("second %d: key %d outside its window %d+%d", s+99, r.Key, first, width)
+			}
+			all[r.Key] = true
+		}
+	}
+	if len(all) != 1000 {
+		t.Errorf("100 seconds of a 10-key window wrote %d keys, want all 1000", len(all))
+	}
+}
+
+func TestUpdateFractionBounds(t *testing.T) {
+	g := NewGenerator(50, 16)
+	for _, c := range []struct {
+		f    float64
+		want uint64
+	}{{1, 0}, {0.001, 1}, {0.5, 25}, {0.999, 49}} {
+		if got := g.WithUpdateFraction(c.f).Hot; got != c.want {
+			t.Errorf("fraction %v: hot window %d, want %d", c.f, got, c.want)
+		}
+	}
+	// Every key, in turn, without a window: record i has key i % Keys.
+	buf := make([]Record, 120)
+	g.Fill(buf, 0, 3e9)
+	for i, r := range buf {
+		if r.Key != uint64(i)%50 {
+			t.Fatalf("record %d has key %d, want %d", i, r.Key, i%50)
+		}
+	}
+}
+
+func TestFillDoesNotAllocate(t *testing.T) {
+	g := NewGenerator(1<<16, 64).WithUpdateFraction(0.01)
+	buf := make([]Record, 256)
+	now := int64(1e9)
+	if n := testing.AllocsPerRun(100, func() { g.Fill(buf, 1<<20, now); now += 1e7 }); n != 0 {
+		t.Errorf("Fill allocates %v times per batch, want 0", n)
+	}
+}
