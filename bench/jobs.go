@@ -25,7 +25,7 @@ type probe struct {
 // ends in a keyed sum ("sum") feeding the sink.
 func buildJob(job string, rc rowConfig, p *probe) (*topology.Graph, error) {
 	g := topology.New(job, topology.MaxParallelism(max(128, rc.Parallelism)))
-	gen := benchwork.NewGenerator(rc.Keys, rc.RecordSize)
+	gen := benchwork.NewGenerator(rc.Keys, rc.RecordSize).WithUpdateFraction(rc.UpdateFraction)
 	// The rate and the record limit are the job's: they are shared by every
 	// source task of every source operator.
 	tasks := sourceTasks(rc.Topology)

@@ -23,11 +23,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -39,7 +41,9 @@ type flags struct {
 	parallelism int
 	recordSize  int
 	keys        uint64
-	stateSize   int
+	stateSize   int             // bytes of keyed state per key, from -state-size
+	fraction    float64         // -update-fraction
+	set         map[string]bool // flags given on the command line
 	rate        float64
 	duration    time.Duration
 	records     int64
@@ -69,6 +73,42 @@ const (
 	defaultDuration = 2 * time.Second
 	defaultRepeat   = 5
 )
+
+// Defaults of -sweep incremental, where -state-size and -update-fraction
+// are not given.
+const (
+	defaultIncrementalState    = "64MiB"
+	defaultIncrementalFraction = "0.01"
+)
+
+// parseStateSize reads -state-size: a bare number is bytes per key; a
+// number with a unit (KiB, MiB, GiB) is the total over keys keys, and the
+// bytes per key are total/keys, rounded down, at least 1. total reports
+// which it was.
+func parseStateSize(s string, keys uint64) (perKey int, total bool, err error) {
+	s = strings.TrimSpace(s)
+	num, mult := s, int64(1)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}} {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			num, mult, total = strings.TrimSpace(n), u.m, true
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || (total && n == 0) || n > math.MaxInt64/mult {
+		return 0, false, fmt.Errorf("%q: want bytes per key (a number >= 0), or a total over -keys with a unit, such as 64MiB", s)
+	}
+	if !total {
+		return int(n), false, nil
+	}
+	per := uint64(n*mult) / max(keys, 1)
+	if per == 0 {
+		return 0, false, fmt.Errorf("%q over %d keys is less than a byte per key", s, keys)
+	}
+	return int(per), true, nil
+}
 
 // errUsage marks a command line that cannot run: main exits 2.
 var errUsage = errors.New("bench: usage")
@@ -104,12 +144,19 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.IntVar(&f.parallelism, "parallelism", 2, "parallelism of the keyed sum")
 	fs.IntVar(&f.recordSize, "record-size", 16, "bytes per record")
 	fs.Uint64Var(&f.keys, "keys", 1024, "number of keys")
-	fs.IntVar(&f.stateSize, "state-size", 0, "bytes of keyed state per key, besides the sum")
+	stateSpec := fs.String("state-size", "0", "keyed state besides the sums: a bare number is bytes per key (as before, e.g. 1024);\n"+
+		"a number with a unit, KiB, MiB or GiB, is the total over -keys keys (e.g. 64MiB: 64 KiB per key of 1024),\n"+
+		"rounded down to whole bytes per key. Every key holds its bytes from the first records on")
+	fs.Float64Var(&f.fraction, "update-fraction", 1, "fraction F (0 < F <= 1) of the keys whose state changes per second: the source writes\n"+
+		"a window of max(1, F*keys) keys, which moves on each second (after one record per key);\n"+
+		"1: every key in turn")
 	fs.Float64Var(&f.rate, "rate", 0, "records/s offered by the source (0: as fast as possible)")
 	fs.DurationVar(&f.duration, "duration", defaultDuration, "measuring time per run of a row (after a warm-up of a fifth of it, at most 1s)")
 	fs.Int64Var(&f.records, "records", 0, "instead of -duration, run each row until this many records have reached the sink, and measure the whole run")
 	fs.StringVar(&f.store, "store", "mem://", "snapshot store URL: mem://, a directory, or s3://BUCKET/PREFIX?endpoint=HOST:PORT&secure=false")
-	fs.StringVar(&f.sweep, "sweep", "", "a sweep instead: state-size, fan-in, recovery, parallelism, backpressure, latency, monitoring (metrics, API and dashboard served and polled, against none) or rescale")
+	fs.StringVar(&f.sweep, "sweep", "", "a sweep instead: state-size, fan-in, recovery, parallelism, backpressure, latency, monitoring (metrics, API and dashboard served and polled, against none),\n"+
+		"rescale, or incremental (what a checkpoint uploads against the state, at 100ms or -intervals; -state-size\n"+
+		"defaults to "+defaultIncrementalState+" and -update-fraction to "+defaultIncrementalFraction+" there)")
 	fs.StringVar(&f.sizes, "sizes", defaultRescaleSizes, "-sweep rescale: sizes of keyed state (over -keys keys), comma-separated, in bytes, KiB, MiB or GiB")
 	fs.StringVar(&f.jsonOut, "json", "", "write the rows as a JSON array to this file (a metric not measured is null)")
 	fs.StringVar(&f.plotOut, "plot", "", "draw throughput and p99 latency against the interval into this PNG")
@@ -130,6 +177,23 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	}
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("%w: unexpected arguments %q (flags only; -h lists them)", errUsage, fs.Args())
+	}
+	f.set = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	if f.sweep == "incremental" {
+		if !f.set["state-size"] {
+			*stateSpec = defaultIncrementalState
+		}
+		if !f.set["update-fraction"] {
+			f.fraction, _ = strconv.ParseFloat(defaultIncrementalFraction, 64)
+		}
+	}
+	var err error
+	if f.stateSize, _, err = parseStateSize(*stateSpec, f.keys); err != nil {
+		return f, fmt.Errorf("%w: -state-size: %v", errUsage, err)
+	}
+	if !(f.fraction > 0 && f.fraction <= 1) { // also NaN
+		return f, fmt.Errorf("%w: -update-fraction %v: want 0 < F <= 1", errUsage, f.fraction)
 	}
 	return f, nil
 }
@@ -270,6 +334,7 @@ func loadRows(path string) ([]Row, error) {
 		r := &rows[i]
 		if r.Checkpoints == 0 {
 			r.CkptP50Ms, r.CkptP99Ms, r.AlignP50Ms, r.AlignP99Ms, r.BytesPerCkpt = metric{}, metric{}, metric{}, metric{}, metric{}
+			r.StateBytes, r.UploadedBytesPerCkpt = metric{}, metric{}
 		}
 		if r.Records == 0 {
 			r.LatencyP50Ms, r.LatencyP99Ms = metric{}, metric{}
@@ -374,6 +439,12 @@ func describe(rc rowConfig) string {
 	if rc.StateSize > 0 {
 		parts = append(parts, "state="+count(int64(rc.StateSize))+"B/key")
 	}
+	if rc.UpdateFraction > 0 && rc.UpdateFraction < 1 {
+		parts = append(parts, fmt.Sprintf("updated=%g/s", rc.UpdateFraction))
+	}
+	if rc.Checkpointing != "" {
+		parts = append(parts, rc.Checkpointing)
+	}
 	if rc.Rate > 0 {
 		parts = append(parts, "rate="+thousands(rc.Rate, 0)+"/s")
 	}
@@ -393,6 +464,9 @@ func describe(rc rowConfig) string {
 func plan(f flags) ([]rowConfig, error) {
 	base := rowConfig{Topology: f.topology, Parallelism: f.parallelism, RecordSize: f.recordSize, Keys: f.keys,
 		StateSize: f.stateSize, Rate: f.rate, Duration: f.duration, Records: f.records, Store: f.store, Interval: "off", Backlog: f.backlog}
+	if f.fraction < 1 {
+		base.UpdateFraction = f.fraction
+	}
 	if f.recordSize < 16 || f.parallelism < 1 || f.keys < 1 || f.duration <= 0 || f.stateSize < 0 || f.rate < 0 || f.records < 0 || f.repeat < 1 || f.backlog < 0 {
 		return nil, fmt.Errorf("%w: want -record-size >= 16, -parallelism >= 1, -keys >= 1, -duration > 0, -state-size >= 0, -rate >= 0, -records >= 0, -repeat >= 1, -backlog >= 0", errUsage)
 	}
@@ -438,6 +512,21 @@ func plan(f flags) ([]rowConfig, error) {
 			}
 		}
 		return out, nil
+	case "incremental": // what a checkpoint uploads against the state, at a fraction of keys updated
+		intervals := "100ms"
+		if f.set["intervals"] {
+			intervals = f.intervals
+		}
+		for _, iv := range strings.Split(intervals, ",") {
+			iv = strings.TrimSpace(iv)
+			if d, err := parseInterval(iv); err != nil || d == 0 {
+				return nil, fmt.Errorf("%w: -sweep incremental: -intervals %q: want checkpoint intervals, such as 100ms", errUsage, iv)
+			}
+			for _, kind := range checkpointKinds {
+				add(func(rc *rowConfig) { rc.Mode, rc.Interval, rc.Checkpointing = "abs", iv, kind })
+			}
+		}
+		return out, nil
 	case "parallelism": // throughput against parallelism, checkpoints off
 		for _, p := range []int{1, 2, 4} {
 			for _, m := range []string{"abs", "protoactor"} {
@@ -446,7 +535,7 @@ func plan(f flags) ([]rowConfig, error) {
 		}
 		return out, nil
 	default:
-		return nil, fmt.Errorf("%w: unknown -sweep %q (state-size, fan-in, recovery, parallelism, backpressure, latency, monitoring, rescale)", errUsage, f.sweep)
+		return nil, fmt.Errorf("%w: unknown -sweep %q (state-size, fan-in, recovery, parallelism, backpressure, latency, monitoring, rescale, incremental)", errUsage, f.sweep)
 	}
 	for _, m := range strings.Split(f.modes, ",") {
 		switch m = strings.TrimSpace(m); m {
@@ -524,6 +613,12 @@ func profileName(rc rowConfig, k int) string {
 	name := fmt.Sprintf("%s-%s-%s", rc.Topology, rc.Mode, iv)
 	if rc.StateSize > 0 {
 		name += fmt.Sprintf("-state%d", rc.StateSize)
+	}
+	if rc.UpdateFraction > 0 && rc.UpdateFraction < 1 {
+		name += fmt.Sprintf("-updated%g", rc.UpdateFraction)
+	}
+	if rc.Checkpointing != "" {
+		name += "-" + rc.Checkpointing
 	}
 	if rc.Rate > 0 {
 		name += fmt.Sprintf("-rate%.0f", rc.Rate)
@@ -654,9 +749,13 @@ func ratios(rows []Row) {
 func offRate(rows []Row, r Row, mode string) (float64, bool) {
 	for _, o := range rows {
 		if o.Mode == mode && o.Interval == "off" && !o.Monitored && o.Topology == r.Topology && o.Parallelism == r.Parallelism &&
-			o.StateSize == r.StateSize && o.SinkRate == 0 && o.Rate == 0 {
+			o.StateSize == r.StateSize && o.UpdateFraction == r.UpdateFraction && o.SinkRate == 0 && o.Rate == 0 {
 			return o.RecordsPerSec.value()
 		}
 	}
 	return 0, false
 }
+
+// checkpointKinds are the rows of -sweep incremental at each interval, by
+// what a checkpoint uploads. Only full checkpoints exist so far.
+var checkpointKinds = []string{"full"}

@@ -17,20 +17,27 @@ import (
 
 // rowConfig is one configuration of the benchmark: a row of the table.
 type rowConfig struct {
-	Topology    string        `json:"topology"`
-	Mode        string        `json:"mode"`     // abs, sync, cluster, protoactor, channels
-	Interval    string        `json:"interval"` // off, 1s, 100ms, 20ms, as given
-	Parallelism int           `json:"parallelism"`
-	RecordSize  int           `json:"record_size"`
-	Keys        uint64        `json:"keys"`
-	StateSize   int           `json:"state_size"` // bytes of keyed state per key
-	Rate        float64       `json:"rate"`       // records/s offered (0: as fast as possible)
-	Records     int64         `json:"-"`          // stop after this many (0: run for Duration)
-	Duration    time.Duration `json:"-"`
-	Store       string        `json:"store"`
-	SinkRate    float64       `json:"sink_rate,omitempty"` // records/s the sink is limited to (0: unlimited)
-	Backlog     int64         `json:"backlog,omitempty"`   // kafka rows without a rate: records filled in before the row (0: sized by kafkaBacklog)
-	Recovery    bool          `json:"-"`                   // inject one failure and measure the recovery
+	Topology    string `json:"topology"`
+	Mode        string `json:"mode"`     // abs, sync, cluster, protoactor, channels
+	Interval    string `json:"interval"` // off, 1s, 100ms, 20ms, as given
+	Parallelism int    `json:"parallelism"`
+	RecordSize  int    `json:"record_size"`
+	Keys        uint64 `json:"keys"`
+	StateSize   int    `json:"state_size"` // bytes of keyed state per key
+	// UpdateFraction is the fraction of the keys whose state changes per
+	// second: the source's hot window (benchwork.Generator.Hot). 0 or 1:
+	// every key.
+	UpdateFraction float64 `json:"update_fraction,omitempty"`
+	// Checkpointing is what a checkpoint uploads: "full" (every task's
+	// whole state); "" in rows from before it was recorded, which are full.
+	Checkpointing string        `json:"checkpointing,omitempty"`
+	Rate          float64       `json:"rate"` // records/s offered (0: as fast as possible)
+	Records       int64         `json:"-"`    // stop after this many (0: run for Duration)
+	Duration      time.Duration `json:"-"`
+	Store         string        `json:"store"`
+	SinkRate      float64       `json:"sink_rate,omitempty"` // records/s the sink is limited to (0: unlimited)
+	Backlog       int64         `json:"backlog,omitempty"`   // kafka rows without a rate: records filled in before the row (0: sized by kafkaBacklog)
+	Recovery      bool          `json:"-"`                   // inject one failure and measure the recovery
 	// Monitored rows serve the job's metrics, API and dashboard
 	// (internal/serve), scraped and polled every second and with an event
 	// stream open, as a Prometheus server and an open dashboard would.
@@ -58,10 +65,17 @@ type Row struct {
 	AlignP50Ms       metric `json:"align_p50_ms"`
 	AlignP99Ms       metric `json:"align_p99_ms"`
 	BytesPerCkpt     metric `json:"bytes_per_ckpt"`
-	LatencyP50Ms     metric `json:"latency_p50_ms"`
-	LatencyP99Ms     metric `json:"latency_p99_ms"`
-	PeakRSSBytes     int64  `json:"peak_rss_bytes"` // 0: not measured (no /proc)
-	RecoveryMs       metric `json:"recovery_ms"`
+	// StateBytes is the state size of the last checkpoint completed in the
+	// measuring window (actors.Event.Bytes).
+	StateBytes metric `json:"state_bytes"`
+	// UploadedBytesPerCkpt is the bytes written to the store per checkpoint
+	// completed in the window: what was Put between each one's completion
+	// and the completion before it (states, manifest), averaged.
+	UploadedBytesPerCkpt metric `json:"uploaded_bytes_per_ckpt"`
+	LatencyP50Ms         metric `json:"latency_p50_ms"`
+	LatencyP99Ms         metric `json:"latency_p99_ms"`
+	PeakRSSBytes         int64  `json:"peak_rss_bytes"` // 0: not measured (no /proc)
+	RecoveryMs           metric `json:"recovery_ms"`
 	// WireBytesPerRecord is, for a cluster row, the bytes of records the
 	// workers encoded for another node per record that reached the sink.
 	WireBytesPerRecord metric `json:"wire_bytes_per_record"`
@@ -169,11 +183,12 @@ func runSnapflow(ctx context.Context, rc rowConfig) (_ Row, err error) {
 	if err != nil {
 		return Row{}, err
 	}
-	store, err := snapshots.Open(ctx, rc.Store)
+	opened, err := snapshots.Open(ctx, rc.Store)
 	if err != nil {
 		return Row{}, err
 	}
-	defer store.Close()
+	defer opened.Close()
+	store := newCountingStore(opened)
 	// Every run is a job of its own: on a store that outlives the process
 	// (a directory, s3) a run must not resume from the checkpoints of the
 	// run before it, and it leaves none behind.
@@ -185,7 +200,8 @@ func runSnapflow(ctx context.Context, rc rowConfig) (_ Row, err error) {
 		return Row{}, err
 	}
 	var ckpt, align []time.Duration
-	var bytes uint64
+	var bytes, lastBytes uint64
+	var uploaded, lastWritten int64 // bytes Put in the window's checkpoints; Put before the last completion
 	var failedAt, runningAt time.Time
 	done := make(chan struct{})
 	opts := []actors.Option{
@@ -194,10 +210,13 @@ func runSnapflow(ctx context.Context, rc rowConfig) (_ Row, err error) {
 		actors.WithListener(func(e actors.Event) {
 			switch e.Kind {
 			case actors.EventCheckpointCompleted:
+				w := store.written()
 				if !e.Final && p.window.Load() {
 					ckpt, align = append(ckpt, e.Duration), append(align, e.Alignment)
-					bytes += e.Bytes
+					bytes, lastBytes = bytes+e.Bytes, e.Bytes
+					uploaded += w - lastWritten
 				}
+				lastWritten = w
 			case actors.EventTaskFailed:
 				failedAt = e.Time
 			case actors.EventRunning:
@@ -274,6 +293,10 @@ func runSnapflow(ctx context.Context, rc rowConfig) (_ Row, err error) {
 	row.AlignP50Ms, row.AlignP99Ms = quantiles(align)
 	row.LatencyP50Ms, row.LatencyP99Ms = latencies(&p.latency)
 	row.BytesPerCkpt = per(float64(bytes), float64(len(ckpt)))
+	if len(ckpt) > 0 {
+		row.StateBytes = measured(float64(lastBytes))
+		row.UploadedBytesPerCkpt = per(float64(uploaded), float64(len(ckpt)))
+	}
 	if rc.Recovery && !runningAt.IsZero() {
 		row.RecoveryMs = msOf(runningAt.Sub(failedAt))
 	}

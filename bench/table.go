@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 )
@@ -26,6 +28,8 @@ var columns = []column{
 	{"interval", func(r Row) string { return ifSnapflow(r, r.Interval) }},
 	{"p", func(r Row) string { return count(int64(r.Parallelism)) }},
 	{"state/key B", stateCell},
+	{"updated/s", func(r Row) string { return fractionCell(r.UpdateFraction) }},
+	{"ckpt kind", func(r Row) string { return cmp.Or(r.Checkpointing, notMeasured) }},
 	{"offered/s", func(r Row) string { return limit(r.Rate) }},
 	{"sink limit/s", func(r Row) string { return limit(r.SinkRate) }},
 	{"records/s", func(r Row) string { return r.RecordsPerSec.cell(0) }},
@@ -38,6 +42,9 @@ var columns = []column{
 	{"ckpt p50/p99 ms", func(r Row) string { return pair(r.CkptP50Ms, r.CkptP99Ms) }},
 	{"align p50/p99 ms", func(r Row) string { return pair(r.AlignP50Ms, r.AlignP99Ms) }},
 	{"bytes/ckpt", func(r Row) string { return r.BytesPerCkpt.cell(0) }},
+	{"state B", func(r Row) string { return r.StateBytes.cell(0) }},
+	{"uploaded B/ckpt", func(r Row) string { return r.UploadedBytesPerCkpt.cell(0) }},
+	{"% uploaded", func(r Row) string { return percent(uploadedShare(r)) }},
 	{"wire B/record", func(r Row) string { return r.WireBytesPerRecord.cell(1) }},
 	{"latency p50/p99 ms", func(r Row) string { return pair(r.LatencyP50Ms, r.LatencyP99Ms) }},
 	{"CPU µs/record", func(r Row) string { return r.CPUPerRecordUs.cell(2) }},
@@ -46,7 +53,7 @@ var columns = []column{
 }
 
 // optional columns are printed only when some row has a value in them.
-var optional = map[string]bool{"offered/s": true, "sink limit/s": true, "recovery ms": true, "% of in-proc off": true, "wire B/record": true, "% of loop": true, "CPU µs/record": true, "% of unmonitored": true}
+var optional = map[string]bool{"updated/s": true, "ckpt kind": true, "state B": true, "uploaded B/ckpt": true, "% uploaded": true, "offered/s": true, "sink limit/s": true, "recovery ms": true, "% of in-proc off": true, "wire B/record": true, "% of loop": true, "CPU µs/record": true, "% of unmonitored": true}
 
 // tableNote explains the table's symbols and relative columns.
 const tableNote = `–: does not apply to the row, or was not measured (no record, no checkpoint, no time).
@@ -75,7 +82,7 @@ func printTable(w io.Writer, rows []Row) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := io.WriteString(w, tableNote+clusterNote(rows)+kafkaNote(rows)+monitorNote(rows))
+	_, err := io.WriteString(w, tableNote+clusterNote(rows)+kafkaNote(rows)+monitorNote(rows)+uploadNote(rows))
 	return err
 }
 
@@ -120,6 +127,40 @@ func stateCell(r Row) string {
 		return notMeasured
 	}
 	return ifSnapflow(r, count(int64(r.StateSize)))
+}
+
+// uploadNote explains the columns of what a checkpoint uploads, when some
+// row has them.
+func uploadNote(rows []Row) string {
+	for _, r := range rows {
+		if _, ok := r.UploadedBytesPerCkpt.value(); ok {
+			return `updated/s: the fraction of the keys whose state changes per second (the source's moving hot window).
+state B: the state size of the last checkpoint in the window; uploaded B/ckpt: bytes written to the store per
+checkpoint (states and manifest); % uploaded: uploaded B/ckpt against state B (full checkpoints: about 100%).
+`
+		}
+	}
+	return ""
+}
+
+// fractionCell is the fraction of keys updated per second as a percentage;
+// "–" for every key (0 or 1).
+func fractionCell(f float64) string {
+	if f <= 0 || f >= 1 {
+		return notMeasured
+	}
+	return strconv.FormatFloat(f*100, 'g', 3, 64) + "%"
+}
+
+// uploadedShare is the bytes uploaded per checkpoint against the state's
+// size, when both were measured.
+func uploadedShare(r Row) metric {
+	up, ok := r.UploadedBytesPerCkpt.value()
+	st, ok2 := r.StateBytes.value()
+	if !ok || !ok2 {
+		return metric{}
+	}
+	return per(up, st)
 }
 
 func rssCell(r Row) string {
