@@ -199,9 +199,7 @@ func runSnapflow(ctx context.Context, rc rowConfig) (_ Row, err error) {
 	if err != nil {
 		return Row{}, err
 	}
-	var ckpt, align []time.Duration
-	var bytes, lastBytes uint64
-	var uploaded, lastWritten int64 // bytes Put in the window's checkpoints; Put before the last completion
+	var stats ckptStats
 	var failedAt, runningAt time.Time
 	done := make(chan struct{})
 	opts := []actors.Option{
@@ -210,13 +208,7 @@ func runSnapflow(ctx context.Context, rc rowConfig) (_ Row, err error) {
 		actors.WithListener(func(e actors.Event) {
 			switch e.Kind {
 			case actors.EventCheckpointCompleted:
-				w := store.written()
-				if !e.Final && p.window.Load() {
-					ckpt, align = append(ckpt, e.Duration), append(align, e.Alignment)
-					bytes, lastBytes = bytes+e.Bytes, e.Bytes
-					uploaded += w - lastWritten
-				}
-				lastWritten = w
+				stats.completed(e, store.written(), p.window.Load())
 			case actors.EventTaskFailed:
 				failedAt = e.Time
 			case actors.EventRunning:
@@ -288,19 +280,52 @@ func runSnapflow(ctx context.Context, rc rowConfig) (_ Row, err error) {
 	if err != nil {
 		return Row{}, err
 	}
-	row := Row{Records: counted, Seconds: elapsed.Seconds(), RecordsPerSec: per(float64(counted), elapsed.Seconds()), Checkpoints: len(ckpt)}
-	row.CkptP50Ms, row.CkptP99Ms = quantiles(ckpt)
-	row.AlignP50Ms, row.AlignP99Ms = quantiles(align)
+	row := Row{Records: counted, Seconds: elapsed.Seconds(), RecordsPerSec: per(float64(counted), elapsed.Seconds())}
+	stats.fill(&row)
 	row.LatencyP50Ms, row.LatencyP99Ms = latencies(&p.latency)
-	row.BytesPerCkpt = per(float64(bytes), float64(len(ckpt)))
-	if len(ckpt) > 0 {
-		row.StateBytes = measured(float64(lastBytes))
-		row.UploadedBytesPerCkpt = per(float64(uploaded), float64(len(ckpt)))
-	}
 	if rc.Recovery && !runningAt.IsZero() {
 		row.RecoveryMs = msOf(runningAt.Sub(failedAt))
 	}
 	return row, nil
+}
+
+// ckptStats gathers the checkpoints completed in a row's measuring window,
+// from the job's listener: their durations, alignments and state sizes, and
+// the bytes written to the store for them.
+type ckptStats struct {
+	ckpt, align []time.Duration
+	bytes, last uint64 // state bytes of every checkpoint counted; of the last one
+	uploaded    int64  // bytes Put for the checkpoints counted
+	written     int64  // bytes Put before the last completion, counted or not
+}
+
+// completed takes a completed checkpoint, with written the bytes Put to
+// the store so far: the bytes Put since the completion before it are
+// counted as its upload. A final checkpoint, or one outside the window, is
+// not counted.
+func (s *ckptStats) completed(e actors.Event, written int64, inWindow bool) {
+	if e.Kind != actors.EventCheckpointCompleted {
+		return
+	}
+	if !e.Final && inWindow {
+		s.ckpt, s.align = append(s.ckpt, e.Duration), append(s.align, e.Alignment)
+		s.bytes, s.last = s.bytes+e.Bytes, e.Bytes
+		s.uploaded += written - s.written
+	}
+	s.written = written
+}
+
+// fill sets row's checkpoint figures: not measured without a checkpoint.
+func (s *ckptStats) fill(row *Row) {
+	n := len(s.ckpt)
+	row.Checkpoints = n
+	row.CkptP50Ms, row.CkptP99Ms = quantiles(s.ckpt)
+	row.AlignP50Ms, row.AlignP99Ms = quantiles(s.align)
+	row.BytesPerCkpt = per(float64(s.bytes), float64(n))
+	if n > 0 {
+		row.StateBytes = measured(float64(s.last))
+		row.UploadedBytesPerCkpt = per(float64(s.uploaded), float64(n))
+	}
 }
 
 // removeJob deletes every object of job from store; what it cannot delete

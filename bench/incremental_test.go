@@ -1,0 +1,238 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/snapshots"
+)
+
+func TestParseStateSize(t *testing.T) {
+	for _, c := range []struct {
+		in     string
+		keys   uint64
+		per    int
+		total  bool
+		failed bool
+	}{
+		{in: "0", keys: 1024},
+		{in: "1024", keys: 1024, per: 1024},
+		{in: "65536", keys: 8, per: 65536},
+		{in: "64MiB", keys: 1024, per: 64 << 10, total: true},
+		{in: "256KiB", keys: 1024, per: 256, total: true},
+		{in: "1GiB", keys: 1 << 20, per: 1024, total: true},
+		{in: "1000KiB", keys: 3, per: 1000 << 10 / 3, total: true}, // rounded down
+		{in: "1KiB", keys: 2048, failed: true},                     // less than a byte per key
+		{in: "0MiB", keys: 1, failed: true},
+		{in: "-1", keys: 1, failed: true},
+		{in: "1.5MiB", keys: 1, failed: true},
+		{in: "64MB", keys: 1, failed: true},
+		{in: "9223372036854775807GiB", keys: 1, failed: true},
+	} {
+		per, total, err := parseStateSize(c.in, c.keys)
+		if (err != nil) != c.failed || per != c.per || total != c.total {
+			t.Errorf("parseStateSize(%q, %d) = %d, %v, %v; want %d, %v, failed %v", c.in, c.keys, per, total, err, c.per, c.total, c.failed)
+		}
+	}
+}
+
+// TestIncrementalUsage: a bad -update-fraction or -state-size is a usage
+// error (exit 2) that names the flag.
+func TestIncrementalUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"-update-fraction", "0"},
+		{"-update-fraction", "-0.5"},
+		{"-update-fraction", "1.01"},
+		{"-update-fraction", "NaN"},
+		{"-sweep", "incremental", "-update-fraction", "2"},
+		{"-keys", "4096", "-state-size", "1KiB"},
+		{"-state-size", "lots"},
+		{"-sweep", "incremental", "-intervals", "off"},
+	} {
+		err := run(context.Background(), args, io.Discard, io.Discard)
+		if !errors.Is(err, errUsage) || exitCode(err, io.Discard) != 2 {
+			t.Errorf("%q: %v, want a usage error", args, err)
+			continue
+		}
+		if name := strings.TrimPrefix(args[len(args)-2], "-"); !strings.Contains(err.Error(), "-"+name) {
+			t.Errorf("%q: %q does not name -%s", args, err, name)
+		}
+	}
+}
+
+func TestPlanIncremental(t *testing.T) {
+	for _, c := range []struct {
+		args      []string
+		intervals []string
+		perKey    int
+		fraction  float64
+	}{
+		// The sweep's defaults: 64 MiB over 1024 keys, 1% updated.
+		{[]string{"-sweep", "incremental"}, []string{"100ms"}, 64 << 10, 0.01},
+		{[]string{"-sweep", "incremental", "-state-size", "256KiB", "-keys", "1024", "-update-fraction", "0.1"}, []string{"100ms"}, 256, 0.1},
+		{[]string{"-sweep", "incremental", "-state-size", "512", "-intervals", "1s,20ms"}, []string{"1s", "20ms"}, 512, 0.01},
+		// Every key: the row records no fraction (as rows before the flag).
+		{[]string{"-sweep", "incremental", "-update-fraction", "1"}, []string{"100ms"}, 64 << 10, 0},
+	} {
+		f, err := parseFlags(c.args, io.Discard)
+		if err != nil {
+			t.Fatalf("%q: %v", c.args, err)
+		}
+		rows, err := plan(f)
+		if err != nil {
+			t.Fatalf("%q: %v", c.args, err)
+		}
+		if len(rows) != len(c.intervals)*len(checkpointKinds) {
+			t.Fatalf("%q: %d rows, want %d", c.args, len(rows), len(c.intervals)*len(checkpointKinds))
+		}
+		for i, rc := range rows {
+			if rc.Mode != "abs" || rc.Interval != c.intervals[i] || rc.Checkpointing != "full" || rc.StateSize != c.perKey || rc.UpdateFraction != c.fraction {
+				t.Errorf("%q: row %d = %+v, want abs at %s, full, %d B/key, fraction %v", c.args, i, rc, c.intervals[i], c.perKey, c.fraction)
+			}
+		}
+	}
+	// Outside the sweep, -state-size keeps its meaning and -update-fraction
+	// its default of every key.
+	f, err := parseFlags([]string{"-state-size", "4096"}, io.Discard)
+	if err != nil || f.stateSize != 4096 || f.fraction != 1 {
+		t.Errorf("-state-size 4096: %+v, %v; want 4096 B/key, fraction 1", f, err)
+	}
+}
+
+// TestFullCheckpointUploadsTheState runs the benchmark's job with a 256 KiB
+// state over 1024 keys and 10% of them updated per second, on a counting
+// store, takes checkpoints by hand and feeds them to the row's statistics:
+// the state is all there (every key was filled first), and a full
+// checkpoint writes about the whole state to the store.
+func TestFullCheckpointUploadsTheState(t *testing.T) {
+	const total = 256 << 10
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	mem, err := snapshots.Open(ctx, "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	store := newCountingStore(mem)
+	rc := rowConfig{Topology: "paritysum", Mode: "abs", Parallelism: 2, RecordSize: 16, Keys: 1024, StateSize: total / 1024, UpdateFraction: 0.1, Rate: 100_000}
+	var p probe
+	g, err := buildJob("full-upload", rc, &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type completion struct {
+		e       actors.Event
+		written int64
+	}
+	done := make(chan completion, 256)
+	j, err := actors.Start(ctx, g, actors.WithStore(store), actors.WithCheckpointInterval(0), actors.WithCheckpointTimeout(time.Minute),
+		actors.WithListener(func(e actors.Event) {
+			if e.Kind == actors.EventCheckpointCompleted {
+				done <- completion{e, store.written()}
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = j.Stop() }()
+	var stats ckptStats
+	checkpoint := func(inWindow bool) actors.Event {
+		t.Helper()
+		id, err := j.Checkpoint(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			select {
+			case c := <-done:
+				stats.completed(c.e, c.written, inWindow)
+				if c.e.Checkpoint == id {
+					return c.e
+				}
+			case <-ctx.Done():
+				t.Fatalf("checkpoint %d: no completion event", id)
+			}
+		}
+	}
+	// Until every key's state has reached the keyed tasks.
+	for n := 0; checkpoint(false).Bytes < total; n++ {
+		if n == 100 {
+			t.Fatalf("100 checkpoints and the state is still short of %d bytes", total)
+		}
+	}
+	for range 3 {
+		checkpoint(true)
+	}
+	var row Row
+	stats.fill(&row)
+	st, _ := row.StateBytes.value()
+	up, _ := row.UploadedBytesPerCkpt.value()
+	if row.Checkpoints != 3 || st < total || up < 0.9*st || up > 1.5*st {
+		t.Errorf("%d checkpoints, state %v bytes, %v uploaded per checkpoint: want 3, at least %d, and about the state", row.Checkpoints, st, up, total)
+	}
+	t.Logf("state %.0f bytes, uploaded %.0f per checkpoint", st, up)
+}
+
+// TestIncrementalSweepSmoke runs -sweep incremental at a tiny size through
+// the bench program: the row is a full one at 100ms with the state size and
+// fraction asked for, its JSON has the new fields, and when a checkpoint
+// completed (how many do is the machine's business) the state is all there
+// and a full checkpoint uploaded about all of it.
+func TestIncrementalSweepSmoke(t *testing.T) {
+	const records = 60_000
+	jsonPath := filepath.Join(t.TempDir(), "incremental.json")
+	args := []string{"-sweep", "incremental", "-state-size", "256KiB", "-keys", "1024", "-update-fraction", "0.1",
+		"-records", strconv.Itoa(records), "-rate", "60000", "-repeat", "1", "-json", jsonPath}
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal(b, &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 {
+		t.Fatalf("%d rows, want 1:\n%s", len(rows), stdout.String())
+	}
+	r := rows[0]
+	if r["checkpointing"] != "full" || r["interval"] != "100ms" || r["state_size"] != 256.0 || r["update_fraction"] != 0.1 || r["records"] != float64(records) {
+		t.Errorf("row %v: want full at 100ms, 256 B/key, fraction 0.1, %d records", r, records)
+	}
+	for _, k := range []string{"state_bytes", "uploaded_bytes_per_ckpt"} {
+		if _, ok := r[k]; !ok {
+			t.Errorf("row lacks %s: %v", k, r)
+		}
+	}
+	ckpts := r["checkpoints"].(float64)
+	st, stOK := r["state_bytes"].(float64)
+	up, upOK := r["uploaded_bytes_per_ckpt"].(float64)
+	if stOK != (ckpts > 0) || upOK != (ckpts > 0) {
+		t.Fatalf("%v checkpoints, state_bytes %v, uploaded_bytes_per_ckpt %v: want numbers exactly when a checkpoint completed", ckpts, r["state_bytes"], r["uploaded_bytes_per_ckpt"])
+	}
+	if ckpts > 0 {
+		if st < 256<<10 || up < 0.9*st || math.IsNaN(up) {
+			t.Errorf("state %v bytes, %v uploaded per checkpoint: want at least 256 KiB, and about the state", st, up)
+		}
+		for _, col := range []string{"updated/s", "ckpt kind", "state B", "uploaded B/ckpt", "% uploaded"} {
+			if !strings.Contains(stdout.String(), col) {
+				t.Errorf("table lacks column %q:\n%s", col, stdout.String())
+			}
+		}
+	}
+	t.Logf("%v checkpoints, state %v bytes, %v uploaded per checkpoint", ckpts, st, up)
+}
