@@ -9,8 +9,12 @@
 // run and the spread of its runs. `go run ./bench -h` lists the flags.
 //
 // Sweeps vary one thing instead (-sweep): state size, fan-in, recovery,
-// parallelism, backpressure, latency, and rescale, which measures
-// restoring a savepoint at its parallelism and at another (rescale.go).
+// parallelism, backpressure, latency, rescale, which measures
+// restoring a savepoint at its parallelism and at another (rescale.go), and
+// incremental, which measures what a checkpoint uploads (uploaded_bytes_per_ckpt)
+// against the state (state_bytes) when only a fraction of the keys changes
+// per second (-update-fraction), with -state-size given as a total such as
+// 64MiB.
 //
 //	go run ./bench -topology paritysum -intervals off,1s,100ms,20ms -duration 4s -repeat 9 -json rows.json -plot rows.png
 package main
