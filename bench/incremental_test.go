@@ -59,6 +59,7 @@ func TestIncrementalUsage(t *testing.T) {
 		{"-keys", "4096", "-state-size", "1KiB"},
 		{"-state-size", "lots"},
 		{"-sweep", "incremental", "-intervals", "off"},
+		{"-parallelism", "4", "-max-parallelism", "2"},
 	} {
 		err := run(context.Background(), args, io.Discard, io.Discard)
 		if !errors.Is(err, errUsage) || exitCode(err, io.Discard) != 2 {
@@ -93,13 +94,37 @@ func TestPlanIncremental(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", c.args, err)
 		}
-		if len(rows) != len(c.intervals)*len(checkpointKinds) {
-			t.Fatalf("%q: %d rows, want %d", c.args, len(rows), len(c.intervals)*len(checkpointKinds))
+		if len(rows) != 1+len(c.intervals)*len(checkpointKinds) {
+			t.Fatalf("%q: %d rows, want %d", c.args, len(rows), 1+len(c.intervals)*len(checkpointKinds))
 		}
-		for i, rc := range rows {
+		if off := rows[0]; off.Mode != "abs" || off.Interval != "off" || off.Checkpointing != "" || off.StateSize != c.perKey || off.UpdateFraction != c.fraction {
+			t.Errorf("%q: first row %+v, want abs with checkpoints off, %d B/key, fraction %v", c.args, off, c.perKey, c.fraction)
+		}
+		for i, rc := range rows[1:] {
 			if rc.Mode != "abs" || rc.Interval != c.intervals[i] || rc.Checkpointing != "full" || rc.StateSize != c.perKey || rc.UpdateFraction != c.fraction {
-				t.Errorf("%q: row %d = %+v, want abs at %s, full, %d B/key, fraction %v", c.args, i, rc, c.intervals[i], c.perKey, c.fraction)
+				t.Errorf("%q: row %d = %+v, want abs at %s, full, %d B/key, fraction %v", c.args, i+1, rc, c.intervals[i], c.perKey, c.fraction)
 			}
+		}
+	}
+	// -max-parallelism sets the job's key groups; 0 keeps the default.
+	for _, c := range []struct {
+		args []string
+		want int
+	}{{nil, 128}, {[]string{"-parallelism", "4"}, 128}, {[]string{"-max-parallelism", "1024"}, 1024}, {[]string{"-parallelism", "3", "-max-parallelism", "3"}, 3}} {
+		f, err := parseFlags(append([]string{"-sweep", "incremental"}, c.args...), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := plan(f)
+		if err != nil {
+			t.Fatalf("%q: %v", c.args, err)
+		}
+		g, err := buildJob("maxp", rows[1], &probe{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.MaxParallelism() != c.want {
+			t.Errorf("%q: the job has %d key groups, want %d", c.args, g.MaxParallelism(), c.want)
 		}
 	}
 	// Outside the sweep, -state-size keeps its meaning and -update-fraction
@@ -185,7 +210,7 @@ func TestFullCheckpointUploadsTheState(t *testing.T) {
 }
 
 // TestIncrementalSweepSmoke runs -sweep incremental at a tiny size through
-// the bench program: the row is a full one at 100ms with the state size and
+// the bench program: a row with checkpoints off, then a full one at 100ms with the state size and
 // fraction asked for, its JSON has the new fields, and when a checkpoint
 // completed (how many do is the machine's business) the state is all there
 // and a full checkpoint uploaded about all of it.
@@ -206,10 +231,10 @@ func TestIncrementalSweepSmoke(t *testing.T) {
 	if err := json.Unmarshal(b, &rows); err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 1 {
-		t.Fatalf("%d rows, want 1:\n%s", len(rows), stdout.String())
+	if len(rows) != 2 || rows[0]["interval"] != "off" || rows[0]["checkpoints"] != 0.0 || rows[0]["state_bytes"] != nil || rows[0]["uploaded_bytes_per_ckpt"] != nil {
+		t.Fatalf("rows %v: want 2, the first with checkpoints off and no checkpoint figures:\n%s", rows, stdout.String())
 	}
-	r := rows[0]
+	r := rows[1]
 	if r["checkpointing"] != "full" || r["interval"] != "100ms" || r["state_size"] != 256.0 || r["update_fraction"] != 0.1 || r["records"] != float64(records) {
 		t.Errorf("row %v: want full at 100ms, 256 B/key, fraction 0.1, %d records", r, records)
 	}

@@ -24,7 +24,11 @@ type probe struct {
 // buildJob adds the topology of rc to a new graph named job. Every shape
 // ends in a keyed sum ("sum") feeding the sink.
 func buildJob(job string, rc rowConfig, p *probe) (*topology.Graph, error) {
-	g := topology.New(job, topology.MaxParallelism(max(128, rc.Parallelism)))
+	maxp := rc.MaxParallelism
+	if maxp == 0 {
+		maxp = max(128, rc.Parallelism)
+	}
+	g := topology.New(job, topology.MaxParallelism(maxp))
 	gen := benchwork.NewGenerator(rc.Keys, rc.RecordSize).WithUpdateFraction(rc.UpdateFraction)
 	// The rate and the record limit are the job's: they are shared by every
 	// source task of every source operator.

@@ -47,6 +47,7 @@ type flags struct {
 	keys        uint64
 	stateSize   int             // bytes of keyed state per key, from -state-size
 	fraction    float64         // -update-fraction
+	maxPar      int             // -max-parallelism
 	set         map[string]bool // flags given on the command line
 	rate        float64
 	duration    time.Duration
@@ -146,6 +147,8 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.Int64Var(&f.backlog, "backlog", 0, "-topology kafka without -rate: records filled into the input topic before each run\n"+
 		"(0: enough for 3.5M records/s through the warm-up, -duration and the tail)")
 	fs.IntVar(&f.parallelism, "parallelism", 2, "parallelism of the keyed sum")
+	fs.IntVar(&f.maxPar, "max-parallelism", 0, "key groups of the job's keyed state (0: max(128, -parallelism)); changes are tracked per\n"+
+		"key group, so with hashed keys this bounds how little an incremental checkpoint can upload")
 	fs.IntVar(&f.recordSize, "record-size", 16, "bytes per record")
 	fs.Uint64Var(&f.keys, "keys", 1024, "number of keys")
 	stateSpec := fs.String("state-size", "0", "keyed state besides the sums: a bare number is bytes per key (as before, e.g. 1024);\n"+
@@ -446,6 +449,9 @@ func describe(rc rowConfig) string {
 	if rc.UpdateFraction > 0 && rc.UpdateFraction < 1 {
 		parts = append(parts, fmt.Sprintf("updated=%g/s", rc.UpdateFraction))
 	}
+	if rc.MaxParallelism > 0 {
+		parts = append(parts, fmt.Sprintf("maxp=%d", rc.MaxParallelism))
+	}
 	if rc.Checkpointing != "" {
 		parts = append(parts, rc.Checkpointing)
 	}
@@ -471,6 +477,10 @@ func plan(f flags) ([]rowConfig, error) {
 	if f.fraction < 1 {
 		base.UpdateFraction = f.fraction
 	}
+	if f.maxPar != 0 && f.maxPar < f.parallelism {
+		return nil, fmt.Errorf("%w: -max-parallelism %d: want 0 (the default) or at least -parallelism (%d)", errUsage, f.maxPar, f.parallelism)
+	}
+	base.MaxParallelism = f.maxPar
 	if f.recordSize < 16 || f.parallelism < 1 || f.keys < 1 || f.duration <= 0 || f.stateSize < 0 || f.rate < 0 || f.records < 0 || f.repeat < 1 || f.backlog < 0 {
 		return nil, fmt.Errorf("%w: want -record-size >= 16, -parallelism >= 1, -keys >= 1, -duration > 0, -state-size >= 0, -rate >= 0, -records >= 0, -repeat >= 1, -backlog >= 0", errUsage)
 	}
@@ -516,11 +526,13 @@ func plan(f flags) ([]rowConfig, error) {
 			}
 		}
 		return out, nil
-	case "incremental": // what a checkpoint uploads against the state, at a fraction of keys updated
+	case "incremental": // what a checkpoint uploads against the state, at a fraction of keys updated; off first
 		intervals := "100ms"
 		if f.set["intervals"] {
 			intervals = f.intervals
 		}
+		// Checkpoints off first: the throughput the others cost.
+		add(func(rc *rowConfig) { rc.Mode = "abs" })
 		for _, iv := range strings.Split(intervals, ",") {
 			iv = strings.TrimSpace(iv)
 			if d, err := parseInterval(iv); err != nil || d == 0 {
@@ -620,6 +632,9 @@ func profileName(rc rowConfig, k int) string {
 	}
 	if rc.UpdateFraction > 0 && rc.UpdateFraction < 1 {
 		name += fmt.Sprintf("-updated%g", rc.UpdateFraction)
+	}
+	if rc.MaxParallelism > 0 {
+		name += fmt.Sprintf("-maxp%d", rc.MaxParallelism)
 	}
 	if rc.Checkpointing != "" {
 		name += "-" + rc.Checkpointing
@@ -753,7 +768,7 @@ func ratios(rows []Row) {
 func offRate(rows []Row, r Row, mode string) (float64, bool) {
 	for _, o := range rows {
 		if o.Mode == mode && o.Interval == "off" && !o.Monitored && o.Topology == r.Topology && o.Parallelism == r.Parallelism &&
-			o.StateSize == r.StateSize && o.UpdateFraction == r.UpdateFraction && o.SinkRate == 0 && o.Rate == 0 {
+			o.StateSize == r.StateSize && o.UpdateFraction == r.UpdateFraction && o.MaxParallelism == r.MaxParallelism && o.SinkRate == 0 && o.Rate == 0 {
 			return o.RecordsPerSec.value()
 		}
 	}

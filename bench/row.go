@@ -28,6 +28,10 @@ type rowConfig struct {
 	// second: the source's hot window (benchwork.Generator.Hot). 0 or 1:
 	// every key.
 	UpdateFraction float64 `json:"update_fraction,omitempty"`
+	// MaxParallelism is the job's number of key groups (0: the default,
+	// max(128, Parallelism)). Incremental checkpoints track changes per key
+	// group, so it bounds how little of the state a checkpoint can upload.
+	MaxParallelism int `json:"max_parallelism,omitempty"`
 	// Checkpointing is what a checkpoint uploads: "full" (every task's
 	// whole state); "" in rows from before it was recorded, which are full.
 	Checkpointing string        `json:"checkpointing,omitempty"`

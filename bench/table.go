@@ -28,6 +28,12 @@ var columns = []column{
 	{"interval", func(r Row) string { return ifSnapflow(r, r.Interval) }},
 	{"p", func(r Row) string { return count(int64(r.Parallelism)) }},
 	{"state/key B", stateCell},
+	{"key groups", func(r Row) string {
+		if r.MaxParallelism == 0 {
+			return notMeasured
+		}
+		return count(int64(r.MaxParallelism))
+	}},
 	{"updated/s", func(r Row) string { return fractionCell(r.UpdateFraction) }},
 	{"ckpt kind", func(r Row) string { return cmp.Or(r.Checkpointing, notMeasured) }},
 	{"offered/s", func(r Row) string { return limit(r.Rate) }},
@@ -53,7 +59,7 @@ var columns = []column{
 }
 
 // optional columns are printed only when some row has a value in them.
-var optional = map[string]bool{"updated/s": true, "ckpt kind": true, "state B": true, "uploaded B/ckpt": true, "% uploaded": true, "offered/s": true, "sink limit/s": true, "recovery ms": true, "% of in-proc off": true, "wire B/record": true, "% of loop": true, "CPU µs/record": true, "% of unmonitored": true}
+var optional = map[string]bool{"key groups": true, "updated/s": true, "ckpt kind": true, "state B": true, "uploaded B/ckpt": true, "% uploaded": true, "offered/s": true, "sink limit/s": true, "recovery ms": true, "% of in-proc off": true, "wire B/record": true, "% of loop": true, "CPU µs/record": true, "% of unmonitored": true}
 
 // tableNote explains the table's symbols and relative columns.
 const tableNote = `–: does not apply to the row, or was not measured (no record, no checkpoint, no time).
