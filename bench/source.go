@@ -12,8 +12,10 @@ import (
 	"github.com/snapflow/snapflow/topology"
 )
 
-// genSource is the benchmark's replayable source: record i has key
-// i % keys; the offset is the number of records produced. With a rate it
+// genSource is the benchmark's replayable source: records 0..keys-1 have
+// one key each, and after them record i has key i % keys, or, with an
+// update fraction, a key of the hot window of its batch's second
+// (benchwork.Generator.Fill); the offset is the number of records produced. With a rate it
 // paces itself with a token bucket, idle (not spinning) while it waits.
 type genSource struct {
 	gen   benchwork.Generator
