@@ -83,7 +83,9 @@ func (m *monitoring) watch(job *actors.Job) {
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			m.fail(err)
+			if ctx.Err() == nil { // not the row ending before the stream opened
+				m.fail(err)
+			}
 			return
 		}
 		defer resp.Body.Close()
