@@ -40,9 +40,10 @@ func newCollector[T any](ic *InstanceContext) (*Collector[T], error) {
 	c := &Collector[T]{sender: ic.Sender, batchBytes: ic.BatchBytes, pool: poolOf[T]()}
 	c.batchSize, c.size = byteLimits[T](ic.BatchSize, ic.BatchBytes)
 	for _, o := range ic.Task.Routes {
-		r := route[T]{partition: o.Partition, first: o.First, maxP: o.MaxParallelism, bufs: make([][]T, o.Targets)}
+		// Written per record: on cache lines of their own (see isolated).
+		r := route[T]{partition: o.Partition, first: o.First, maxP: o.MaxParallelism, bufs: isolatedSlice[[]T](o.Targets)}
 		if c.size != nil {
-			r.bytes = make([]int, o.Targets)
+			r.bytes = isolatedSlice[int](o.Targets)
 		}
 		if o.Partition == PartitionHash {
 			kg, ok := o.keyGroup.(func(T) int)

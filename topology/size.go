@@ -80,7 +80,11 @@ func byteLimits[T any](batchSize, batchBytes int) (limit int, size func(unsafe.P
 	}
 	s := sizerOf(reflect.TypeFor[T]())
 	if s.more != nil {
-		return limit, s.recordSize
+		// Read per record by every task: each collector gets a copy of
+		// its own, away from what other tasks write (see isolated).
+		own := isolated[sizer]()
+		*own = *s
+		return limit, own.recordSize
 	}
 	if s.fixed > 0 {
 		limit = min(limit, max(1, batchBytes/s.fixed))

@@ -22,7 +22,7 @@ type KeyedSetup[K Key] struct {
 
 func newKeyedSetup[K Key](task *TaskPlan, codec keyCodec[K]) *KeyedSetup[K] {
 	return &KeyedSetup[K]{
-		task: task, cur: new(K), codec: codec, keyType: typeName(reflect.TypeFor[K]()),
+		task: task, cur: isolated[K](), codec: codec, keyType: typeName(reflect.TypeFor[K]()), // written per record
 		maxP: uint64(max(1, task.maxParallelism())),
 	}
 }
