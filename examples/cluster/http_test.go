@@ -4,16 +4,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/snapflow/snapflow/actors/monitor"
+	"github.com/snapflow/snapflow/internal/testhttp"
 )
 
 // TestHTTP: a coordinator with -http prints its dashboard's URL and, while
@@ -36,12 +34,8 @@ func TestHTTP(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), awaitDeadline)
 	defer cancel()
-	body, err := get(ctx, base+"/api/v1/job")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var st monitor.JobStatus
-	if err := json.Unmarshal(body, &st); err != nil {
+	if err := testhttp.GetJSON(ctx, base+"/api/v1/job", &st); err != nil {
 		t.Fatal(err)
 	}
 	up := 0
@@ -55,7 +49,7 @@ func TestHTTP(t *testing.T) {
 		t.Errorf("GET /api/v1/job while the job runs: job %q, state %q, nodes %+v, tasks %+v; want %q running on 2 workers, every task placed",
 			st.Name, st.State, st.Nodes, st.Tasks, jobName)
 	}
-	metrics, err := get(ctx, base+"/metrics")
+	metrics, err := testhttp.Get(ctx, base+"/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,22 +78,4 @@ func TestHTTPFlag(t *testing.T) {
 	if slices.Contains(d.jobArgs(), "-http") {
 		t.Errorf("the demo's workers would get -http: %q", d.jobArgs())
 	}
-}
-
-// get GETs url and returns the body of a 200 answer.
-func get(ctx context.Context, url string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
-	}
-	return body, err
 }

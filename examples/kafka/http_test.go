@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/snapflow/snapflow/actors/monitor"
+	"github.com/snapflow/snapflow/internal/testhttp"
 )
 
 // TestHTTP: with -phase run and -http, the job's API answers while the
@@ -70,23 +69,7 @@ func TestHTTPNeedsARun(t *testing.T) {
 // jobStatus GETs base/api/v1/job.
 func jobStatus(ctx context.Context, base string) (monitor.JobStatus, error) {
 	var st monitor.JobStatus
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/job", nil)
-	if err != nil {
-		return st, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return st, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return st, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return st, fmt.Errorf("GET /api/v1/job: %s: %s", resp.Status, body)
-	}
-	return st, json.Unmarshal(body, &st)
+	return st, testhttp.GetJSON(ctx, base+"/api/v1/job", &st)
 }
 
 // awaitLine waits for a stdout line matching re and returns its

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"regexp"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors/monitor"
+	"github.com/snapflow/snapflow/internal/testhttp"
 	"github.com/snapflow/snapflow/snapshots"
 )
 
@@ -215,7 +215,7 @@ func checkServed(ctx context.Context, base string) error {
 	if err := awaitCheckpointEvent(ctx, base); err != nil {
 		return err
 	}
-	body, err := fetch(ctx, base+"/api/v1/job")
+	body, err := testhttp.Get(ctx, base+"/api/v1/job")
 	if err != nil {
 		return err
 	}
@@ -237,7 +237,7 @@ func checkServed(ctx context.Context, base string) error {
 	case st.LastCheckpoint == nil || st.Counts.Completed == 0:
 		return fmt.Errorf("/api/v1/job: no completed checkpoint after the event stream reported one: %s", body)
 	}
-	metrics, err := fetch(ctx, base+"/metrics")
+	metrics, err := testhttp.Get(ctx, base+"/metrics")
 	if err != nil {
 		return err
 	}
@@ -250,7 +250,7 @@ func checkServed(ctx context.Context, base string) error {
 			return fmt.Errorf("/metrics lacks %s:\n%s", re, metrics)
 		}
 	}
-	page, err := fetch(ctx, base+"/")
+	page, err := testhttp.Get(ctx, base+"/")
 	if err != nil {
 		return err
 	}
@@ -292,25 +292,4 @@ func awaitCheckpointEvent(ctx context.Context, base string) error {
 		}
 	}
 	return fmt.Errorf("/api/v1/events ended without a completed checkpoint: %w", errors.Join(sc.Err(), ctx.Err()))
-}
-
-// fetch GETs url and returns its body, or an error for a status but 200.
-func fetch(ctx context.Context, url string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
-	}
-	return body, nil
 }

@@ -2,16 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
 	"path/filepath"
 	"regexp"
 	"testing"
 
 	"github.com/snapflow/snapflow/actors/monitor"
 	"github.com/snapflow/snapflow/actors/web"
+	"github.com/snapflow/snapflow/internal/testhttp"
 )
 
 // TestHTTP: with -http the server spans the phases: while the second
@@ -55,23 +52,7 @@ func getJSON(t *testing.T, url string, v any) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
+	if err := testhttp.GetJSON(ctx, url, v); err != nil {
 		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("%s: %s", resp.Status, body)
-	}
-	if err == nil {
-		err = json.Unmarshal(body, v)
-	}
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
 	}
 }
