@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -216,23 +212,10 @@ func TestFullCheckpointUploadsTheState(t *testing.T) {
 // and a full checkpoint uploaded about all of it.
 func TestIncrementalSweepSmoke(t *testing.T) {
 	const records = 60_000
-	jsonPath := filepath.Join(t.TempDir(), "incremental.json")
-	args := []string{"-sweep", "incremental", "-state-size", "256KiB", "-keys", "1024", "-update-fraction", "0.1",
-		"-records", strconv.Itoa(records), "-rate", "60000", "-repeat", "1", "-json", jsonPath}
-	var stdout, stderr bytes.Buffer
-	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
-		t.Fatalf("%v\n%s", err, stderr.String())
-	}
-	b, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows []map[string]any
-	if err := json.Unmarshal(b, &rows); err != nil {
-		t.Fatal(err)
-	}
+	rows, stdout := benchRows(t, "-sweep", "incremental", "-state-size", "256KiB", "-keys", "1024", "-update-fraction", "0.1",
+		"-records", strconv.Itoa(records), "-rate", "60000", "-repeat", "1")
 	if len(rows) != 2 || rows[0]["interval"] != "off" || rows[0]["checkpoints"] != 0.0 || rows[0]["state_bytes"] != nil || rows[0]["uploaded_bytes_per_ckpt"] != nil {
-		t.Fatalf("rows %v: want 2, the first with checkpoints off and no checkpoint figures:\n%s", rows, stdout.String())
+		t.Fatalf("rows %v: want 2, the first with checkpoints off and no checkpoint figures:\n%s", rows, stdout)
 	}
 	r := rows[1]
 	if r["checkpointing"] != "full" || r["interval"] != "100ms" || r["state_size"] != 256.0 || r["update_fraction"] != 0.1 || r["records"] != float64(records) {
@@ -254,8 +237,8 @@ func TestIncrementalSweepSmoke(t *testing.T) {
 			t.Errorf("state %v bytes, %v uploaded per checkpoint: want at least 256 KiB, and about the state", st, up)
 		}
 		for _, col := range []string{"updated/s", "ckpt kind", "state B", "uploaded B/ckpt", "% uploaded"} {
-			if !strings.Contains(stdout.String(), col) {
-				t.Errorf("table lacks column %q:\n%s", col, stdout.String())
+			if !strings.Contains(stdout, col) {
+				t.Errorf("table lacks column %q:\n%s", col, stdout)
 			}
 		}
 	}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -11,26 +9,6 @@ import (
 	"testing"
 	"time"
 )
-
-// kafkaRows runs the bench program with args and returns its JSON rows and
-// table.
-func kafkaRows(t *testing.T, args ...string) ([]map[string]any, string) {
-	t.Helper()
-	jsonPath := filepath.Join(t.TempDir(), "rows.json")
-	var stdout, stderr bytes.Buffer
-	if err := run(context.Background(), append(args, "-json", jsonPath), &stdout, &stderr); err != nil {
-		t.Fatalf("%v\n%s", err, stderr.String())
-	}
-	b, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows []map[string]any
-	if err := json.Unmarshal(b, &rows); err != nil {
-		t.Fatal(err)
-	}
-	return rows, stdout.String()
-}
 
 func rowName(r map[string]any) string { return r["mode"].(string) + " " + r["interval"].(string) }
 
@@ -41,7 +19,7 @@ func rowName(r map[string]any) string { return r["mode"].(string) + " " + r["int
 // nothing of theirs would be visible. How fast is the machine's business.
 func TestKafkaSmoke(t *testing.T) {
 	const records = 10_000
-	rows, table := kafkaRows(t, "-topology", "kafka", "-records", "10000", "-repeat", "1")
+	rows, table := benchRows(t, "-topology", "kafka", "-records", "10000", "-repeat", "1")
 	want := []string{"loop off", "alo off", "eo 1s", "eo 100ms"}
 	if len(rows) != len(want) {
 		t.Fatalf("%d rows, want %v:\n%s", len(rows), want, table)
@@ -91,7 +69,7 @@ func TestKafkaSmoke(t *testing.T) {
 // CPU profile of its window.
 func TestKafkaRateSmoke(t *testing.T) {
 	prof := t.TempDir()
-	rows, table := kafkaRows(t, "-topology", "kafka", "-modes", "loop,eo", "-intervals", "100ms", "-rate", "2000",
+	rows, table := benchRows(t, "-topology", "kafka", "-modes", "loop,eo", "-intervals", "100ms", "-rate", "2000",
 		"-duration", "400ms", "-repeat", "1", "-cpuprofile", prof)
 	if len(rows) != 2 || rowName(rows[0]) != "loop off" || rowName(rows[1]) != "eo 100ms" {
 		t.Fatalf("rows %v, want loop and eo 100ms:\n%s", rows, table)

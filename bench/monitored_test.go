@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,20 +15,7 @@ import (
 // unmonitored one; the watchers must have polled the server (or the row
 // fails).
 func TestMonitoringSweepSmoke(t *testing.T) {
-	jsonPath := filepath.Join(t.TempDir(), "rows.json")
-	var out, stderr bytes.Buffer
-	err := run(context.Background(), []string{"-sweep", "monitoring", "-records", "20000", "-repeat", "1", "-json", jsonPath}, &out, &stderr)
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, stderr.String())
-	}
-	b, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows []map[string]any
-	if err := json.Unmarshal(b, &rows); err != nil {
-		t.Fatal(err)
-	}
+	rows, out := benchRows(t, "-sweep", "monitoring", "-records", "20000", "-repeat", "1")
 	if len(rows) != 4 {
 		t.Fatalf("%d rows, want 4 (off and 100ms, with and without monitoring)", len(rows))
 	}
@@ -54,8 +37,8 @@ func TestMonitoringSweepSmoke(t *testing.T) {
 	if monitored != 2 {
 		t.Errorf("%d monitored rows, want 2", monitored)
 	}
-	if !strings.Contains(out.String(), "abs+mon") || !strings.Contains(out.String(), "% of unmonitored") {
-		t.Errorf("table:\n%s", out.String())
+	if !strings.Contains(out, "abs+mon") || !strings.Contains(out, "% of unmonitored") {
+		t.Errorf("table:\n%s", out)
 	}
 }
 
