@@ -222,7 +222,7 @@ func (m *Monitor) ended(j *actors.Job) {
 }
 
 // Checkpoints returns up to limit kept checkpoints, newest first; limit <= 0
-// returns every kept one.
+// returns every kept one. The slice is never nil.
 func (m *Monitor) Checkpoints(limit int) []Checkpoint {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -249,7 +249,7 @@ func (m *Monitor) Checkpoint(id uint64) (Checkpoint, bool) {
 }
 
 // Timeline returns up to limit kept timeline entries, newest first; limit
-// <= 0 returns every kept one.
+// <= 0 returns every kept one. The slice is never nil.
 func (m *Monitor) Timeline(limit int) []TimelineEntry {
 	m.mu.Lock()
 	defer m.mu.Unlock()

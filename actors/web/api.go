@@ -65,11 +65,7 @@ func (s *Server) checkpoints(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	cps := s.mon.Checkpoints(limit)
-	if cps == nil {
-		cps = []monitor.Checkpoint{}
-	}
-	writeJSON(w, http.StatusOK, CheckpointsResponse{Checkpoints: cps})
+	writeJSON(w, http.StatusOK, CheckpointsResponse{Checkpoints: s.mon.Checkpoints(limit)}) // never nil: [] when empty
 }
 
 func (s *Server) checkpoint(w http.ResponseWriter, r *http.Request) {
@@ -92,11 +88,7 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	tl := s.mon.Timeline(limit)
-	if tl == nil {
-		tl = []monitor.TimelineEntry{}
-	}
-	writeJSON(w, http.StatusOK, TimelineResponse{Timeline: tl})
+	writeJSON(w, http.StatusOK, TimelineResponse{Timeline: s.mon.Timeline(limit)}) // never nil: [] when empty
 }
 
 // queryLimit reads ?limit=N (a positive integer; absent: 0, everything
