@@ -126,9 +126,14 @@ type Barrier struct {
 	// barrier, so that a lost batch is detected before the snapshot.
 	LastSeq uint64 `protobuf:"varint,5,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"`
 	// savepoint names the savepoint checkpoint_id is (empty: a checkpoint).
-	Savepoint     string `protobuf:"bytes,6,opt,name=savepoint,proto3" json:"savepoint,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Savepoint string `protobuf:"bytes,6,opt,name=savepoint,proto3" json:"savepoint,omitempty"`
+	// base_checkpoint_id is the newest complete checkpoint (not a savepoint)
+	// when checkpoint_id was triggered: an incremental snapshot may reference
+	// the objects of that checkpoint, and of no other. 0: none; a task
+	// uploads its state in full.
+	BaseCheckpointId uint64 `protobuf:"varint,7,opt,name=base_checkpoint_id,json=baseCheckpointId,proto3" json:"base_checkpoint_id,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Barrier) Reset() {
@@ -201,6 +206,13 @@ func (x *Barrier) GetSavepoint() string {
 		return x.Savepoint
 	}
 	return ""
+}
+
+func (x *Barrier) GetBaseCheckpointId() uint64 {
+	if x != nil {
+		return x.BaseCheckpointId
+	}
+	return 0
 }
 
 // EndOfInput says that a channel will carry no more records in this epoch.
@@ -340,9 +352,11 @@ type TriggerCheckpoint struct {
 	// stop asks the source to produce nothing after its barrier until the
 	// checkpoint ends: a stop-with-savepoint. It produces again if the
 	// checkpoint aborts.
-	Stop          bool `protobuf:"varint,5,opt,name=stop,proto3" json:"stop,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Stop bool `protobuf:"varint,5,opt,name=stop,proto3" json:"stop,omitempty"`
+	// base_checkpoint_id is passed on in the barriers (see Barrier).
+	BaseCheckpointId uint64 `protobuf:"varint,6,opt,name=base_checkpoint_id,json=baseCheckpointId,proto3" json:"base_checkpoint_id,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *TriggerCheckpoint) Reset() {
@@ -410,6 +424,13 @@ func (x *TriggerCheckpoint) GetStop() bool {
 	return false
 }
 
+func (x *TriggerCheckpoint) GetBaseCheckpointId() uint64 {
+	if x != nil {
+		return x.BaseCheckpointId
+	}
+	return 0
+}
+
 // StateHandle points at one stored state object.
 type StateHandle struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -422,8 +443,17 @@ type StateHandle struct {
 	// task restored at another parallelism reads only the key groups of its
 	// range. indexed tells an object without key groups from one written
 	// before the index.
-	KeyGroups     []*KeyGroupSection `protobuf:"bytes,4,rep,name=key_groups,json=keyGroups,proto3" json:"key_groups,omitempty"`
-	Indexed       bool               `protobuf:"varint,5,opt,name=indexed,proto3" json:"indexed,omitempty"`
+	KeyGroups []*KeyGroupSection `protobuf:"bytes,4,rep,name=key_groups,json=keyGroups,proto3" json:"key_groups,omitempty"`
+	Indexed   bool               `protobuf:"varint,5,opt,name=indexed,proto3" json:"indexed,omitempty"`
+	// inline is the stored object itself (an envelope, as it would be
+	// stored under key) for a state small enough to travel inside the
+	// manifest: nothing is stored under key, which only names it. size and
+	// crc32c describe these bytes.
+	Inline []byte `protobuf:"bytes,6,opt,name=inline,proto3" json:"inline,omitempty"`
+	// state_size is the size of the task's whole state: the bytes of its own
+	// object plus those of the key-group sections it references in earlier
+	// objects (see KeyGroupSection.key). 0 means size: nothing referenced.
+	StateSize     uint64 `protobuf:"varint,7,opt,name=state_size,json=stateSize,proto3" json:"state_size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -493,14 +523,33 @@ func (x *StateHandle) GetIndexed() bool {
 	return false
 }
 
+func (x *StateHandle) GetInline() []byte {
+	if x != nil {
+		return x.Inline
+	}
+	return nil
+}
+
+func (x *StateHandle) GetStateSize() uint64 {
+	if x != nil {
+		return x.StateSize
+	}
+	return 0
+}
+
 // KeyGroupSection is where one key group's serialised KeyGroupState lies in
 // a stored object: length bytes at offset, whose CRC-32C is crc32c.
 type KeyGroupSection struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	KeyGroup      uint32                 `protobuf:"varint,1,opt,name=key_group,json=keyGroup,proto3" json:"key_group,omitempty"`
-	Offset        uint64                 `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
-	Length        uint64                 `protobuf:"varint,3,opt,name=length,proto3" json:"length,omitempty"`
-	Crc32C        uint32                 `protobuf:"varint,4,opt,name=crc32c,proto3" json:"crc32c,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	KeyGroup uint32                 `protobuf:"varint,1,opt,name=key_group,json=keyGroup,proto3" json:"key_group,omitempty"`
+	Offset   uint64                 `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	Length   uint64                 `protobuf:"varint,3,opt,name=length,proto3" json:"length,omitempty"`
+	Crc32C   uint32                 `protobuf:"varint,4,opt,name=crc32c,proto3" json:"crc32c,omitempty"`
+	// key is the object the section lies in when that is not the handle's
+	// own object: an incremental checkpoint references the unchanged key
+	// groups where an earlier checkpoint stored them. Empty: the handle's
+	// object.
+	Key           string `protobuf:"bytes,5,opt,name=key,proto3" json:"key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -563,6 +612,13 @@ func (x *KeyGroupSection) GetCrc32C() uint32 {
 	return 0
 }
 
+func (x *KeyGroupSection) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
 // AckCheckpoint reports that a task's state for a checkpoint is durable.
 type AckCheckpoint struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -574,8 +630,12 @@ type AckCheckpoint struct {
 	AlignmentNanos int64                  `protobuf:"varint,6,opt,name=alignment_nanos,json=alignmentNanos,proto3" json:"alignment_nanos,omitempty"`
 	SyncNanos      int64                  `protobuf:"varint,7,opt,name=sync_nanos,json=syncNanos,proto3" json:"sync_nanos,omitempty"`
 	AsyncNanos     int64                  `protobuf:"varint,8,opt,name=async_nanos,json=asyncNanos,proto3" json:"async_nanos,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// uploaded_bytes is what the task stored for this checkpoint: less than
+	// state_bytes when the snapshot was incremental, 0 when its state
+	// travels inline in the manifest.
+	UploadedBytes uint64 `protobuf:"varint,9,opt,name=uploaded_bytes,json=uploadedBytes,proto3" json:"uploaded_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AckCheckpoint) Reset() {
@@ -660,6 +720,13 @@ func (x *AckCheckpoint) GetSyncNanos() int64 {
 func (x *AckCheckpoint) GetAsyncNanos() int64 {
 	if x != nil {
 		return x.AsyncNanos
+	}
+	return 0
+}
+
+func (x *AckCheckpoint) GetUploadedBytes() uint64 {
+	if x != nil {
+		return x.UploadedBytes
 	}
 	return 0
 }
@@ -1969,14 +2036,15 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\achannel\x18\x02 \x01(\rR\achannel\x12\x10\n" +
 	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12\x12\n" +
 	"\x04data\x18\x04 \x01(\fR\x04data\x12\x12\n" +
-	"\x04ends\x18\x05 \x03(\rR\x04ends\"\xc7\x01\n" +
+	"\x04ends\x18\x05 \x03(\rR\x04ends\"\xf5\x01\n" +
 	"\aBarrier\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\rR\achannel\x12#\n" +
 	"\rcheckpoint_id\x18\x03 \x01(\x04R\fcheckpointId\x12.\n" +
 	"\x13timestamp_unix_nano\x18\x04 \x01(\x03R\x11timestampUnixNano\x12\x19\n" +
 	"\blast_seq\x18\x05 \x01(\x04R\alastSeq\x12\x1c\n" +
-	"\tsavepoint\x18\x06 \x01(\tR\tsavepoint\"W\n" +
+	"\tsavepoint\x18\x06 \x01(\tR\tsavepoint\x12,\n" +
+	"\x12base_checkpoint_id\x18\a \x01(\x04R\x10baseCheckpointId\"W\n" +
 	"\n" +
 	"EndOfInput\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
@@ -1985,25 +2053,30 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\x06Credit\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\rR\achannel\x12\x18\n" +
-	"\acredits\x18\x03 \x01(\rR\acredits\"\xb0\x01\n" +
+	"\acredits\x18\x03 \x01(\rR\acredits\"\xde\x01\n" +
 	"\x11TriggerCheckpoint\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12.\n" +
 	"\x13timestamp_unix_nano\x18\x03 \x01(\x03R\x11timestampUnixNano\x12\x1c\n" +
 	"\tsavepoint\x18\x04 \x01(\tR\tsavepoint\x12\x12\n" +
-	"\x04stop\x18\x05 \x01(\bR\x04stop\"\xa2\x01\n" +
+	"\x04stop\x18\x05 \x01(\bR\x04stop\x12,\n" +
+	"\x12base_checkpoint_id\x18\x06 \x01(\x04R\x10baseCheckpointId\"\xd9\x01\n" +
 	"\vStateHandle\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x16\n" +
 	"\x06crc32c\x18\x03 \x01(\rR\x06crc32c\x12;\n" +
 	"\n" +
 	"key_groups\x18\x04 \x03(\v2\x1c.snapflow.v1.KeyGroupSectionR\tkeyGroups\x12\x18\n" +
-	"\aindexed\x18\x05 \x01(\bR\aindexed\"v\n" +
+	"\aindexed\x18\x05 \x01(\bR\aindexed\x12\x16\n" +
+	"\x06inline\x18\x06 \x01(\fR\x06inline\x12\x1d\n" +
+	"\n" +
+	"state_size\x18\a \x01(\x04R\tstateSize\"\x88\x01\n" +
 	"\x0fKeyGroupSection\x12\x1b\n" +
 	"\tkey_group\x18\x01 \x01(\rR\bkeyGroup\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x04R\x06offset\x12\x16\n" +
 	"\x06length\x18\x03 \x01(\x04R\x06length\x12\x16\n" +
-	"\x06crc32c\x18\x04 \x01(\rR\x06crc32c\"\x9d\x02\n" +
+	"\x06crc32c\x18\x04 \x01(\rR\x06crc32c\x12\x10\n" +
+	"\x03key\x18\x05 \x01(\tR\x03key\"\xc4\x02\n" +
 	"\rAckCheckpoint\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12\x17\n" +
@@ -2015,7 +2088,8 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\n" +
 	"sync_nanos\x18\a \x01(\x03R\tsyncNanos\x12\x1f\n" +
 	"\vasync_nanos\x18\b \x01(\x03R\n" +
-	"asyncNanos\"\x7f\n" +
+	"asyncNanos\x12%\n" +
+	"\x0euploaded_bytes\x18\t \x01(\x04R\ruploadedBytes\"\x7f\n" +
 	"\x11DeclineCheckpoint\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12\x17\n" +
