@@ -78,3 +78,116 @@ func BenchmarkRestoreKeyedState(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*keys)/b.Elapsed().Seconds(), "keys/s")
 }
+
+// benchKeyedBatches returns batches of 256 events over keys distinct users.
+func benchKeyedBatches(keys int) [][]event {
+	const batch = 256
+	out := make([][]event, 64)
+	for i := range out {
+		out[i] = make([]event, batch)
+		for j := range out[i] {
+			n := i*batch + j
+			out[i][j] = event{User: fmt.Sprintf("user-%d", n*7919%keys), N: int64(n)}
+		}
+	}
+	return out
+}
+
+// runKeyedBatches feeds copies of batches to inst (ProcessBatch clears and
+// pools the batches it is given) and reports ns and records per second.
+func runKeyedBatches(b *testing.B, inst Instance, batches [][]event) {
+	b.Helper()
+	pool := poolOf[event]()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		src := batches[i%len(batches)]
+		v := pool.Get()
+		if v == nil || cap(v.([]event)) < len(src) {
+			v = make([]event, len(src))
+		}
+		copy(v.([]event)[:len(src)], src)
+		if err := inst.ProcessBatch(0, v); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	records := float64(b.N * len(batches[0]))
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/records, "ns/record")
+	b.ReportMetric(records/b.Elapsed().Seconds(), "records/s")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkProcessValueState runs batches of 256 events over 4096 keys
+// through a Process task whose function does, per record: "getset" a
+// ValueState[int64] Get and Set (string and int64 keys); "read" a Get only
+// (a record that writes no state, once every key has a value); "slice" a Get of a []int64 value mutated
+// in place (a value reachable through a reference).
+func BenchmarkProcessValueState(b *testing.B) {
+	const keys = 4096
+	batches := benchKeyedBatches(keys)
+	build := func(b *testing.B, g *Graph) Instance {
+		p := mustPlan(b, g)
+		return mustInstance(b, p, "agg#0", 256, noopSender{})
+	}
+	b.Run("getset/string", func(b *testing.B) {
+		g := New("bench")
+		byUser := KeyBy(FromSlice(g, "src", []event{}), func(e event) string { return e.User })
+		Sink(Process(byUser, "agg", func(s *KeyedSetup[string]) ProcessFunc[string, event, int64] {
+			sum := Value[int64](s, "sum")
+			return func(_ *Context[string], e event, _ *Collector[int64]) error {
+				v, _ := sum.Get()
+				sum.Set(v + e.N)
+				return nil
+			}
+		}), "sink", discard[int64])
+		runKeyedBatches(b, build(b, g), batches)
+	})
+	b.Run("getset/int64", func(b *testing.B) {
+		g := New("bench")
+		byN := KeyBy(FromSlice(g, "src", []event{}), func(e event) int64 { return e.N % keys })
+		Sink(Process(byN, "agg", func(s *KeyedSetup[int64]) ProcessFunc[int64, event, int64] {
+			sum := Value[int64](s, "sum")
+			return func(_ *Context[int64], e event, _ *Collector[int64]) error {
+				v, _ := sum.Get()
+				sum.Set(v + e.N)
+				return nil
+			}
+		}), "sink", discard[int64])
+		runKeyedBatches(b, build(b, g), batches)
+	})
+	b.Run("read/string", func(b *testing.B) {
+		g := New("bench")
+		byUser := KeyBy(FromSlice(g, "src", []event{}), func(e event) string { return e.User })
+		var seen int64
+		Sink(Process(byUser, "agg", func(s *KeyedSetup[string]) ProcessFunc[string, event, int64] {
+			sum := Value[int64](s, "sum")
+			return func(_ *Context[string], e event, _ *Collector[int64]) error {
+				v, ok := sum.Get()
+				if !ok { // the first pass over the keys writes, the rest only read
+					sum.Set(1)
+				}
+				seen += v
+				return nil
+			}
+		}), "sink", discard[int64])
+		runKeyedBatches(b, build(b, g), batches)
+	})
+	b.Run("slice/string", func(b *testing.B) {
+		g := New("bench")
+		byUser := KeyBy(FromSlice(g, "src", []event{}), func(e event) string { return e.User })
+		Sink(Process(byUser, "agg", func(s *KeyedSetup[string]) ProcessFunc[string, event, int64] {
+			hist := Value[[]int64](s, "hist")
+			return func(_ *Context[string], e event, _ *Collector[int64]) error {
+				h, ok := hist.Get()
+				if !ok {
+					hist.Set(make([]int64, 4))
+					return nil
+				}
+				h[e.N&3]++
+				return nil
+			}
+		}), "sink", discard[int64])
+		runKeyedBatches(b, build(b, g), batches)
+	})
+}
