@@ -25,7 +25,7 @@ type model struct {
 	next     int
 	store    map[string]map[uint32]int // object key -> key group -> version
 	id       uint64
-	base     uint64                        // newest complete checkpoint, 0 after a savepoint
+	base     uint64 // newest complete checkpoint, 0 after a savepoint
 	handles  map[uint64]*messages.StateHandle
 	truth    map[uint64]map[uint32]int
 	uploaded int // key groups stored, all checkpoints
