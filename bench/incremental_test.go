@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +54,7 @@ func TestIncrementalUsage(t *testing.T) {
 		{"-state-size", "lots"},
 		{"-sweep", "incremental", "-intervals", "off"},
 		{"-parallelism", "4", "-max-parallelism", "2"},
+		{"-sweep", "incremental", "-rewrite-every", "-1"},
 	} {
 		err := run(context.Background(), args, io.Discard, io.Discard)
 		if !errors.Is(err, errUsage) || exitCode(err, io.Discard) != 2 {
@@ -78,7 +77,7 @@ func TestPlanIncremental(t *testing.T) {
 		// The sweep's defaults: 64 MiB over 1024 keys, 1% updated.
 		{[]string{"-sweep", "incremental"}, []string{"100ms"}, 64 << 10, 0.01},
 		{[]string{"-sweep", "incremental", "-state-size", "256KiB", "-keys", "1024", "-update-fraction", "0.1"}, []string{"100ms"}, 256, 0.1},
-		{[]string{"-sweep", "incremental", "-state-size", "512", "-intervals", "1s,20ms"}, []string{"1s", "20ms"}, 512, 0.01},
+		{[]string{"-sweep", "incremental", "-state-size", "512", "-intervals", "1s,20ms", "-rewrite-every", "7"}, []string{"1s", "20ms"}, 512, 0.01},
 		// Every key: the row records no fraction (as rows before the flag).
 		{[]string{"-sweep", "incremental", "-update-fraction", "1"}, []string{"100ms"}, 64 << 10, 0},
 	} {
@@ -96,9 +95,15 @@ func TestPlanIncremental(t *testing.T) {
 		if off := rows[0]; off.Mode != "abs" || off.Interval != "off" || off.Checkpointing != "" || off.StateSize != c.perKey || off.UpdateFraction != c.fraction {
 			t.Errorf("%q: first row %+v, want abs with checkpoints off, %d B/key, fraction %v", c.args, off, c.perKey, c.fraction)
 		}
+		// At each interval a full row, then an incremental one with
+		// -rewrite-every (the full row has none).
 		for i, rc := range rows[1:] {
-			if rc.Mode != "abs" || rc.Interval != c.intervals[i] || rc.Checkpointing != "full" || rc.StateSize != c.perKey || rc.UpdateFraction != c.fraction {
-				t.Errorf("%q: row %d = %+v, want abs at %s, full, %d B/key, fraction %v", c.args, i+1, rc, c.intervals[i], c.perKey, c.fraction)
+			iv, kind, rewrite := c.intervals[i/2], "full", 0
+			if i%2 == 1 {
+				kind, rewrite = "incremental", f.rewrite
+			}
+			if rc.Mode != "abs" || rc.Interval != iv || rc.Checkpointing != kind || rc.RewriteEvery != rewrite || rc.StateSize != c.perKey || rc.UpdateFraction != c.fraction {
+				t.Errorf("%q: row %d = %+v, want abs at %s, %s, rewrite every %d, %d B/key, fraction %v", c.args, i+1, rc, iv, kind, rewrite, c.perKey, c.fraction)
 			}
 		}
 	}
@@ -206,41 +211,59 @@ func TestFullCheckpointUploadsTheState(t *testing.T) {
 }
 
 // TestIncrementalSweepSmoke runs -sweep incremental at a tiny size through
-// the bench program: a row with checkpoints off, then a full one at 100ms with the state size and
-// fraction asked for, its JSON has the new fields, and when a checkpoint
-// completed (how many do is the machine's business) the state is all there
-// and a full checkpoint uploaded about all of it.
+// the bench program: a row with checkpoints off, then a full and an
+// incremental one at 100ms with the state size and fraction asked for. Each
+// checkpointed row has a checkpoint in its window (the window waits for
+// one) holding the whole state; the full one uploads about all of it, the
+// incremental one far less (1% of the keys hot: a few of 128 key groups);
+// and each restored its newest checkpoint, reading at least the state, with
+// the raw reads of the same bytes measured.
 func TestIncrementalSweepSmoke(t *testing.T) {
-	const records = 60_000
-	rows, stdout := benchRows(t, "-sweep", "incremental", "-state-size", "256KiB", "-keys", "1024", "-update-fraction", "0.1",
-		"-records", strconv.Itoa(records), "-rate", "60000", "-repeat", "1")
-	if len(rows) != 2 || rows[0]["interval"] != "off" || rows[0]["checkpoints"] != 0.0 || rows[0]["state_bytes"] != nil || rows[0]["uploaded_bytes_per_ckpt"] != nil {
-		t.Fatalf("rows %v: want 2, the first with checkpoints off and no checkpoint figures:\n%s", rows, stdout)
+	const state = 256 << 10
+	rows, stdout := benchRows(t, "-sweep", "incremental", "-state-size", "256KiB", "-keys", "1024", "-update-fraction", "0.01",
+		"-duration", "1s", "-rate", "60000", "-repeat", "1")
+	if len(rows) != 3 || rows[0]["interval"] != "off" || rows[0]["checkpoints"] != 0.0 || rows[0]["state_bytes"] != nil || rows[0]["uploaded_bytes_per_ckpt"] != nil || rows[0]["restore_ms"] != nil {
+		t.Fatalf("rows %v: want 3, the first with checkpoints off and no checkpoint or restore figures:\n%s", rows, stdout)
 	}
-	r := rows[1]
-	if r["checkpointing"] != "full" || r["interval"] != "100ms" || r["state_size"] != 256.0 || r["update_fraction"] != 0.1 || r["records"] != float64(records) {
-		t.Errorf("row %v: want full at 100ms, 256 B/key, fraction 0.1, %d records", r, records)
+	num := func(r map[string]any, k string) float64 {
+		t.Helper()
+		v, ok := r[k].(float64)
+		if !ok {
+			t.Fatalf("%s row: %s = %v, want a number", r["checkpointing"], k, r[k])
+		}
+		return v
 	}
-	for _, k := range []string{"state_bytes", "uploaded_bytes_per_ckpt"} {
-		if _, ok := r[k]; !ok {
-			t.Errorf("row lacks %s: %v", k, r)
+	for i, kind := range []string{"full", "incremental"} {
+		r := rows[1+i]
+		if r["checkpointing"] != kind || r["interval"] != "100ms" || r["state_size"] != 256.0 || r["update_fraction"] != 0.01 {
+			t.Errorf("row %v: want %s at 100ms, 256 B/key, fraction 0.01", r, kind)
+		}
+		if num(r, "checkpoints") < 1 {
+			t.Errorf("%s row: no checkpoint in the window", kind)
+		}
+		st, up, stateUp := num(r, "state_bytes"), num(r, "uploaded_bytes_per_ckpt"), num(r, "state_uploaded_bytes_per_ckpt")
+		switch {
+		case st < state:
+			t.Errorf("%s row: state %v bytes, want at least %d", kind, st, state)
+		case kind == "full" && up < 0.9*st:
+			t.Errorf("full row: %v uploaded per checkpoint, state %v: want about the state", up, st)
+		case kind == "incremental" && up >= 0.5*st:
+			t.Errorf("incremental row: %v uploaded per checkpoint, state %v: want well below the state", up, st)
+		case stateUp > up:
+			t.Errorf("%s row: the tasks stored %v bytes per checkpoint, more than the %v Put to the store", kind, stateUp, up)
+		}
+		if rb := num(r, "restore_read_bytes"); rb < state || num(r, "restore_ms") <= 0 || num(r, "raw_read_ms") < 0 || num(r, "restore_ratio_to_raw_read") < 0 {
+			t.Errorf("%s row: restore %v ms reading %v bytes, raw reads %v ms: want a restore that read at least %d bytes", kind, r["restore_ms"], rb, r["raw_read_ms"], state)
+		}
+		t.Logf("%s: %v checkpoints, state %v bytes, %v uploaded per checkpoint (%v by the tasks), p99 %v ms, restore %v ms, raw %v ms",
+			kind, r["checkpoints"], st, up, stateUp, r["ckpt_p99_ms"], r["restore_ms"], r["raw_read_ms"])
+	}
+	if rows[1]["ckpt_p99_ratio_to_full"] != nil || rows[2]["ckpt_p99_ratio_to_full"] == nil {
+		t.Errorf("p99 ratio to full: full %v, incremental %v; want none, then one", rows[1]["ckpt_p99_ratio_to_full"], rows[2]["ckpt_p99_ratio_to_full"])
+	}
+	for _, col := range []string{"updated/s", "ckpt kind", "state B", "uploaded B/ckpt", "% uploaded", "p99 % of full", "restore ms", "raw read ms", "restore % of raw"} {
+		if !strings.Contains(stdout, col) {
+			t.Errorf("table lacks column %q:\n%s", col, stdout)
 		}
 	}
-	ckpts := r["checkpoints"].(float64)
-	st, stOK := r["state_bytes"].(float64)
-	up, upOK := r["uploaded_bytes_per_ckpt"].(float64)
-	if stOK != (ckpts > 0) || upOK != (ckpts > 0) {
-		t.Fatalf("%v checkpoints, state_bytes %v, uploaded_bytes_per_ckpt %v: want numbers exactly when a checkpoint completed", ckpts, r["state_bytes"], r["uploaded_bytes_per_ckpt"])
-	}
-	if ckpts > 0 {
-		if st < 256<<10 || up < 0.9*st || math.IsNaN(up) {
-			t.Errorf("state %v bytes, %v uploaded per checkpoint: want at least 256 KiB, and about the state", st, up)
-		}
-		for _, col := range []string{"updated/s", "ckpt kind", "state B", "uploaded B/ckpt", "% uploaded"} {
-			if !strings.Contains(stdout, col) {
-				t.Errorf("table lacks column %q:\n%s", col, stdout)
-			}
-		}
-	}
-	t.Logf("%v checkpoints, state %v bytes, %v uploaded per checkpoint", ckpts, st, up)
 }

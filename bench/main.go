@@ -11,10 +11,13 @@
 // Sweeps vary one thing instead (-sweep): state size, fan-in, recovery,
 // parallelism, backpressure, latency, rescale, which measures
 // restoring a savepoint at its parallelism and at another (rescale.go), and
-// incremental, which measures what a checkpoint uploads (uploaded_bytes_per_ckpt)
-// against the state (state_bytes) when only a fraction of the keys changes
-// per second (-update-fraction), with -state-size given as a total such as
-// 64MiB.
+// incremental, which measures full and incremental checkpoints side by side:
+// what a checkpoint uploads (uploaded_bytes_per_ckpt) against the state
+// (state_bytes) when only a fraction of the keys changes per second
+// (-update-fraction), with -state-size given as a total such as 64MiB, the
+// checkpoint p99 of the incremental row against the full row's, and the
+// restore of the newest checkpoint against the raw reads of the same bytes
+// (restore.go).
 //
 //	go run ./bench -topology paritysum -intervals off,1s,100ms,20ms -duration 4s -repeat 9 -json rows.json -plot rows.png
 package main
@@ -48,6 +51,7 @@ type flags struct {
 	stateSize   int             // bytes of keyed state per key, from -state-size
 	fraction    float64         // -update-fraction
 	maxPar      int             // -max-parallelism
+	rewrite     int             // -rewrite-every
 	set         map[string]bool // flags given on the command line
 	rate        float64
 	duration    time.Duration
@@ -151,6 +155,8 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 		"key group, so with hashed keys this bounds how little an incremental checkpoint can upload")
 	fs.IntVar(&f.recordSize, "record-size", 16, "bytes per record")
 	fs.Uint64Var(&f.keys, "keys", 1024, "number of keys")
+	fs.IntVar(&f.rewrite, "rewrite-every", 0, "-sweep incremental: the incremental rows store every key group again at least once every N\n"+
+		"checkpoints, spread over them (actors.WithIncrementalCheckpoints); 0: the runtime's default")
 	stateSpec := fs.String("state-size", "0", "keyed state besides the sums: a bare number is bytes per key (as before, e.g. 1024);\n"+
 		"a number with a unit, KiB, MiB or GiB, is the total over -keys keys (e.g. 64MiB: 64 KiB per key of 1024),\n"+
 		"rounded down to whole bytes per key. Every key holds its bytes from the first records on")
@@ -162,8 +168,9 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.Int64Var(&f.records, "records", 0, "instead of -duration, run each row until this many records have reached the sink, and measure the whole run")
 	fs.StringVar(&f.store, "store", "mem://", "snapshot store URL: mem://, a directory, or s3://BUCKET/PREFIX?endpoint=HOST:PORT&secure=false")
 	fs.StringVar(&f.sweep, "sweep", "", "a sweep instead: state-size, fan-in, recovery, parallelism, backpressure, latency, monitoring (metrics, API and dashboard served and polled, against none),\n"+
-		"rescale, or incremental (what a checkpoint uploads against the state, at 100ms or -intervals; -state-size\n"+
-		"defaults to "+defaultIncrementalState+" and -update-fraction to "+defaultIncrementalFraction+" there)")
+		"rescale, or incremental (full and incremental checkpoints side by side: what a checkpoint uploads against\n"+
+		"the state, checkpoint p99, and a restore against raw reads of the same bytes, at 100ms or -intervals;\n"+
+		"-state-size defaults to "+defaultIncrementalState+" and -update-fraction to "+defaultIncrementalFraction+" there)")
 	fs.StringVar(&f.sizes, "sizes", defaultRescaleSizes, "-sweep rescale: sizes of keyed state (over -keys keys), comma-separated, in bytes, KiB, MiB or GiB")
 	fs.StringVar(&f.jsonOut, "json", "", "write the rows as a JSON array to this file (a metric not measured is null)")
 	fs.StringVar(&f.plotOut, "plot", "", "draw throughput and p99 latency against the interval into this PNG")
@@ -201,6 +208,9 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	}
 	if !(f.fraction > 0 && f.fraction <= 1) { // also NaN
 		return f, fmt.Errorf("%w: -update-fraction %v: want 0 < F <= 1", errUsage, f.fraction)
+	}
+	if f.rewrite < 0 {
+		return f, fmt.Errorf("%w: -rewrite-every %d: want 0 (the runtime's default) or at least 1", errUsage, f.rewrite)
 	}
 	return f, nil
 }
@@ -455,6 +465,9 @@ func describe(rc rowConfig) string {
 	if rc.Checkpointing != "" {
 		parts = append(parts, rc.Checkpointing)
 	}
+	if rc.RewriteEvery > 0 {
+		parts = append(parts, fmt.Sprintf("rewrite-every=%d", rc.RewriteEvery))
+	}
 	if rc.Rate > 0 {
 		parts = append(parts, "rate="+thousands(rc.Rate, 0)+"/s")
 	}
@@ -539,7 +552,12 @@ func plan(f flags) ([]rowConfig, error) {
 				return nil, fmt.Errorf("%w: -sweep incremental: -intervals %q: want checkpoint intervals, such as 100ms", errUsage, iv)
 			}
 			for _, kind := range checkpointKinds {
-				add(func(rc *rowConfig) { rc.Mode, rc.Interval, rc.Checkpointing = "abs", iv, kind })
+				add(func(rc *rowConfig) {
+					rc.Mode, rc.Interval, rc.Checkpointing = "abs", iv, kind
+					if kind == "incremental" {
+						rc.RewriteEvery = f.rewrite
+					}
+				})
 			}
 		}
 		return out, nil
@@ -639,6 +657,9 @@ func profileName(rc rowConfig, k int) string {
 	if rc.Checkpointing != "" {
 		name += "-" + rc.Checkpointing
 	}
+	if rc.RewriteEvery > 0 {
+		name += fmt.Sprintf("-rewrite%d", rc.RewriteEvery)
+	}
 	if rc.Rate > 0 {
 		name += fmt.Sprintf("-rate%.0f", rc.Rate)
 	}
@@ -724,8 +745,14 @@ func ratios(rows []Row) {
 	for i := range rows {
 		r := &rows[i]
 		r.RatioToOff, r.RatioToInProcess, r.RatioToLoop, r.RatioToUnmonitored = metric{}, metric{}, metric{}, metric{}
+		r.RatioP99ToFull = metric{}
 		if r.baseline() {
 			continue
+		}
+		if p99, ok := r.CkptP99Ms.value(); ok && r.Checkpointing == "incremental" {
+			if full, ok := fullRow(rows, *r); ok {
+				r.RatioP99ToFull = per(p99, full.CkptP99Ms.or(0))
+			}
 		}
 		v, ok := r.RecordsPerSec.value()
 		if !ok {
@@ -775,6 +802,20 @@ func offRate(rows []Row, r Row, mode string) (float64, bool) {
 	return 0, false
 }
 
+// fullRow is the full row with r's interval, topology, parallelism, state,
+// update fraction, key groups, store and rates, if rows hold one.
+func fullRow(rows []Row, r Row) (Row, bool) {
+	for _, o := range rows {
+		if o.Checkpointing == "full" && o.Mode == r.Mode && o.Interval == r.Interval && o.Topology == r.Topology &&
+			o.Parallelism == r.Parallelism && o.StateSize == r.StateSize && o.Keys == r.Keys && o.UpdateFraction == r.UpdateFraction &&
+			o.MaxParallelism == r.MaxParallelism && o.Store == r.Store && o.Rate == r.Rate && o.SinkRate == r.SinkRate {
+			return o, true
+		}
+	}
+	return Row{}, false
+}
+
 // checkpointKinds are the rows of -sweep incremental at each interval, by
-// what a checkpoint uploads. Only full checkpoints exist so far.
-var checkpointKinds = []string{"full"}
+// what a checkpoint uploads: every task's whole state, or what changed
+// (actors.WithIncrementalCheckpoints).
+var checkpointKinds = []string{"full", "incremental"}

@@ -33,9 +33,16 @@ var plotModes = []struct {
 	{"channels", color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}},
 }
 
-// plotRows draws rows into a PNG at path (see drawRows).
+// plotRows draws rows into a PNG at path: the rows of -sweep incremental
+// as drawIncremental does, the others as drawRows does.
 func plotRows(path string, rows []Row) error {
-	img, _, err := drawRows(rows)
+	draw := drawRows
+	for _, r := range rows {
+		if r.Checkpointing != "" {
+			draw = drawIncremental
+		}
+	}
+	img, _, err := draw(rows)
 	if err != nil {
 		return err
 	}
@@ -125,19 +132,25 @@ func drawRows(rows []Row) (*vgimg.Canvas, plotLayout, error) {
 			legend.Add(pm.mode, thumb)
 		}
 	}
+	img, layout := drawPanels(tp, lat, legend)
+	return img, layout, nil
+}
+
+// drawPanels draws two plots side by side and their legend in a column on
+// their right, its top level with the top of the plotting areas.
+func drawPanels(left, right *plot.Plot, legend plot.Legend) (*vgimg.Canvas, plotLayout) {
+	var layout plotLayout
 	img := vgimg.New(vg.Points(plotWidth), vg.Points(plotHeight))
 	dc := draw.New(img)
 	panels := draw.Crop(dc, 0, -vg.Points(legendWidth), 0, 0)
 	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 2, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
-	canvases := plot.Align([][]*plot.Plot{{tp, lat}}, tiles, panels)
-	for i, p := range []*plot.Plot{tp, lat} {
+	canvases := plot.Align([][]*plot.Plot{{left, right}}, tiles, panels)
+	for i, p := range []*plot.Plot{left, right} {
 		p.Draw(canvases[0][i])
 		layout.data[i] = p.DataCanvas(canvases[0][i]).Rectangle
 	}
-	// The legend's column starts right of the panels; its top lines up with
-	// the top of the plotting areas, below the titles.
 	side := draw.Crop(dc, dc.Max.X-dc.Min.X-vg.Points(legendWidth), 0, 0, layout.data[0].Max.Y-dc.Max.Y)
 	legend.Draw(side)
 	layout.legend = legend.Rectangle(side)
-	return img, layout, nil
+	return img, layout
 }

@@ -33,15 +33,24 @@ type rowConfig struct {
 	// group, so it bounds how little of the state a checkpoint can upload.
 	MaxParallelism int `json:"max_parallelism,omitempty"`
 	// Checkpointing is what a checkpoint uploads: "full" (every task's
-	// whole state); "" in rows from before it was recorded, which are full.
-	Checkpointing string        `json:"checkpointing,omitempty"`
-	Rate          float64       `json:"rate"` // records/s offered (0: as fast as possible)
-	Records       int64         `json:"-"`    // stop after this many (0: run for Duration)
-	Duration      time.Duration `json:"-"`
-	Store         string        `json:"store"`
-	SinkRate      float64       `json:"sink_rate,omitempty"` // records/s the sink is limited to (0: unlimited)
-	Backlog       int64         `json:"backlog,omitempty"`   // kafka rows without a rate: records filled in before the row (0: sized by kafkaBacklog)
-	Recovery      bool          `json:"-"`                   // inject one failure and measure the recovery
+	// whole state) or "incremental" (actors.WithIncrementalCheckpoints: the
+	// key groups written since the last checkpoint, and a spread share of
+	// rewrites); "" in rows from before it was recorded, which are full.
+	// Rows that set it are rows of -sweep incremental: their measuring
+	// window opens once a checkpoint holding the whole state has completed,
+	// lasts until a checkpoint has completed in it, and is followed by a
+	// restore (see measureRestore).
+	Checkpointing string `json:"checkpointing,omitempty"`
+	// RewriteEvery is, for an incremental row, the rewriteEvery given to
+	// actors.WithIncrementalCheckpoints (0: the runtime's default).
+	RewriteEvery int           `json:"rewrite_every,omitempty"`
+	Rate         float64       `json:"rate"` // records/s offered (0: as fast as possible)
+	Records      int64         `json:"-"`    // stop after this many (0: run for Duration)
+	Duration     time.Duration `json:"-"`
+	Store        string        `json:"store"`
+	SinkRate     float64       `json:"sink_rate,omitempty"` // records/s the sink is limited to (0: unlimited)
+	Backlog      int64         `json:"backlog,omitempty"`   // kafka rows without a rate: records filled in before the row (0: sized by kafkaBacklog)
+	Recovery     bool          `json:"-"`                   // inject one failure and measure the recovery
 	// Monitored rows serve the job's metrics, API and dashboard
 	// (internal/serve), scraped and polled every second and with an event
 	// stream open, as a Prometheus server and an open dashboard would.
@@ -76,10 +85,32 @@ type Row struct {
 	// completed in the window: what was Put between each one's completion
 	// and the completion before it (states, manifest), averaged.
 	UploadedBytesPerCkpt metric `json:"uploaded_bytes_per_ckpt"`
-	LatencyP50Ms         metric `json:"latency_p50_ms"`
-	LatencyP99Ms         metric `json:"latency_p99_ms"`
-	PeakRSSBytes         int64  `json:"peak_rss_bytes"` // 0: not measured (no /proc)
-	RecoveryMs           metric `json:"recovery_ms"`
+	// StateUploadedBytesPerCkpt is what the tasks stored per checkpoint in
+	// the window by their own count (actors.Event.Uploaded): state objects
+	// only, no manifest, and nothing for states inline in the manifest.
+	StateUploadedBytesPerCkpt metric `json:"state_uploaded_bytes_per_ckpt"`
+	// RatioP99ToFull is an incremental row's checkpoint p99 against that of
+	// the full row of the same interval, state and store.
+	RatioP99ToFull metric `json:"ckpt_p99_ratio_to_full"`
+	// The restore of a row of -sweep incremental (measureRestore): the job
+	// is stopped after its window and started again from its newest
+	// checkpoint. RestoreMs is from actors.Start to EventRunning;
+	// RestoreReadBytes and RestoreReads what it read from the store (Get and
+	// GetRange: manifest and states), RestoreReadParallelism the most reads
+	// under way at once. RawReadMs is the time to read those same bytes
+	// again from the same store, replaying the same reads with as many at
+	// once; RestoreToRawRead is RawReadMs over RestoreMs, the restore's
+	// throughput against the raw reads'.
+	RestoreMs              metric `json:"restore_ms"`
+	RestoreReadBytes       metric `json:"restore_read_bytes"`
+	RestoreReads           int    `json:"restore_reads,omitempty"`
+	RestoreReadParallelism int    `json:"restore_read_parallelism,omitempty"`
+	RawReadMs              metric `json:"raw_read_ms"`
+	RestoreToRawRead       metric `json:"restore_ratio_to_raw_read"`
+	LatencyP50Ms           metric `json:"latency_p50_ms"`
+	LatencyP99Ms           metric `json:"latency_p99_ms"`
+	PeakRSSBytes           int64  `json:"peak_rss_bytes"` // 0: not measured (no /proc)
+	RecoveryMs             metric `json:"recovery_ms"`
 	// WireBytesPerRecord is, for a cluster row, the bytes of records the
 	// workers encoded for another node per record that reached the sink.
 	WireBytesPerRecord metric `json:"wire_bytes_per_record"`
@@ -206,13 +237,28 @@ func runSnapflow(ctx context.Context, rc rowConfig) (_ Row, err error) {
 	var stats ckptStats
 	var failedAt, runningAt time.Time
 	done := make(chan struct{})
+	// A row of -sweep incremental opens its window once a checkpoint
+	// holding the whole state (every key filled) has completed, so that the
+	// window sees neither a short state nor the first checkpoint, which is
+	// full in either kind, and closes it only once a checkpoint has
+	// completed in it.
+	sweepRow := rc.Checkpointing != "" && interval > 0 && rc.Records == 0
+	wholeState := rc.Keys * uint64(rc.StateSize)
+	filled, inWindow := make(chan struct{}, 1), make(chan struct{}, 1)
 	opts := []actors.Option{
-		actors.WithStore(store), actors.WithCheckpointInterval(interval), actors.WithCheckpointTimeout(time.Minute),
+		actors.WithStore(store.store()), actors.WithCheckpointInterval(interval), actors.WithCheckpointTimeout(time.Minute),
 		actors.WithRestartPolicy(restart.Policy{InitialBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond}),
 		actors.WithListener(func(e actors.Event) {
 			switch e.Kind {
 			case actors.EventCheckpointCompleted:
-				stats.completed(e, store.written(), p.window.Load())
+				in := p.window.Load()
+				stats.completed(e, store.written(), in)
+				if !e.Final && e.Bytes >= wholeState {
+					notify(filled)
+				}
+				if !e.Final && in {
+					notify(inWindow)
+				}
 			case actors.EventTaskFailed:
 				failedAt = e.Time
 			case actors.EventRunning:
@@ -225,6 +271,9 @@ func runSnapflow(ctx context.Context, rc rowConfig) (_ Row, err error) {
 	}
 	if rc.Mode == "sync" {
 		opts = append(opts, actors.WithSynchronousSnapshots())
+	}
+	if rc.Checkpointing == "incremental" {
+		opts = append(opts, actors.WithIncrementalCheckpoints(rc.RewriteEvery))
 	}
 	var mon *monitoring
 	if rc.Monitored {
@@ -262,12 +311,22 @@ func runSnapflow(ctx context.Context, rc rowConfig) (_ Row, err error) {
 		if !sleepCtx(ctx, warm) {
 			return Row{}, ctx.Err()
 		}
+		if sweepRow {
+			if err := awaitCheckpoint(ctx, job, filled, fmt.Sprintf("holding the whole state (%d bytes)", wholeState)); err != nil {
+				return Row{}, err
+			}
+		}
 		p.window.Store(true)
 		r0, t0 := p.records.Load(), time.Now()
 		if rc.Recovery {
 			p.failAt.Store(r0 + 1)
 		}
 		sleepCtx(ctx, rc.Duration)
+		if sweepRow {
+			if err := awaitCheckpoint(ctx, job, inWindow, "in the measuring window"); err != nil {
+				return Row{}, err
+			}
+		}
 		elapsed, counted = time.Since(t0), p.records.Load()-r0
 		p.window.Store(false)
 		if rc.Recovery {
@@ -290,7 +349,44 @@ func runSnapflow(ctx context.Context, rc rowConfig) (_ Row, err error) {
 	if rc.Recovery && !runningAt.IsZero() {
 		row.RecoveryMs = msOf(runningAt.Sub(failedAt))
 	}
+	if sweepRow && row.Checkpoints > 0 {
+		rf, err := measureRestore(ctx, store, name, rc)
+		if err != nil {
+			return Row{}, err
+		}
+		rf.fill(&row)
+	}
 	return row, nil
+}
+
+// ckptTimeout is how long a row of -sweep incremental waits for each
+// checkpoint it needs (see rowConfig.Checkpointing).
+const ckptTimeout = 5 * time.Minute
+
+// notify signals c, a channel of capacity 1, without blocking.
+func notify(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// awaitCheckpoint waits for c, signalled when a checkpoint that is what
+// says completes, or fails when the job ends, ctx ends or ckptTimeout
+// passes first.
+func awaitCheckpoint(ctx context.Context, job *actors.Job, c <-chan struct{}, what string) error {
+	t := time.NewTimer(ckptTimeout)
+	defer t.Stop()
+	select {
+	case <-c:
+		return nil
+	case <-job.Done():
+		return fmt.Errorf("bench: the job ended before a checkpoint %s completed: %w", what, job.Wait())
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return fmt.Errorf("bench: no checkpoint %s completed within %v", what, ckptTimeout)
+	}
 }
 
 // ckptStats gathers the checkpoints completed in a row's measuring window,
@@ -301,6 +397,7 @@ type ckptStats struct {
 	bytes, last uint64 // state bytes of every checkpoint counted; of the last one
 	uploaded    int64  // bytes Put for the checkpoints counted
 	written     int64  // bytes Put before the last completion, counted or not
+	stateUp     uint64 // the tasks' own count of what they stored (Event.Uploaded) for the checkpoints counted
 }
 
 // completed takes a completed checkpoint, with written the bytes Put to
@@ -315,6 +412,7 @@ func (s *ckptStats) completed(e actors.Event, written int64, inWindow bool) {
 		s.ckpt, s.align = append(s.ckpt, e.Duration), append(s.align, e.Alignment)
 		s.bytes, s.last = s.bytes+e.Bytes, e.Bytes
 		s.uploaded += written - s.written
+		s.stateUp += e.Uploaded
 	}
 	s.written = written
 }
@@ -329,6 +427,7 @@ func (s *ckptStats) fill(row *Row) {
 	if n > 0 {
 		row.StateBytes = measured(float64(s.last))
 		row.UploadedBytesPerCkpt = per(float64(s.uploaded), float64(n))
+		row.StateUploadedBytesPerCkpt = per(float64(s.stateUp), float64(n))
 	}
 }
 

@@ -51,15 +51,20 @@ var columns = []column{
 	{"state B", func(r Row) string { return r.StateBytes.cell(0) }},
 	{"uploaded B/ckpt", func(r Row) string { return r.UploadedBytesPerCkpt.cell(0) }},
 	{"% uploaded", func(r Row) string { return percent(uploadedShare(r)) }},
+	{"p99 % of full", func(r Row) string { return percent(r.RatioP99ToFull) }},
 	{"wire B/record", func(r Row) string { return r.WireBytesPerRecord.cell(1) }},
 	{"latency p50/p99 ms", func(r Row) string { return pair(r.LatencyP50Ms, r.LatencyP99Ms) }},
 	{"CPU µs/record", func(r Row) string { return r.CPUPerRecordUs.cell(2) }},
 	{"peak RSS MiB", rssCell},
 	{"recovery ms", func(r Row) string { return r.RecoveryMs.cell(1) }},
+	{"restore ms", func(r Row) string { return r.RestoreMs.cell(1) }},
+	{"restore read B", func(r Row) string { return r.RestoreReadBytes.cell(0) }},
+	{"raw read ms", func(r Row) string { return r.RawReadMs.cell(1) }},
+	{"restore % of raw", func(r Row) string { return percent(r.RestoreToRawRead) }},
 }
 
 // optional columns are printed only when some row has a value in them.
-var optional = map[string]bool{"key groups": true, "updated/s": true, "ckpt kind": true, "state B": true, "uploaded B/ckpt": true, "% uploaded": true, "offered/s": true, "sink limit/s": true, "recovery ms": true, "% of in-proc off": true, "wire B/record": true, "% of loop": true, "CPU µs/record": true, "% of unmonitored": true}
+var optional = map[string]bool{"key groups": true, "updated/s": true, "ckpt kind": true, "state B": true, "uploaded B/ckpt": true, "% uploaded": true, "p99 % of full": true, "restore ms": true, "restore read B": true, "raw read ms": true, "restore % of raw": true, "offered/s": true, "sink limit/s": true, "recovery ms": true, "% of in-proc off": true, "wire B/record": true, "% of loop": true, "CPU µs/record": true, "% of unmonitored": true}
 
 // tableNote explains the table's symbols and relative columns.
 const tableNote = `–: does not apply to the row, or was not measured (no record, no checkpoint, no time).
@@ -88,7 +93,7 @@ func printTable(w io.Writer, rows []Row) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := io.WriteString(w, tableNote+clusterNote(rows)+kafkaNote(rows)+monitorNote(rows)+uploadNote(rows))
+	_, err := io.WriteString(w, tableNote+clusterNote(rows)+kafkaNote(rows)+monitorNote(rows)+uploadNote(rows)+restoreNote(rows))
 	return err
 }
 
@@ -140,9 +145,34 @@ func stateCell(r Row) string {
 func uploadNote(rows []Row) string {
 	for _, r := range rows {
 		if _, ok := r.UploadedBytesPerCkpt.value(); ok {
-			return `updated/s: the fraction of the keys whose state changes per second (the source's moving hot window).
-state B: the state size of the last checkpoint in the window; uploaded B/ckpt: bytes written to the store per
-checkpoint (states and manifest); % uploaded: uploaded B/ckpt against state B (full checkpoints: about 100%).
+			note := `updated/s: the fraction of the keys whose state changes per second (the source's moving hot window).
+state B: the state size of the last checkpoint in the window; uploaded B/ckpt: every byte Put to the store per
+checkpoint, manifest included (full checkpoints: about 100% of the state; incremental ones: the key groups
+written since the last checkpoint, a spread share rewritten, the non-keyed states, and the manifest with its
+references); % uploaded: uploaded B/ckpt against state B.
+`
+			for _, r := range rows {
+				if r.Checkpointing != "" {
+					return note + `ckpt kind: a row of -sweep incremental; its window opens once a checkpoint holding the whole state has
+completed (the first checkpoint, full in either kind, is not in it) and lasts until one has completed in it.
+p99 % of full: the incremental row's checkpoint p99 against the full row's of the same interval.
+`
+				}
+			}
+			return note
+		}
+	}
+	return ""
+}
+
+// restoreNote explains the restore columns, when some row has them.
+func restoreNote(rows []Row) string {
+	for _, r := range rows {
+		if _, ok := r.RestoreMs.value(); ok {
+			return `restore ms: after the window the job is stopped and started again, restoring its newest checkpoint: from
+actors.Start to running; restore read B: what it read from the store (manifest and states); raw read ms: the
+same reads replayed on the same store, with as many at once as the restore had; restore % of raw: the restore's
+throughput against the raw reads' (raw read ms / restore ms).
 `
 		}
 	}

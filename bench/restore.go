@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/snapshots"
+)
+
+// restoreTimeout bounds one restore of measureRestore.
+const restoreTimeout = 5 * time.Minute
+
+// restoreFigures is one restore of a row's newest checkpoint, and the raw
+// reads of the same bytes from the same store.
+type restoreFigures struct {
+	took  time.Duration // actors.Start to EventRunning
+	reads readStats     // what the restore read
+	raw   time.Duration // the same reads replayed, as many at once as the restore had
+}
+
+// fill sets row's restore figures.
+func (f restoreFigures) fill(row *Row) {
+	row.RestoreMs = msOf(f.took)
+	row.RestoreReadBytes = measured(float64(f.reads.bytes))
+	row.RestoreReads, row.RestoreReadParallelism = f.reads.gets, f.reads.peak
+	row.RawReadMs = msOf(f.raw)
+	row.RestoreToRawRead = per(f.raw.Seconds(), f.took.Seconds())
+}
+
+// measureRestore starts the job name of rc again, on store, where the row's
+// job has stopped: it restores the newest complete checkpoint. It returns
+// the time from actors.Start to EventRunning and what the restore read
+// meanwhile, then stops the job (which takes no checkpoint) and replays
+// those reads against the store store wraps (replayReads). The collector
+// runs before each of the two, so that neither pays for the garbage of what
+// ran before it.
+func measureRestore(ctx context.Context, store *countingStore, name string, rc rowConfig) (restoreFigures, error) {
+	var f restoreFigures
+	g, err := buildJob(name, rc, &probe{})
+	if err != nil {
+		return f, err
+	}
+	running := make(chan time.Time, 1)
+	failed := make(chan error, 1)
+	opts := []actors.Option{actors.WithStore(store.store()), actors.WithCheckpointInterval(0),
+		actors.WithListener(func(e actors.Event) {
+			switch e.Kind {
+			case actors.EventRunning:
+				select {
+				case running <- e.Time:
+				default:
+				}
+			case actors.EventTaskFailed, actors.EventFailed:
+				select {
+				case failed <- fmt.Errorf("%s %s: %w", e.Kind, e.Task, e.Err):
+				default:
+				}
+			}
+		})}
+	if rc.Checkpointing == "incremental" {
+		opts = append(opts, actors.WithIncrementalCheckpoints(rc.RewriteEvery))
+	}
+	runtime.GC()
+	store.reset()
+	t0 := time.Now()
+	j, err := actors.Start(ctx, g, opts...)
+	if err != nil {
+		return f, fmt.Errorf("bench: restore job %s: %w", name, err)
+	}
+	timeout := time.NewTimer(restoreTimeout)
+	defer timeout.Stop()
+	select {
+	case at := <-running:
+		f.took = at.Sub(t0)
+	case err = <-failed:
+	case <-j.Done():
+		err = fmt.Errorf("the job ended before it ran: %w", j.Wait())
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-timeout.C:
+		err = fmt.Errorf("not running within %v of Start", restoreTimeout)
+	}
+	f.reads = store.reset()
+	if stopErr := j.Stop(); stopErr != nil && !isStopped(stopErr) && err == nil {
+		err = stopErr
+	}
+	if err == nil && f.took <= 0 {
+		err = errors.New("EventRunning came before Start returned")
+	}
+	if err != nil {
+		return f, fmt.Errorf("bench: restore job %s: %w", name, err)
+	}
+	runtime.GC()
+	raw, n, err := replayReads(ctx, store.Store, f.reads.reads, f.reads.peak)
+	if err != nil {
+		return f, fmt.Errorf("bench: restore job %s: raw reads: %w", name, err)
+	}
+	if n != f.reads.bytes {
+		return f, fmt.Errorf("bench: restore job %s: the raw reads returned %d bytes, the restore read %d", name, n, f.reads.bytes)
+	}
+	f.raw = raw
+	return f, nil
+}
+
+// replayReads performs ops on s, with at most workers (at least 1) at
+// once, and returns how long they took and the bytes they returned. A read
+// of the whole object is a Get, a read of a range a GetRange (s must then
+// be a snapshots.RangeReader).
+func replayReads(ctx context.Context, s snapshots.Store, ops []readOp, workers int) (time.Duration, int64, error) {
+	rr, _ := s.(snapshots.RangeReader)
+	for _, op := range ops {
+		if op.length >= 0 && rr == nil {
+			return 0, 0, fmt.Errorf("bench: replay a range read of %s: the store %s cannot read ranges", op.key, s)
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		next  atomic.Int64
+		bytes atomic.Int64
+		mu    sync.Mutex
+		first error
+		wg    sync.WaitGroup
+	)
+	t0 := time.Now()
+	for range min(max(workers, 1), max(len(ops), 1)) {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(ops)); i = next.Add(1) - 1 {
+				op := ops[i]
+				var b []byte
+				var err error
+				if op.length < 0 {
+					b, err = s.Get(ctx, op.key)
+				} else {
+					b, err = rr.GetRange(ctx, op.key, op.offset, op.length)
+				}
+				if err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+					cancel()
+					return
+				}
+				bytes.Add(int64(len(b)))
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(t0)
+	if first != nil {
+		return 0, 0, first
+	}
+	return took, bytes.Load(), nil
+}
