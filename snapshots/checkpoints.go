@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/snapflow/snapflow/messages"
@@ -36,9 +37,13 @@ type Checkpoints struct {
 	job   string
 	log   *slog.Logger
 
+	inlineLimit  atomic.Int64                 // see SetInlineLimit
+	streamLimits atomic.Pointer[streamLimits] // nil: defaultStreamLimits
+
 	mu       sync.Mutex
-	verified map[uint64][]string           // usable checkpoints: the state keys their manifests reference
+	verified map[uint64][]string           // usable checkpoints: the object keys their manifests reference
 	written  map[uint64]*messages.Manifest // manifests written by PutManifest, not yet read back
+	refs     map[uint64][]string           // complete checkpoints: the object keys their manifests reference
 }
 
 // NewCheckpoints returns the checkpoints of job in s. Problems that make a
@@ -66,15 +71,16 @@ func (c *Checkpoints) Check(ctx context.Context) error { return c.store.Check(ct
 
 // PutTaskState stores a task's state as StateKey(job, id, st.TaskId) and
 // returns the handle that the manifest records: the key, the size of the
-// stored bytes and their CRC-32C.
+// stored bytes, their CRC-32C, and the index of its key groups (see
+// ReadKeyGroups). With an inline limit (SetInlineLimit) a small state is
+// not stored: its handle carries its bytes. It is PutTaskStateRefs without
+// references.
 func (c *Checkpoints) PutTaskState(ctx context.Context, id uint64, st *messages.TaskState) (*messages.StateHandle, error) {
-	if err := validateTaskID(st.GetTaskId()); err != nil {
-		return nil, err
-	}
-	return c.putState(ctx, StateKey(c.job, id, st.GetTaskId()), st)
+	return c.PutTaskStateRefs(ctx, id, st, nil)
 }
 
-// putState stores st under key and returns its handle.
+// putState stores st under key, or keeps it inline when it is small
+// enough, and returns its handle, whose index is in key-group order.
 func (c *Checkpoints) putState(ctx context.Context, key string, st *messages.TaskState) (*messages.StateHandle, error) {
 	data, err := EncodeObject(KindTaskState, st)
 	if err != nil {
@@ -84,10 +90,19 @@ func (c *Checkpoints) putState(ctx context.Context, key string, st *messages.Tas
 	if err != nil {
 		return nil, fmt.Errorf("snapshots: put %s: index its key groups: %w", key, err)
 	}
+	sortSections(idx)
+	h := &messages.StateHandle{Key: key, Size: uint64(len(data)), Crc32C: Checksum(data), KeyGroups: idx, Indexed: true}
+	if n := c.inlineLimit.Load(); n > 0 && int64(len(data)) <= n {
+		if err := validateKey(key); err != nil {
+			return nil, err
+		}
+		h.Inline = data
+		return h, nil
+	}
 	if err := c.store.Put(ctx, key, data); err != nil {
 		return nil, err
 	}
-	return &messages.StateHandle{Key: key, Size: uint64(len(data)), Crc32C: Checksum(data), KeyGroups: idx, Indexed: true}, nil
+	return h, nil
 }
 
 func validateTaskID(id string) error {
@@ -232,7 +247,7 @@ func (c *Checkpoints) validateManifest(m *messages.Manifest, id uint64) error {
 	case m.GetSavepoint() != "":
 		return fmt.Errorf("the manifest of savepoint %q, not of a checkpoint", m.GetSavepoint())
 	}
-	return validateEntries(m)
+	return c.validateEntries(m, id)
 }
 
 // validateHead checks that m is a manifest of c's job with an id.
@@ -249,8 +264,12 @@ func (c *Checkpoints) validateHead(m *messages.Manifest) error {
 }
 
 // validateEntries checks that m's entries name distinct tasks with usable
-// handles and key-group ranges that fit the max parallelism.
-func validateEntries(m *messages.Manifest) error {
+// handles and key-group ranges that fit the max parallelism. A handle's
+// key-group index must pass checkHandleIndex, and its inline bytes, if
+// any, must match its size and CRC-32C. The sections it references in
+// other objects must lie in states of checkpoints of c's job with an id
+// below refsBelow; pass 0 for a savepoint, which references nothing.
+func (c *Checkpoints) validateEntries(m *messages.Manifest, refsBelow uint64) error {
 	seen := make(map[string]bool, len(m.GetTasks()))
 	for _, t := range m.GetTasks() {
 		if err := validateTaskID(t.GetTaskId()); err != nil {
@@ -260,27 +279,119 @@ func validateEntries(m *messages.Manifest) error {
 			return fmt.Errorf("task %s listed twice", t.GetTaskId())
 		}
 		seen[t.GetTaskId()] = true
-		if t.GetState() == nil {
+		h := t.GetState()
+		if h == nil {
 			return fmt.Errorf("task %s has no state handle", t.GetTaskId())
 		}
-		if err := validateKey(t.GetState().GetKey()); err != nil {
+		if err := validateKey(h.GetKey()); err != nil {
 			return fmt.Errorf("task %s: %w", t.GetTaskId(), err)
 		}
 		start, end, maxp := t.GetKeyGroupStart(), t.GetKeyGroupEnd(), m.GetMaxParallelism()
 		if start > end || (maxp != 0 && end > maxp) {
 			return fmt.Errorf("task %s: key groups [%d,%d) do not fit max parallelism %d", t.GetTaskId(), start, end, maxp)
 		}
+		if err := c.validateHandle(h, refsBelow); err != nil {
+			return fmt.Errorf("task %s: state %s: %w", t.GetTaskId(), h.GetKey(), err)
+		}
+	}
+	return nil
+}
+
+// validateHandle checks h's index, inline bytes and references (see
+// validateEntries).
+func (c *Checkpoints) validateHandle(h *messages.StateHandle, refsBelow uint64) error {
+	if len(h.GetInline()) > 0 {
+		if err := checkInline(h); err != nil {
+			return err
+		}
+	}
+	if !h.GetIndexed() {
+		return nil
+	}
+	if err := checkHandleIndex(h); err != nil {
+		return err
+	}
+	for _, s := range h.GetKeyGroups() {
+		if s.GetKey() == "" {
+			continue
+		}
+		if refsBelow == 0 {
+			return fmt.Errorf("key group %d references %s: a savepoint is self-contained and references no other object", s.GetKeyGroup(), s.GetKey())
+		}
+		if err := c.validateRefKey(s.GetKey(), refsBelow); err != nil {
+			return fmt.Errorf("key group %d: %w", s.GetKeyGroup(), err)
+		}
 	}
 	return nil
 }
 
 // ReadTaskState reads the state that h points at and verifies it: the size
-// and CRC-32C recorded in the handle, then the envelope. Errors wrap
-// ErrNotFound or ErrCorrupt and name the key.
+// and CRC-32C recorded in the handle, then the envelope. The bytes come
+// from the store, or from the handle itself for an inline state (see
+// SetInlineLimit). For an incremental state (see PutTaskStateRefs) it then
+// reads the key groups h references in earlier objects, one ranged read
+// per run of adjacent sections and the objects in parallel, checks each
+// against the CRC-32C and key group of the index, and merges them into
+// the state's key groups, in key-group order. Errors wrap ErrNotFound or
+// ErrCorrupt and name the object at fault.
 func (c *Checkpoints) ReadTaskState(ctx context.Context, h *messages.StateHandle) (*messages.TaskState, error) {
 	key := h.GetKey()
 	if err := validateKey(key); err != nil {
 		return nil, fmt.Errorf("snapshots: state handle: %w", err)
+	}
+	data, err := c.ownObject(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	st := new(messages.TaskState)
+	// The bytes are those the handle describes: their envelope's checksum
+	// cannot differ, and is not computed again.
+	if err := decodeObject(data, KindTaskState, st, true); err != nil {
+		return nil, fmt.Errorf("snapshots: state %s: %w", key, err)
+	}
+	if !h.GetIndexed() {
+		return st, nil
+	}
+	var foreign []*messages.KeyGroupSection
+	for _, s := range h.GetKeyGroups() {
+		if s.GetKey() != "" {
+			foreign = append(foreign, s)
+		}
+	}
+	if len(foreign) == 0 {
+		return st, nil
+	}
+	if err := checkHandleIndex(h); err != nil {
+		return nil, fmt.Errorf("snapshots: state %s: %w: %w", key, ErrCorrupt, err)
+	}
+	own := len(st.KeyGroups)
+	if _, err := c.streamSections(ctx, h, foreign, func(g *messages.KeyGroupState) error {
+		st.KeyGroups = append(st.KeyGroups, g)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if own != len(h.GetKeyGroups())-len(foreign) {
+		return nil, fmt.Errorf("snapshots: state %s: the object holds %d key groups, its index %d: %w", key, own, len(h.GetKeyGroups())-len(foreign), ErrCorrupt)
+	}
+	sortKeyGroups(st.KeyGroups)
+	for i, g := range st.KeyGroups {
+		if g.GetKeyGroup() != h.GetKeyGroups()[i].GetKeyGroup() {
+			return nil, fmt.Errorf("snapshots: state %s: key group %d, the index says %d: %w", key, g.GetKeyGroup(), h.GetKeyGroups()[i].GetKeyGroup(), ErrCorrupt)
+		}
+	}
+	return st, nil
+}
+
+// ownObject returns the bytes of h's own object, from the store or inline,
+// checked against h's size and CRC-32C.
+func (c *Checkpoints) ownObject(ctx context.Context, h *messages.StateHandle) ([]byte, error) {
+	key := h.GetKey()
+	if len(h.GetInline()) > 0 {
+		if err := checkInline(h); err != nil {
+			return nil, fmt.Errorf("snapshots: state %s: %w", key, err)
+		}
+		return h.GetInline(), nil
 	}
 	data, err := c.store.Get(ctx, key)
 	if err != nil {
@@ -292,11 +403,5 @@ func (c *Checkpoints) ReadTaskState(ctx context.Context, h *messages.StateHandle
 	if got := Checksum(data); got != h.GetCrc32C() {
 		return nil, fmt.Errorf("snapshots: state %s: crc32c %08x, want %08x: %w", key, got, h.GetCrc32C(), ErrCorrupt)
 	}
-	st := new(messages.TaskState)
-	// The bytes are those the handle describes: their envelope's checksum
-	// cannot differ, and is not computed again.
-	if err := decodeObject(data, KindTaskState, st, true); err != nil {
-		return nil, fmt.Errorf("snapshots: state %s: %w", key, err)
-	}
-	return st, nil
+	return data, nil
 }

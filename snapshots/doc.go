@@ -64,13 +64,40 @@
 // references; [Checkpoints.Delete] removes the manifest before the objects,
 // so a checkpoint stops being complete before it loses any object.
 //
+// # Incremental checkpoints
+//
+// A state handle indexes the key groups of its state (where each one's
+// serialised KeyGroupState lies, with its CRC-32C), so that a restore at
+// another parallelism reads only the key groups it needs
+// ([Checkpoints.ReadKeyGroups], [Checkpoints.StreamKeyGroups]). An
+// incremental state ([Checkpoints.PutTaskStateRefs]) stores only the key
+// groups that changed, and its index also lists the others where earlier
+// checkpoints of the job stored them: a section with the key of that
+// object. [Sections] returns a handle's sections with their objects, for
+// the next incremental state to reference; references are copied, never
+// chained, so a restore reads each key group from exactly one object, and
+// a checkpoint's manifest may reference only states of earlier checkpoints
+// of its job. Reading an incremental state reads the referenced sections
+// too (in parallel, one ranged read per run of adjacent sections), each
+// checked against its CRC-32C, so a missing or corrupt referenced object
+// makes every checkpoint that references it unusable.
+//
+// Retention and deletion are reference-aware: [Checkpoints.Retain] keeps
+// every object that a retained manifest references, also when it deletes
+// the checkpoint that stored it; what is left of that checkpoint is a
+// directory without a manifest, which [Checkpoints.Retain] and
+// [Checkpoints.DeleteIncomplete] never delete while a complete manifest
+// references it, and delete once nothing does. [Checkpoints.Delete] keeps
+// what other checkpoints reference too.
+//
 // # Savepoints
 //
 // A savepoint is a checkpoint that the user triggers and names, for
 // upgrades, moves and rescaling. Its states and manifest lie below
 // [SavepointPrefix] ([Checkpoints.PutSavepointState],
 // [Checkpoints.PutSavepointManifest]); it is self-contained (its manifest
-// references no object outside its prefix), complete if and only if its
+// references no object outside its prefix, and no section of another
+// object), complete if and only if its
 // manifest exists, and never overwritten ([ErrSavepointExists]). Names
 // follow [ValidateSavepointName]. The manifest's Savepoint field holds the
 // name; its Operators, MaxParallelism and the key-group range of each task

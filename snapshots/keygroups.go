@@ -1,13 +1,13 @@
 package snapshots
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/snapflow/snapflow/messages"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 )
 
 // RangeReader is implemented by stores that can read part of an object.
@@ -101,12 +101,18 @@ func keyGroupNumber(b []byte) (uint32, error) {
 
 // ReadKeyGroups reads the key groups in [start, end) of the task state h
 // points at, using the index in h (see StateHandle.key_groups) to read only
-// the bytes that hold them: one ranged read when the store is a
-// RangeReader. Each key group is checked against the CRC-32C the index
-// records and must be the key group the index says; errors wrap ErrCorrupt
-// (or ErrNotFound) and name the key. A handle without an index (written
+// the bytes that hold them: one ranged read per run of adjacent sections
+// when the store is a RangeReader, the runs read in parallel. An
+// incremental state's index also lists the key groups it references in
+// earlier checkpoints' objects (KeyGroupSection.key), which are read from
+// there. Each key group is checked against the CRC-32C the index records
+// and must be the key group the index says; errors wrap ErrCorrupt (or
+// ErrNotFound) and name the object. A handle without an index (written
 // before it existed) is read whole, as ReadTaskState does. It returns the
-// key groups and the bytes read.
+// key groups in key-group order and the bytes read.
+//
+// ReadKeyGroups holds every key group of the range at once; see
+// StreamKeyGroups for a restore that does not.
 func (c *Checkpoints) ReadKeyGroups(ctx context.Context, h *messages.StateHandle, start, end int) ([]*messages.KeyGroupState, int64, error) {
 	if !h.GetIndexed() {
 		st, err := c.ReadTaskState(ctx, h)
@@ -121,63 +127,76 @@ func (c *Checkpoints) ReadKeyGroups(ctx context.Context, h *messages.StateHandle
 		}
 		return out, int64(h.GetSize()), nil
 	}
-	key := h.GetKey()
-	if err := validateKey(key); err != nil {
-		return nil, 0, fmt.Errorf("snapshots: state handle: %w", err)
+	secs, err := c.indexRange(h, start, end)
+	if err != nil || len(secs) == 0 {
+		return nil, 0, err
 	}
-	idx := h.GetKeyGroups()
-	if err := checkIndex(idx, h.GetSize()); err != nil {
-		return nil, 0, fmt.Errorf("snapshots: state %s: %w: %w", key, ErrCorrupt, err)
-	}
-	lo := sort.Search(len(idx), func(i int) bool { return int(idx[i].GetKeyGroup()) >= start })
-	hi := sort.Search(len(idx), func(i int) bool { return int(idx[i].GetKeyGroup()) >= end })
-	if lo >= hi {
-		return nil, 0, nil
-	}
-	first, last := idx[lo], idx[hi-1]
-	from, to := first.GetOffset(), last.GetOffset()+last.GetLength()
-	if to < from || to > h.GetSize() {
-		return nil, 0, fmt.Errorf("snapshots: state %s: key-group index points at bytes %d..%d of %d: %w", key, from, to, h.GetSize(), ErrCorrupt)
-	}
-	data, err := getRange(ctx, c.store, key, int64(from), int64(to-from))
+	out := make([]*messages.KeyGroupState, 0, len(secs))
+	read, err := c.streamSections(ctx, h, secs, func(g *messages.KeyGroupState) error {
+		out = append(out, g)
+		return nil
+	})
 	if err != nil {
 		return nil, 0, err
 	}
-	out := make([]*messages.KeyGroupState, 0, hi-lo)
-	for _, s := range idx[lo:hi] {
-		if s.GetOffset() < from || s.GetOffset()+s.GetLength() > to {
-			return nil, 0, fmt.Errorf("snapshots: state %s: key group %d lies outside the bytes read: %w", key, s.GetKeyGroup(), ErrCorrupt)
-		}
-		b := data[s.GetOffset()-from : s.GetOffset()-from+s.GetLength()]
-		if got := Checksum(b); got != s.GetCrc32C() {
-			return nil, 0, fmt.Errorf("snapshots: state %s: key group %d: crc32c %08x, want %08x: %w", key, s.GetKeyGroup(), got, s.GetCrc32C(), ErrCorrupt)
-		}
-		g := new(messages.KeyGroupState)
-		if err := proto.Unmarshal(b, g); err != nil {
-			return nil, 0, fmt.Errorf("snapshots: state %s: key group %d: %w: %w", key, s.GetKeyGroup(), ErrCorrupt, err)
-		}
-		if g.GetKeyGroup() != s.GetKeyGroup() {
-			return nil, 0, fmt.Errorf("snapshots: state %s: the index says key group %d, the bytes hold %d: %w", key, s.GetKeyGroup(), g.GetKeyGroup(), ErrCorrupt)
-		}
-		out = append(out, g)
-	}
-	return out, int64(len(data)), nil
+	sortKeyGroups(out)
+	return out, read, nil
 }
 
-// checkIndex checks that a key-group index is in strictly increasing key
-// groups and offsets, with sections that do not overlap and lie within the
-// object's size: the order ReadKeyGroups searches in.
-func checkIndex(idx []*messages.KeyGroupSection, size uint64) error {
-	var end uint64
+// sortKeyGroups sorts gs by key group.
+func sortKeyGroups(gs []*messages.KeyGroupState) {
+	slices.SortFunc(gs, func(a, b *messages.KeyGroupState) int { return cmp.Compare(a.GetKeyGroup(), b.GetKeyGroup()) })
+}
+
+// checkHandleIndex checks h's key-group index: key groups strictly
+// increasing over the whole index (the order ReadKeyGroups searches in);
+// sections of h's own object (an empty key) within its size; sections of
+// other objects with a valid key that is not h's own and an end that does
+// not overflow; and, per object, sections that do not overlap.
+func checkHandleIndex(h *messages.StateHandle) error {
+	idx := h.GetKeyGroups()
+	size := h.GetSize()
+	sorted := true // the sections of each object in offset order
+	last := map[string]uint64{}
 	for i, s := range idx {
 		if i > 0 && s.GetKeyGroup() <= idx[i-1].GetKeyGroup() {
 			return fmt.Errorf("key-group index out of order: %d after %d", s.GetKeyGroup(), idx[i-1].GetKeyGroup())
 		}
-		if s.GetOffset() < end || s.GetOffset()+s.GetLength() > size || s.GetOffset()+s.GetLength() < s.GetOffset() {
-			return fmt.Errorf("key-group index: key group %d at bytes %d..%d overlaps another or lies beyond the object's %d bytes",
-				s.GetKeyGroup(), s.GetOffset(), s.GetOffset()+s.GetLength(), size)
+		off, end := s.GetOffset(), s.GetOffset()+s.GetLength()
+		if end < off {
+			return fmt.Errorf("key-group index: key group %d at bytes %d..+%d: the end overflows", s.GetKeyGroup(), off, s.GetLength())
 		}
-		end = s.GetOffset() + s.GetLength()
+		switch k := s.GetKey(); {
+		case k == "" && end > size:
+			return fmt.Errorf("key-group index: key group %d at bytes %d..%d lies beyond the object's %d bytes", s.GetKeyGroup(), off, end, size)
+		case k == h.GetKey():
+			return fmt.Errorf("key-group index: key group %d names the handle's own object %s as another", s.GetKeyGroup(), k)
+		case k != "":
+			if err := validateKey(k); err != nil {
+				return fmt.Errorf("key-group index: key group %d: %w", s.GetKeyGroup(), err)
+			}
+		}
+		if prev, ok := last[s.GetKey()]; ok && off < prev {
+			sorted = false
+		}
+		last[s.GetKey()] = end
+	}
+	if sorted {
+		return nil
+	}
+	// Some object's sections are not in offset order (an incremental
+	// state's, or one whose key groups were stored unsorted): sort them.
+	byObject := slices.Clone(idx)
+	slices.SortFunc(byObject, func(a, b *messages.KeyGroupSection) int {
+		return cmp.Or(cmp.Compare(a.GetKey(), b.GetKey()), cmp.Compare(a.GetOffset(), b.GetOffset()))
+	})
+	for i, s := range byObject {
+		if i > 0 {
+			p := byObject[i-1]
+			if p.GetKey() == s.GetKey() && s.GetOffset() < p.GetOffset()+p.GetLength() {
+				return fmt.Errorf("key-group index: key group %d at bytes %d..%d overlaps key group %d", s.GetKeyGroup(), s.GetOffset(), s.GetOffset()+s.GetLength(), p.GetKeyGroup())
+			}
+		}
 	}
 	return nil
 }

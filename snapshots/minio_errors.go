@@ -137,6 +137,10 @@ func (m *MinIO) fail(ctx context.Context, op string, err error) error {
 		switch {
 		case resp.Code == minio.NoSuchKey:
 			return fmt.Errorf("%s: %w", where, ErrNotFound)
+		case resp.Code == "InvalidRange" || resp.StatusCode == http.StatusRequestedRangeNotSatisfiable:
+			// A ranged read that starts at or past the object's end: the
+			// object is shorter than the reader was told (see RangeReader).
+			return fmt.Errorf("%s: the object is shorter: %w: %w", where, ErrCorrupt, err)
 		case resp.Code == minio.NoSuchBucket && m.create:
 			return fmt.Errorf("%s: bucket %q does not exist (the store creates it only when it is opened: "+
 				"was it deleted since?): %w: %w", where, m.bucket, ErrNoBucket, err)

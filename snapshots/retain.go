@@ -10,13 +10,15 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// DeleteAll deletes every checkpoint of the job, complete or not, oldest
-// first and each manifest before its objects, so that an interrupted call
-// leaves the newest checkpoints complete, never an older one alone, and
-// then the job's origin marker (see OriginKey): it starts the job over
-// from nothing. The origin goes last, so that an interrupted call never
-// leaves checkpoints of an older history without the origin that rules
-// them out. It returns how many checkpoints it deleted.
+// DeleteAll deletes every checkpoint of the job, complete or not: first
+// the manifests, oldest first, then the other objects, so that an
+// interrupted call leaves the newest checkpoints complete with every
+// object they reference (an incremental checkpoint references older
+// checkpoints' objects), never an older one alone; and then the job's
+// origin marker (see OriginKey): it starts the job over from nothing. The
+// origin goes last, so that an interrupted call never leaves checkpoints
+// of an older history without the origin that rules them out. It returns
+// how many checkpoints it deleted.
 //
 // It leaves the job's lease (see LeaseKey), since starting a job over must
 // not let a superseded coordinator take it back, and every savepoint: a
@@ -27,9 +29,20 @@ func (c *Checkpoints) DeleteAll(ctx context.Context) (deleted int, err error) {
 		return 0, err
 	}
 	for _, chk := range chks {
-		if err := c.deleteKeys(ctx, chk.id, chk.keys, nil); err != nil {
+		if !chk.complete {
+			continue
+		}
+		if err := c.store.Delete(ctx, ManifestKey(c.job, chk.id)); err != nil {
+			return 0, err
+		}
+		c.forget(chk.id)
+	}
+	for _, chk := range chks {
+		manifest := ManifestKey(c.job, chk.id)
+		if err := deleteMany(ctx, c.store, slices.DeleteFunc(chk.keys, func(k string) bool { return k == manifest })); err != nil {
 			return deleted, err
 		}
+		c.forget(chk.id)
 		deleted++
 	}
 	if err := c.DeleteOrigin(ctx); err != nil {
@@ -40,14 +53,20 @@ func (c *Checkpoints) DeleteAll(ctx context.Context) (deleted int, err error) {
 
 // Delete deletes checkpoint id: the manifest first, so that the checkpoint
 // stops being complete before any of its objects goes, then its other
-// objects. It does not look at other manifests; use Retain to keep objects
-// that newer checkpoints reference.
+// objects, except those that the manifests of other complete checkpoints
+// reference (an incremental checkpoint references older objects): those
+// stay, in a directory without a manifest, until Retain or
+// DeleteIncomplete finds them referenced no more.
 func (c *Checkpoints) Delete(ctx context.Context, id uint64) error {
-	keys, err := c.store.List(ctx, CheckpointPrefix(c.job, id))
+	chks, referenced, err := c.scanReferences(ctx, id, func([]checkpoint) bool { return true })
 	if err != nil {
 		return err
 	}
-	return c.deleteKeys(ctx, id, keys, nil)
+	i := slices.IndexFunc(chks, func(chk checkpoint) bool { return chk.id == id })
+	if i < 0 {
+		return c.deleteKeys(ctx, id, nil, nil) // a manifest may have landed since the listing
+	}
+	return c.deleteKeys(ctx, id, chks[i].keys, referenced)
 }
 
 // deleteKeys deletes the manifest of id and then the given keys except
@@ -84,6 +103,13 @@ func (c *Checkpoints) deleteKeys(ctx context.Context, id uint64, keys []string, 
 // the states of one written by a successful PutManifest of c are not read:
 // Retain reads its manifest once, and the states only if the manifest is
 // not the one written.
+//
+// Retention is reference-aware: an incremental checkpoint references
+// objects of older checkpoints (see PutTaskStateRefs), and Retain keeps
+// every object that a retained manifest references, even when it deletes
+// the checkpoint that stored it. Such objects stay in a directory without
+// a manifest, which is not an aborted checkpoint: Retain deletes them once
+// no retained manifest references them any more.
 //
 // An unusable complete checkpoint newer than the oldest retained usable one
 // is kept, for inspection, but does not count towards keep; older ones are
@@ -153,6 +179,9 @@ func (c *Checkpoints) Retain(ctx context.Context, keep int, inFlight uint64) err
 		if retained[chk.id] || (!chk.complete && chk.id >= inFlight) {
 			continue
 		}
+		if !chk.complete && !slices.ContainsFunc(chk.keys, func(k string) bool { return !referenced[k] }) {
+			continue // the objects of a deleted checkpoint that retained ones still reference
+		}
 		c.log.DebugContext(ctx, "snapshots: deleting checkpoint", "checkpoint", chk.id, "complete", chk.complete)
 		if err := c.deleteKeys(ctx, chk.id, chk.keys, referenced); err != nil {
 			if ctx.Err() != nil {
@@ -167,11 +196,17 @@ func (c *Checkpoints) Retain(ctx context.Context, keep int, inFlight uint64) err
 // DeleteIncomplete deletes every incomplete checkpoint (one without a
 // manifest: aborted, or orphaned by a crash) whose id is below below, and
 // returns how many it deleted. It never touches a checkpoint that has a
-// manifest, corrupt or not. The caller guarantees that no checkpoint below
-// below is in flight: the runtime calls it after aborting checkpoint n,
-// with below n+1.
+// manifest, corrupt or not, nor an object that the manifest of a complete
+// checkpoint references: the objects of a checkpoint that retention
+// deleted while newer incremental checkpoints still reference them stay,
+// without being counted or logged, until nothing references them. The
+// caller guarantees that no checkpoint below below is in flight: the
+// runtime calls it after aborting checkpoint n, with below n+1.
 func (c *Checkpoints) DeleteIncomplete(ctx context.Context, below uint64) (deleted int, err error) {
-	chks, err := c.scan(ctx)
+	some := func(chks []checkpoint) bool {
+		return slices.ContainsFunc(chks, func(chk checkpoint) bool { return !chk.complete && chk.id < below })
+	}
+	chks, referenced, err := c.scanReferences(ctx, 0, some)
 	if err != nil {
 		return 0, err
 	}
@@ -180,8 +215,13 @@ func (c *Checkpoints) DeleteIncomplete(ctx context.Context, below uint64) (delet
 		if chk.complete || chk.id >= below {
 			continue
 		}
-		c.log.DebugContext(ctx, "snapshots: deleting incomplete checkpoint", "checkpoint", chk.id, "objects", len(chk.keys))
-		if err := deleteMany(ctx, c.store, chk.keys); err != nil {
+		rest := slices.DeleteFunc(slices.Clone(chk.keys), func(k string) bool { return referenced[k] })
+		if len(rest) == 0 {
+			continue
+		}
+		c.log.DebugContext(ctx, "snapshots: deleting incomplete checkpoint", "checkpoint", chk.id,
+			"objects", len(rest), "referenced", len(chk.keys)-len(rest))
+		if err := deleteMany(ctx, c.store, rest); err != nil {
 			if ctx.Err() != nil {
 				return deleted, errors.Join(append(errs, err)...)
 			}
@@ -194,9 +234,89 @@ func (c *Checkpoints) DeleteIncomplete(ctx context.Context, below uint64) (delet
 	return deleted, errors.Join(errs...)
 }
 
+// scanAttempts bounds the listings of scanReferences.
+const scanAttempts = 3
+
+// scanReferences lists the job's checkpoints and, when need says that the
+// listing calls for it, the keys of the objects that the manifests of the
+// complete ones (except checkpoint except) reference. A manifest deleted
+// between the listing and its read may belong to a checkpoint that a newer
+// one, written before retention deleted it, succeeds: the newer manifest
+// is then in a new listing, so it lists again, up to scanAttempts times.
+func (c *Checkpoints) scanReferences(ctx context.Context, except uint64, need func([]checkpoint) bool) ([]checkpoint, map[string]bool, error) {
+	for range scanAttempts {
+		chks, err := c.scan(ctx)
+		if err != nil || !need(chks) {
+			return chks, nil, err
+		}
+		referenced, complete, err := c.references(ctx, chks, except)
+		if err != nil || complete {
+			return chks, referenced, err
+		}
+	}
+	return nil, nil, fmt.Errorf("snapshots: job %q: checkpoints kept being deleted while their manifests were read "+
+		"(%d listings); deleting nothing", c.job, scanAttempts)
+}
+
+// references returns the keys that the manifests of the complete
+// checkpoints of chks, except checkpoint except, reference; complete is
+// false when one of them is gone since chks was listed. A corrupt manifest
+// references nothing: its checkpoint is unusable.
+func (c *Checkpoints) references(ctx context.Context, chks []checkpoint, except uint64) (referenced map[string]bool, complete bool, err error) {
+	referenced = make(map[string]bool)
+	for _, chk := range chks {
+		if !chk.complete || chk.id == except {
+			continue
+		}
+		keys, err := c.manifestRefs(ctx, chk.id)
+		switch {
+		case errors.Is(err, ErrNotFound) && ctx.Err() == nil:
+			return nil, false, nil
+		case errors.Is(err, ErrCorrupt) && ctx.Err() == nil:
+			continue
+		case err != nil:
+			return nil, false, err
+		}
+		for _, k := range keys {
+			referenced[k] = true
+		}
+	}
+	return referenced, true, nil
+}
+
+// manifestRefs returns the keys of the objects that the manifest of
+// complete checkpoint id references, from c's caches or by reading it.
+func (c *Checkpoints) manifestRefs(ctx context.Context, id uint64) ([]string, error) {
+	c.mu.Lock()
+	keys, ok := c.verified[id]
+	if !ok {
+		keys, ok = c.refs[id]
+	}
+	written := c.written[id]
+	c.mu.Unlock()
+	switch {
+	case ok:
+		return keys, nil
+	case written != nil:
+		return stateKeys(written), nil
+	}
+	m, err := c.ReadManifest(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	keys = stateKeys(m)
+	c.mu.Lock()
+	if c.refs == nil {
+		c.refs = map[uint64][]string{}
+	}
+	c.refs[id] = keys
+	c.mu.Unlock()
+	return keys, nil
+}
+
 // checkUsable checks that checkpoint id is usable (see Retain) unless c has
-// verified it before. It returns the state keys that its manifest
-// references whenever the manifest reads, usable or not.
+// verified it before. It returns the keys of the objects that its manifest
+// references (see stateKeys) whenever the manifest reads, usable or not.
 //
 // It reads the manifest once even when PutManifest wrote it: that shows the
 // manifest in place and intact. The states of a manifest equal to one that
@@ -223,12 +343,20 @@ func (c *Checkpoints) checkUsable(ctx context.Context, id uint64) ([]string, err
 	return refs, nil
 }
 
+// stateKeys returns the keys of the objects that manifest m references,
+// sorted: the tasks' states (but not inline ones, which have no object)
+// and the objects that incremental states reference.
 func stateKeys(m *messages.Manifest) []string {
 	keys := make([]string, 0, len(m.GetTasks()))
 	for _, t := range m.GetTasks() {
-		keys = append(keys, t.GetState().GetKey())
+		h := t.GetState()
+		if len(h.GetInline()) == 0 {
+			keys = append(keys, h.GetKey())
+		}
+		keys = referencedKeys(h, keys)
 	}
-	return keys
+	slices.Sort(keys)
+	return slices.Compact(keys)
 }
 
 // markVerified records that checkpoint id, whose manifest m c has read
@@ -260,5 +388,6 @@ func (c *Checkpoints) forget(id uint64) {
 	c.mu.Lock()
 	delete(c.verified, id)
 	delete(c.written, id)
+	delete(c.refs, id)
 	c.mu.Unlock()
 }

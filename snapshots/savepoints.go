@@ -117,7 +117,7 @@ func (c *Checkpoints) validateSavepointManifest(m *messages.Manifest, name strin
 	if m.GetSavepoint() != name {
 		return fmt.Errorf("savepoint %q, want %q", m.GetSavepoint(), name)
 	}
-	if err := validateEntries(m); err != nil {
+	if err := c.validateEntries(m, 0); err != nil {
 		return err
 	}
 	prefix := SavepointAttemptPrefix(c.job, name, m.GetCheckpointId())

@@ -37,8 +37,10 @@ func testRangeReads(t *testing.T, newStore newStoreFunc) {
 			t.Errorf("GetRange(%d, %d) = %q, %v", c[0], c[1], got, err)
 		}
 	}
-	if _, err := r.GetRange(ctx, "job/obj", 10, 7); !errors.Is(err, snapshots.ErrCorrupt) {
-		t.Errorf("GetRange past the end: %v, want ErrCorrupt", err)
+	for _, c := range [][2]int64{{10, 7}, {16, 1}, {40, 5}} {
+		if _, err := r.GetRange(ctx, "job/obj", c[0], c[1]); !errors.Is(err, snapshots.ErrCorrupt) {
+			t.Errorf("GetRange(%d, %d) past the end of 16 bytes: %v, want ErrCorrupt", c[0], c[1], err)
+		}
 	}
 	if _, err := r.GetRange(ctx, "job/none", 0, 1); !errors.Is(err, snapshots.ErrNotFound) {
 		t.Errorf("GetRange of a missing object: %v, want ErrNotFound", err)
