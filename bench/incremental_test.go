@@ -210,17 +210,20 @@ func TestFullCheckpointUploadsTheState(t *testing.T) {
 	t.Logf("state %.0f bytes, uploaded %.0f per checkpoint", st, up)
 }
 
-// TestIncrementalSweepSmoke runs -sweep incremental at a tiny size through
-// the bench program: a row with checkpoints off, then a full and an
-// incremental one at 100ms with the state size and fraction asked for. Each
+// TestIncrementalSweepSmoke runs -sweep incremental at a small size through
+// the bench program (2 MiB: each keyed task's state is above the default
+// inline limit, so that it is stored as an object of its own, which an
+// incremental checkpoint can reference): a row with checkpoints off, then a
+// full and an incremental one at 100ms with the state size and fraction
+// asked for. Each
 // checkpointed row has a checkpoint in its window (the window waits for
 // one) holding the whole state; the full one uploads about all of it, the
 // incremental one far less (1% of the keys hot: a few of 128 key groups);
 // and each restored its newest checkpoint, reading at least the state, with
 // the raw reads of the same bytes measured.
 func TestIncrementalSweepSmoke(t *testing.T) {
-	const state = 256 << 10
-	rows, stdout := benchRows(t, "-sweep", "incremental", "-state-size", "256KiB", "-keys", "1024", "-update-fraction", "0.01",
+	const state = 2 << 20
+	rows, stdout := benchRows(t, "-sweep", "incremental", "-state-size", "2MiB", "-keys", "1024", "-update-fraction", "0.01",
 		"-duration", "1s", "-rate", "60000", "-repeat", "1")
 	if len(rows) != 3 || rows[0]["interval"] != "off" || rows[0]["checkpoints"] != 0.0 || rows[0]["state_bytes"] != nil || rows[0]["uploaded_bytes_per_ckpt"] != nil || rows[0]["restore_ms"] != nil {
 		t.Fatalf("rows %v: want 3, the first with checkpoints off and no checkpoint or restore figures:\n%s", rows, stdout)
@@ -235,8 +238,8 @@ func TestIncrementalSweepSmoke(t *testing.T) {
 	}
 	for i, kind := range []string{"full", "incremental"} {
 		r := rows[1+i]
-		if r["checkpointing"] != kind || r["interval"] != "100ms" || r["state_size"] != 256.0 || r["update_fraction"] != 0.01 {
-			t.Errorf("row %v: want %s at 100ms, 256 B/key, fraction 0.01", r, kind)
+		if r["checkpointing"] != kind || r["interval"] != "100ms" || r["state_size"] != float64(state/1024) || r["update_fraction"] != 0.01 {
+			t.Errorf("row %v: want %s at 100ms, %d B/key, fraction 0.01", r, kind, state/1024)
 		}
 		if num(r, "checkpoints") < 1 {
 			t.Errorf("%s row: no checkpoint in the window", kind)
