@@ -385,6 +385,8 @@ func workerRuntime(s *messages.RuntimeSettings, log *slog.Logger, store snapshot
 	c.linger = time.Duration(s.GetLingerNanos())
 	c.checkpoint.Timeout = time.Duration(s.GetCheckpointTimeoutNanos())
 	c.syncSnapshots = s.GetSynchronousSnapshots()
+	c.incremental, c.rewriteEvery = s.GetIncremental(), int(s.GetRewriteEvery())
+	c.inline, c.inlineSet = int(s.GetInlineLimit()), true
 	c.logger, c.store = log, store
 	return c
 }
@@ -398,6 +400,7 @@ func (h *workerHost) onDeploy(ctx actor.Context, m *messages.Deploy) {
 	}
 	h.stopDeployment(ctx)
 	cfg := h.runtime
+	h.cps.SetInlineLimit(cfg.inline)
 	uctx, cancel := context.WithCancel(context.Background())
 	rctx, stopRun := context.WithCancel(uctx)
 	sh := &shared{job: h.plan.Job, plan: h.plan, cfg: &cfg, log: h.log.With("job", h.plan.Job), system: h.system, cps: h.cps,

@@ -74,15 +74,19 @@ type Event struct {
 	Time       time.Time
 	Epoch      uint64
 	Checkpoint uint64
-	Final      bool          // the final checkpoint
-	Task       string        // EventTaskFailed (the lost tasks, comma-separated, for a lost worker); the declining task on EventCheckpointAborted
-	Bytes      uint64        // EventCheckpointCompleted: state bytes
-	Duration   time.Duration // EventCheckpointCompleted: from trigger to completion
-	Alignment  time.Duration // EventCheckpointCompleted: the longest alignment of any task
-	Upload     time.Duration // EventCheckpointCompleted: the longest state upload of any task
-	Err        error
-	Node       string // EventNodeJoined, EventNodeLost: "worker-id@host:port"
-	Placement  string // EventPlaced: "task,task -> worker; ..."
+	Final      bool   // the final checkpoint
+	Task       string // EventTaskFailed (the lost tasks, comma-separated, for a lost worker); the declining task on EventCheckpointAborted
+	Bytes      uint64 // EventCheckpointCompleted: state bytes
+	// Uploaded is, on EventCheckpointCompleted, the bytes the tasks stored
+	// for the checkpoint: less than Bytes when it was incremental (see
+	// WithIncrementalCheckpoints), 0 for states inline in the manifest.
+	Uploaded  uint64
+	Duration  time.Duration // EventCheckpointCompleted: from trigger to completion
+	Alignment time.Duration // EventCheckpointCompleted: the longest alignment of any task
+	Upload    time.Duration // EventCheckpointCompleted: the longest state upload of any task
+	Err       error
+	Node      string // EventNodeJoined, EventNodeLost: "worker-id@host:port"
+	Placement string // EventPlaced: "task,task -> worker; ..."
 	// Savepoint names the savepoint that Checkpoint is, on
 	// EventCheckpointTriggered, EventCheckpointCompleted and
 	// EventCheckpointAborted, and the savepoint restored on EventRunning and
@@ -110,6 +114,9 @@ type TaskCheckpoint struct {
 	Task string
 	// Bytes is the size of the task's state snapshot.
 	Bytes uint64
+	// Uploaded is what the task stored for the checkpoint (see
+	// Event.Uploaded).
+	Uploaded uint64
 	// Alignment is from the first barrier's arrival to the last's (0 for a
 	// task with one input, or a source).
 	Alignment time.Duration

@@ -1,6 +1,9 @@
 package actors
 
-import "github.com/snapflow/snapflow/snapshots"
+import (
+	"github.com/snapflow/snapflow/messages"
+	"github.com/snapflow/snapflow/snapshots"
+)
 
 // In-process messages. Data-path messages carry the epoch of their sender's
 // incarnation; a task drops any whose epoch is not its own.
@@ -18,6 +21,15 @@ type pollMsg struct{}
 
 // wakeMsg tells an idle source task that records may be available.
 type wakeMsg struct{ epoch uint64 }
+
+// uploadedMsg tells a task where its snapshot of checkpoint id is stored,
+// before its ack leaves: a later checkpoint may build on it (see
+// snapshots/incremental). It reaches the task before the barrier of any
+// checkpoint triggered after id completed.
+type uploadedMsg struct {
+	epoch, id uint64
+	handle    *messages.StateHandle
+}
 
 // lingerMsg asks a task to flush its partly filled batches.
 type lingerMsg struct{ epoch uint64 }

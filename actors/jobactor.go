@@ -57,6 +57,10 @@ type jobActor struct {
 	// completed): a recovery that finds no complete checkpoint after one
 	// refuses to start the job over.
 	lastCompleted uint64
+	// base is the checkpoint that the next trigger names as the base of
+	// incremental snapshots (see messages.Barrier): the newest complete
+	// checkpoint when that is not a savepoint, else 0.
+	base uint64
 	// inDoubt are checkpoints a failover abandoned while their manifest was
 	// being written; they are settled by the write's outcome or the restore.
 	inDoubt map[uint64]inDoubt
@@ -103,6 +107,7 @@ func newJobActor(sh *shared, stopped chan struct{}, nextID uint64, rp *snapshots
 	}
 	if rp != nil {
 		ja.lastCompleted = rp.Manifest.GetCheckpointId()
+		ja.base = baseOf(rp)
 	}
 	for _, t := range sh.plan.Tasks {
 		ja.taskIDs = append(ja.taskIDs, t.ID)

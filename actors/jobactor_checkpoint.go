@@ -7,6 +7,7 @@ import (
 
 	"github.com/snapflow/snapflow/actors/coordinator"
 	"github.com/snapflow/snapflow/messages"
+	"github.com/snapflow/snapflow/snapshots"
 )
 
 // apply carries out the coordinator's actions. Once the job is not running
@@ -54,6 +55,9 @@ func (j *jobActor) trigger(a coordinator.Action) {
 	j.triggeredAt[a.Checkpoint] = a.Timestamp
 	j.log.Debug("triggering checkpoint", "checkpoint", a.Checkpoint, "final", a.Final)
 	m := &messages.TriggerCheckpoint{Epoch: j.epoch, CheckpointId: a.Checkpoint, TimestampUnixNano: a.Timestamp.UnixNano()}
+	if j.sh.cfg.incremental {
+		m.BaseCheckpointId = j.base
+	}
 	if sp := j.savepoints[a.Savepoint]; sp != nil {
 		m.Savepoint, m.Stop = sp.name, sp.stop
 		j.log.Info("triggering a savepoint", "savepoint", sp.name, "checkpoint", a.Checkpoint, "stop", sp.stop)
@@ -113,6 +117,7 @@ func (j *jobActor) completed(a coordinator.Action) {
 	took := time.Since(j.triggeredAt[a.Checkpoint])
 	delete(j.triggeredAt, a.Checkpoint)
 	j.lastCompleted = max(j.lastCompleted, a.Checkpoint)
+	j.base = a.Checkpoint
 	ev := j.takeFigures(a.Checkpoint).event(Event{Kind: EventCheckpointCompleted, Epoch: j.epoch, Checkpoint: a.Checkpoint, Final: a.Final, Duration: took})
 	j.log.Debug("checkpoint complete", "checkpoint", a.Checkpoint, "final", a.Final, "bytes", ev.Bytes, "took", took)
 	j.emit(ev)
@@ -165,4 +170,14 @@ func (j *jobActor) aborted(a coordinator.Action) {
 	for _, pid := range j.sh.pids {
 		j.send(pid, m)
 	}
+}
+
+// baseOf returns the base that incremental snapshots may build on after
+// restoring rp: its id, unless it is a savepoint (whose objects must never
+// be referenced by checkpoints) or nothing.
+func baseOf(rp *snapshots.Restorable) uint64 {
+	if rp == nil || rp.Manifest.GetSavepoint() != "" {
+		return 0
+	}
+	return rp.Manifest.GetCheckpointId()
 }

@@ -13,6 +13,7 @@ import (
 // its EventCheckpointCompleted.
 type checkpointFigures struct {
 	bytes     uint64
+	uploaded  uint64
 	alignment time.Duration // the longest of any task
 	upload    time.Duration // the longest of any task
 	tasks     []TaskCheckpoint
@@ -29,9 +30,10 @@ func figuresOf(plan *topology.Plan, acks []*messages.AckCheckpoint) checkpointFi
 	ks := make([]keyed, 0, len(acks))
 	var f checkpointFigures
 	for _, a := range acks {
-		tc := TaskCheckpoint{Task: a.GetTaskId(), Bytes: a.GetStateBytes(), Alignment: time.Duration(a.GetAlignmentNanos()),
+		tc := TaskCheckpoint{Task: a.GetTaskId(), Bytes: a.GetStateBytes(), Uploaded: a.GetUploadedBytes(), Alignment: time.Duration(a.GetAlignmentNanos()),
 			Sync: time.Duration(a.GetSyncNanos()), Async: time.Duration(a.GetAsyncNanos())}
 		f.bytes += tc.Bytes
+		f.uploaded += tc.Uploaded
 		f.alignment = max(f.alignment, tc.Alignment)
 		f.upload = max(f.upload, tc.Async)
 		k := keyed{op: tc.Task, tc: tc}
@@ -58,6 +60,6 @@ func (j *jobActor) takeFigures(id uint64) checkpointFigures {
 
 // event fills the figures into e, an EventCheckpointCompleted.
 func (f checkpointFigures) event(e Event) Event {
-	e.Bytes, e.Alignment, e.Upload, e.Tasks = f.bytes, f.alignment, f.upload, f.tasks
+	e.Bytes, e.Uploaded, e.Alignment, e.Upload, e.Tasks = f.bytes, f.uploaded, f.alignment, f.upload, f.tasks
 	return e
 }

@@ -31,6 +31,7 @@ func (j *jobActor) settle(id uint64, landed bool, why string) {
 		if d.savepoint == "" { // recovery restores checkpoints, never savepoints
 			j.lastCompleted = max(j.lastCompleted, id)
 		}
+		j.base = 0 // the tasks may not hold that snapshot's handle
 		j.log.Info("a checkpoint abandoned by the failover is complete: its manifest landed", "checkpoint", id, "savepoint", d.savepoint, "how", why)
 		ev := j.takeFigures(id).event(Event{Kind: EventCheckpointCompleted, Epoch: j.epoch, Checkpoint: id, Final: d.final, Savepoint: d.savepoint, Settled: true})
 		if at, ok := j.triggeredAt[id]; ok {

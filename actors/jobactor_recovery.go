@@ -188,7 +188,7 @@ func (j *jobActor) onRestorePoint(m *restorePointMsg) {
 	for d := range j.inDoubt { // checkpoints: the savepoints are settled
 		j.settle(d, d == id, "recovery found the newest usable checkpoint in the store")
 	}
-	j.restore = m.restore
+	j.restore, j.base = m.restore, baseOf(m.restore)
 	j.log.Info("restoring the job", "epoch", j.epoch, "checkpoint", id)
 	j.emit(Event{Kind: EventRestoring, Epoch: j.epoch, Checkpoint: id, Savepoint: savepoint})
 	j.sh.inc.Store(j.sh.newIncarnation(j.epoch, m.restore, assign))

@@ -72,6 +72,10 @@ func (j *jobActor) savepointCompleted(a coordinator.Action) {
 	if recovery {
 		j.lastCompleted = max(j.lastCompleted, a.Checkpoint)
 	}
+	// The newest complete checkpoint is now the savepoint's copy, or the
+	// checkpoint before it may be retained no longer: the next snapshots
+	// build on nothing.
+	j.base = 0
 	// A stop-with-savepoint stops once every task has handled the
 	// completion (its sinks committed), so that no transaction is left
 	// open behind the stopped job.

@@ -11,6 +11,8 @@ import (
 	"github.com/snapflow/snapflow/actors/coordinator"
 	"github.com/snapflow/snapflow/actors/restart"
 	"github.com/snapflow/snapflow/snapshots"
+	"github.com/snapflow/snapflow/snapshots/incremental"
+	"github.com/snapflow/snapflow/topology"
 )
 
 // Defaults of the runtime options.
@@ -52,6 +54,13 @@ type config struct {
 	// FromCheckpoint); nil: the newest checkpoint.
 	from             *startPoint
 	allowNonRestored bool
+	// incremental is set by WithIncrementalCheckpoints, rewriteEvery as
+	// given.
+	incremental  bool
+	rewriteEvery int
+	// inline is WithInlineStateLimit's limit, when inlineSet.
+	inline    int
+	inlineSet bool
 }
 
 // startPoint is a savepoint (by name) or a checkpoint (by id) to start from.
@@ -208,7 +217,67 @@ func FromCheckpoint(id uint64) Option {
 // dropped (and logged) rather than refused.
 func AllowNonRestoredState() Option { return func(c *config) { c.allowNonRestored = true } }
 
+// WithIncrementalCheckpoints makes checkpoints incremental: each task
+// stores only the key groups of its keyed state written since the newest
+// complete checkpoint, and references the others where earlier
+// checkpoints stored them (see snapshots/incremental). A checkpoint then
+// costs in proportion to what changed rather than to the state.
+//
+// To bound how many objects a task's state spans, and how long an old
+// object is kept for the few key groups still in it, every key group is
+// stored again at least once every rewriteEvery checkpoints, spread over
+// them (about 1/rewriteEvery of the state per checkpoint); rewriteEvery 0
+// means incremental.DefaultRewriteEvery (100). Smaller values upload more
+// per checkpoint and leave fewer, younger objects.
+//
+// What is written is tracked per key group, by ValueState.Set and Clear and
+// MapState.Put and Delete (and, for values reachable through references,
+// Get: see topology.Value). Savepoints stay self-contained, stored in full;
+// the first checkpoint after a savepoint, a rescale or a start, and any
+// non-keyed state (source positions, operator state) are stored in full.
+// Retention deletes an object only once no retained checkpoint references
+// it.
+func WithIncrementalCheckpoints(rewriteEvery int) Option {
+	return func(c *config) { c.incremental, c.rewriteEvery = true, rewriteEvery }
+}
+
+// Defaults of WithInlineStateLimit.
+const (
+	// DefaultInlineStateLimit is the largest task state that travels inside
+	// the manifest by default.
+	DefaultInlineStateLimit = 512 << 10
+	// InlineManifestBudget bounds, by default, the inline states of one
+	// manifest: each task's limit is at most InlineManifestBudget divided by
+	// the number of tasks.
+	InlineManifestBudget = 8 << 20
+)
+
+// WithInlineStateLimit sets the size up to which a task's stored state
+// travels inside the checkpoint's manifest instead of as an object of its
+// own, so that a checkpoint of small tasks is one write. 0 stores every
+// state as an object. The default is the smaller of
+// DefaultInlineStateLimit and InlineManifestBudget divided by the number
+// of tasks. An inline state cannot be referenced by a later incremental
+// checkpoint: the task stores it again, in full, which costs little at
+// that size. In a cluster the coordinator's limit applies to every worker.
+func WithInlineStateLimit(n int) Option { return func(c *config) { c.inline, c.inlineSet = n, true } }
+
+// inlineLimit is the inline limit in force for plan's tasks (see
+// WithInlineStateLimit).
+func (c *config) inlineLimit(plan *topology.Plan) int {
+	if c.inlineSet {
+		return c.inline
+	}
+	return min(DefaultInlineStateLimit, InlineManifestBudget/max(1, len(plan.Tasks)))
+}
+
 func (c *config) finish() error {
+	if c.inlineSet && c.inline < 0 {
+		return fmt.Errorf("actors: WithInlineStateLimit(%d): the limit must be at least 0", c.inline)
+	}
+	if c.incremental && c.rewriteEvery < 0 {
+		return fmt.Errorf("actors: WithIncrementalCheckpoints(%d): rewriteEvery must be at least 1, or 0 for the default %d", c.rewriteEvery, incremental.DefaultRewriteEvery)
+	}
 	if c.batchSize < 1 || c.batchSize > MaxBatchSize {
 		return fmt.Errorf("actors: WithBatchSize(%d): the batch size must be between 1 and %d records", c.batchSize, MaxBatchSize)
 	}

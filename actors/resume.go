@@ -36,6 +36,7 @@ type resumed struct {
 func resume(ctx context.Context, cfg *config, plan *topology.Plan, declared map[string][]*messages.StateDescriptor, log *slog.Logger) (*resumed, error) {
 	job := plan.Job
 	r := &resumed{cps: snapshots.NewCheckpoints(cfg.store, job, log), epoch: 1}
+	r.cps.SetInlineLimit(cfg.inlineLimit(plan))
 	if err := r.cps.Check(ctx); err != nil { // a panic in the store is an error too
 		return nil, fmt.Errorf("actors: job %q: store %s is not usable: %w", job, cfg.store, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,12 +38,37 @@ func TestSoak(t *testing.T) {
 	seed := testSeed(t)
 	srv := miniotest.Start(t)
 	srv.MakeBucket(t, "soak")
-	t.Run("shapes", func(t *testing.T) { soakShapes(t, seed, srv) })
+	t.Run("shapes", func(t *testing.T) { soakShapes(t, seed, srv, nil) })
+	t.Run("incremental", func(t *testing.T) { soakIncremental(t, seed, srv) })
 	t.Run("rescale", func(t *testing.T) { soakRescale(t, seed, srv) })
 }
 
-// soakShapes runs the shapes of chaos.Shapes in turn.
-func soakShapes(t *testing.T, seed uint64, srv *miniotest.Server) {
+// soakIncremental is soakShapes with incremental checkpoints, every key
+// group stored again at least every 4 checkpoints, and retention keeping
+// one checkpoint: objects of deleted checkpoints that the retained one
+// references must survive retention and the clean-up after aborts. The
+// sources are paced slower, so that a checkpoint interval does not touch
+// every key and checkpoints do reference earlier objects; some must.
+func soakIncremental(t *testing.T, seed uint64, srv *miniotest.Server) {
+	p := &soakParams{rate: 1_000, n: 4_000,
+		opts: []actors.Option{actors.WithIncrementalCheckpoints(4), actors.WithRetainedCheckpoints(1)}}
+	soakShapes(t, seed, srv, p)
+	if p.incremental == 0 {
+		t.Errorf("no completed checkpoint of %d referenced an earlier one: incremental checkpoints were not exercised", p.completed)
+	}
+}
+
+// soakParams changes soakShapes's runs, and collects its counts.
+type soakParams struct {
+	rate                   float64
+	n                      int64
+	opts                   []actors.Option
+	completed, incremental int
+}
+
+// soakShapes runs the shapes of chaos.Shapes in turn (with p's changes
+// when p is not nil).
+func soakShapes(t *testing.T, seed uint64, srv *miniotest.Server, p *soakParams) {
 	// Sources are paced (rate records/s per task), so that each run lasts
 	// long enough for 20ms checkpoints to complete between failures and
 	// recoveries restore real mid-stream state.
@@ -50,21 +76,36 @@ func soakShapes(t *testing.T, seed uint64, srv *miniotest.Server) {
 	if os.Getenv("SNAPFLOW_SOAK") == "full" {
 		target, n, budget = 240, 100_000, 4
 	}
+	var opts []actors.Option
+	if p != nil {
+		n, rate, opts = p.n, p.rate, p.opts
+		if os.Getenv("SNAPFLOW_SOAK") == "full" {
+			n *= 3
+		}
+	}
 	rng := rand.New(rand.NewPCG(seed, 1))
 	total := map[chaos.Kind]int{}
 	taskFailures, runs, completed, fromCkpt := 0, 0, 0, 0
 	start := time.Now()
 	// Until a recovery has restored a mid-stream checkpoint, runs go on
 	// past the target: how soon one does depends on the machine's speed.
-	for taskFailures < target || fromCkpt == 0 {
+	for taskFailures < target || fromCkpt == 0 || runs < 4 { // each store, with and without inline states
 		sh := chaos.Shapes[runs%len(chaos.Shapes)]
 		store, storeName := snapshots.Store(snapshots.NewMem()), "mem"
 		if runs%2 == 1 {
 			store, storeName = srv.Store(t, "soak", fmt.Sprintf("run-%d", runs)), "minio"
 		}
 		runSeed := rng.Uint64()
+		// Half the runs store every state as an object; the others let
+		// these small states travel inline in the manifests.
+		inline := runs%4 < 2
+		runOpts := opts
+		if !inline {
+			runOpts = append(slices.Clip(opts), actors.WithInlineStateLimit(0))
+		}
 		res, err := chaos.Run(context.Background(), chaos.RunConfig{
 			Shape: sh, N: n, Store: store, Seed: runSeed, Rates: soakRates, Budget: budget, Rate: rate, Logger: testLogger(t),
+			Options: runOpts,
 		})
 		if err != nil {
 			t.Fatalf("run %d (%s on %s, seed %d): %v\ninjected: %s", runs, sh.Name, storeName, runSeed, err, chaos.FormatCounts(res.Counts))
@@ -74,10 +115,14 @@ func soakShapes(t *testing.T, seed uint64, srv *miniotest.Server) {
 		}
 		taskFailures += res.Failures // observed by the job, not merely injected
 		completed += res.Completed
+		if p != nil {
+			p.completed += res.Completed
+			p.incremental += res.Incremental
+		}
 		fromCkpt += res.FromCkpt
 		runs++
-		t.Logf("run %d: %-7s on %-5s seed %d: %d failures, %d restores (%d from a checkpoint), %d checkpoints, %d stale messages dropped, %v; injected %s",
-			runs, sh.Name, storeName, runSeed, res.Failures, res.Restores, res.FromCkpt, res.Completed, res.Stale, res.Elapsed.Round(time.Millisecond), chaos.FormatCounts(res.Counts))
+		t.Logf("run %d: %-7s on %-5s inline %-5t seed %d: %d failures, %d restores (%d from a checkpoint), %d checkpoints (%d incremental), %d stale messages dropped, %v; injected %s",
+			runs, sh.Name, storeName, inline, runSeed, res.Failures, res.Restores, res.FromCkpt, res.Completed, res.Incremental, res.Stale, res.Elapsed.Round(time.Millisecond), chaos.FormatCounts(res.Counts))
 		if runs > 50*target {
 			t.Fatalf("only %d task failures after %d runs", taskFailures, runs)
 		}

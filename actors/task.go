@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/snapflow/snapflow/actors/align"
 	"github.com/snapflow/snapflow/messages"
+	"github.com/snapflow/snapflow/snapshots"
+	"github.com/snapflow/snapflow/snapshots/incremental"
 	"github.com/snapflow/snapflow/topology"
 )
 
@@ -67,6 +70,14 @@ type task struct {
 	alignID    uint64
 	alignStart time.Time
 	barrierTS  int64
+	// barrierBase is the base the last barrier (or trigger) named for
+	// incremental snapshots.
+	barrierBase uint64
+	// incr decides what an incremental snapshot uploads; nil when
+	// checkpoints are full or the operator keeps no keyed state.
+	incr     *incremental.Tracker
+	keyed    keyGroupSnapshotter
+	dirtyBuf []uint64
 	// savepointName names the savepoint that checkpoint savepointID is, as
 	// the last barrier (or trigger) received said, "" for a checkpoint: the
 	// snapshot of that id, and of no other, is stored there.
@@ -124,6 +135,9 @@ func (t *task) Receive(ctx actor.Context) {
 	case *messages.Credit:
 		t.onCredit(m)
 	case *messages.Barrier:
+		if m.Epoch == t.epoch {
+			t.barrierBase = m.BaseCheckpointId
+		}
 		t.onBarrier(m)
 	case *messages.EndOfInput:
 		t.onEnd(m)
@@ -131,6 +145,10 @@ func (t *task) Receive(ctx actor.Context) {
 		t.onPoll()
 	case *lingerMsg:
 		t.onLinger(m)
+	case *uploadedMsg:
+		if m.epoch == t.epoch && t.incr != nil {
+			t.incr.Uploaded(m.id, m.handle)
+		}
 	case *wakeMsg:
 		if m.epoch == t.epoch {
 			t.idle = false
@@ -139,6 +157,7 @@ func (t *task) Receive(ctx actor.Context) {
 	case *messages.TriggerCheckpoint:
 		if m.Epoch == t.epoch && t.src != nil {
 			t.barrierTS, t.savepointName, t.savepointID = m.TimestampUnixNano, m.Savepoint, m.CheckpointId
+			t.barrierBase = m.BaseCheckpointId
 			// A stop-with-savepoint: nothing after the barrier, unless the
 			// savepoint aborts.
 			t.paused = t.sh.cfg.syncSnapshots || m.Stop
@@ -148,6 +167,9 @@ func (t *task) Receive(ctx actor.Context) {
 			t.snapshot(m.CheckpointId, 0)
 		}
 	case *messages.AbortCheckpoint:
+		if m.Epoch == t.epoch && t.incr != nil {
+			t.incr.Aborted(m.CheckpointId)
+		}
 		t.onAbort(m)
 		t.resume(m.Epoch)
 	case *messages.CompleteCheckpoint:
@@ -222,6 +244,7 @@ func (t *task) onStarted(ctx actor.Context) {
 		}
 		t.restoring = false
 	}
+	t.setupIncremental(inc)
 	t.outs = make([]outChannel, len(t.plan.Outputs))
 	t.ins = make([]inChannel, len(t.plan.Inputs))
 	if len(t.ins) > 0 {
@@ -341,5 +364,38 @@ func (t *task) shutdown() {
 	}()
 	if err := inst.Close(); err != nil {
 		t.log.Warn("closing the task failed", "err", err)
+	}
+}
+
+// keyGroupSnapshotter is topology.KeyGroupSnapshotter: an instance whose
+// keyed state records the key groups written.
+type keyGroupSnapshotter interface {
+	TakeDirtyKeyGroups(dst []uint64)
+	SnapshotKeyGroups(st *messages.TaskState, groups []uint64) error
+}
+
+// setupIncremental gives the task its incremental bookkeeping when
+// checkpoints are incremental and its operator tracks its keyed state: a
+// task restored from its own state, at the same key groups, may build on
+// that checkpoint.
+func (t *task) setupIncremental(inc *incarnation) {
+	ks, ok := t.inst.(keyGroupSnapshotter)
+	if !t.sh.cfg.incremental || !ok || !t.plan.Keyed {
+		return
+	}
+	tr, err := incremental.New(t.plan.KeyGroupStart, t.plan.KeyGroupEnd, t.sh.plan.MaxParallelism, t.sh.cfg.rewriteEvery)
+	if err != nil {
+		t.fail(err)
+	}
+	t.incr, t.keyed, t.dirtyBuf = tr, ks, make([]uint64, tr.Words())
+	if inc.restore == nil || inc.assign != nil || inc.restore.Manifest.GetSavepoint() != "" {
+		return
+	}
+	for _, e := range inc.restore.Manifest.GetTasks() {
+		// A checkpoint written from a savepoint holds the savepoint's
+		// objects, which a checkpoint must never reference.
+		if e.GetTaskId() == t.plan.ID && strings.HasPrefix(e.GetState().GetKey(), snapshots.CheckpointsPrefix(t.sh.job)) {
+			tr.Restored(inc.restore.Manifest.GetCheckpointId(), e.GetState())
+		}
 	}
 }

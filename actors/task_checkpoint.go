@@ -19,35 +19,49 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 		Job: t.sh.job, TaskId: t.plan.ID, Operator: t.plan.Operator, OperatorId: t.plan.OperatorID,
 		Subtask: uint32(t.plan.Subtask), CheckpointId: id, Ended: t.exhausted,
 	}
-	err := t.inst.Snapshot(st)
-	t.flush()
 	var savepoint string
 	if t.savepointID == id {
 		savepoint = t.savepointName
 	}
-	t.sendControl(outItem{barrier: &messages.Barrier{Epoch: t.epoch, CheckpointId: id, TimestampUnixNano: t.barrierTS, Savepoint: savepoint}})
+	refs, err := t.takeSnapshot(id, st, savepoint != "")
+	t.flush()
+	t.sendControl(outItem{barrier: &messages.Barrier{Epoch: t.epoch, CheckpointId: id, TimestampUnixNano: t.barrierTS, Savepoint: savepoint,
+		BaseCheckpointId: t.barrierBase}})
 	if err != nil {
 		t.log.Error("snapshot failed; declining the checkpoint", "checkpoint", id, "err", err)
 		t.decline(id, "snapshot: "+err.Error())
 		return
 	}
 	syncTime := time.Since(start)
-	sh, epoch, taskID, root := t.sh, t.epoch, t.plan.ID, t.root
+	sh, epoch, taskID, root, self, tracked := t.sh, t.epoch, t.plan.ID, t.root, t.self, t.incr != nil
 	upload := func(ctx context.Context) { // retries of the store end with the checkpoint
 		t0 := time.Now()
 		var h *messages.StateHandle
 		var err error
-		if savepoint != "" {
+		switch {
+		case savepoint != "":
 			h, err = sh.cps.PutSavepointState(ctx, savepoint, st)
-		} else {
+		case refs != nil:
+			h, err = sh.cps.PutTaskStateRefs(ctx, id, st, refs)
+		default:
 			h, err = sh.cps.PutTaskState(ctx, id, st)
 		}
 		if err != nil {
 			root.Send(sh.jobPID, &messages.DeclineCheckpoint{Epoch: epoch, CheckpointId: id, TaskId: taskID, Reason: "upload: " + err.Error()})
 			return
 		}
+		if tracked && savepoint == "" {
+			root.Send(self, &uploadedMsg{epoch: epoch, id: id, handle: h})
+		}
+		full, uploaded := h.GetSize(), h.GetSize()
+		if h.GetStateSize() > 0 {
+			full = h.GetStateSize()
+		}
+		if len(h.GetInline()) > 0 {
+			uploaded = 0
+		}
 		root.Send(sh.jobPID, &messages.AckCheckpoint{
-			Epoch: epoch, CheckpointId: id, TaskId: taskID, State: h, StateBytes: h.GetSize(),
+			Epoch: epoch, CheckpointId: id, TaskId: taskID, State: h, StateBytes: full, UploadedBytes: uploaded,
 			AlignmentNanos: aligned.Nanoseconds(), SyncNanos: syncTime.Nanoseconds(), AsyncNanos: time.Since(t0).Nanoseconds(),
 		})
 	}
@@ -63,4 +77,23 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 
 func (t *task) decline(id uint64, reason string) {
 	t.root.Send(t.sh.jobPID, &messages.DeclineCheckpoint{Epoch: t.epoch, CheckpointId: id, TaskId: t.plan.ID, Reason: reason})
+}
+
+// takeSnapshot writes the task's state for checkpoint id into st: in full,
+// or, when checkpoints are incremental and the task has a base, only the
+// key groups to upload, with refs (non-nil) the sections of the others.
+func (t *task) takeSnapshot(id uint64, st *messages.TaskState, savepoint bool) (refs []*messages.KeyGroupSection, err error) {
+	if t.incr == nil {
+		return nil, t.inst.Snapshot(st)
+	}
+	clear(t.dirtyBuf)
+	t.keyed.TakeDirtyKeyGroups(t.dirtyBuf)
+	p := t.incr.Snapshot(id, t.barrierBase, t.dirtyBuf, savepoint)
+	if p.Full {
+		return nil, t.inst.Snapshot(st)
+	}
+	if p.Refs == nil {
+		p.Refs = []*messages.KeyGroupSection{}
+	}
+	return p.Refs, t.keyed.SnapshotKeyGroups(st, p.Upload)
 }

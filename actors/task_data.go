@@ -46,7 +46,7 @@ func (t *task) sendItem(o *outChannel, it outItem) {
 	switch {
 	case it.barrier != nil:
 		t.root.Send(o.pid, &messages.Barrier{Epoch: it.barrier.Epoch, Channel: uint32(o.input),
-			CheckpointId: it.barrier.CheckpointId, TimestampUnixNano: it.barrier.TimestampUnixNano, LastSeq: o.seq, Savepoint: it.barrier.Savepoint})
+			CheckpointId: it.barrier.CheckpointId, TimestampUnixNano: it.barrier.TimestampUnixNano, LastSeq: o.seq, Savepoint: it.barrier.Savepoint, BaseCheckpointId: it.barrier.BaseCheckpointId})
 	case it.end:
 		t.root.Send(o.pid, &messages.EndOfInput{Epoch: t.epoch, Channel: uint32(o.input), LastSeq: o.seq})
 	default:

@@ -444,8 +444,15 @@ type RuntimeSettings struct {
 	SynchronousSnapshots   bool                   `protobuf:"varint,6,opt,name=synchronous_snapshots,json=synchronousSnapshots,proto3" json:"synchronous_snapshots,omitempty"`
 	HeartbeatIntervalNanos int64                  `protobuf:"varint,7,opt,name=heartbeat_interval_nanos,json=heartbeatIntervalNanos,proto3" json:"heartbeat_interval_nanos,omitempty"`
 	HeartbeatTimeoutNanos  int64                  `protobuf:"varint,8,opt,name=heartbeat_timeout_nanos,json=heartbeatTimeoutNanos,proto3" json:"heartbeat_timeout_nanos,omitempty"`
-	unknownFields          protoimpl.UnknownFields
-	sizeCache              protoimpl.SizeCache
+	// incremental says that checkpoints are incremental, each key group
+	// stored again at least every rewrite_every checkpoints (0: the default).
+	Incremental  bool   `protobuf:"varint,9,opt,name=incremental,proto3" json:"incremental,omitempty"`
+	RewriteEvery uint32 `protobuf:"varint,10,opt,name=rewrite_every,json=rewriteEvery,proto3" json:"rewrite_every,omitempty"`
+	// inline_limit is the size up to which a task's state travels inside
+	// the manifest rather than as an object (0: never).
+	InlineLimit   uint64 `protobuf:"varint,11,opt,name=inline_limit,json=inlineLimit,proto3" json:"inline_limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RuntimeSettings) Reset() {
@@ -530,6 +537,27 @@ func (x *RuntimeSettings) GetHeartbeatIntervalNanos() int64 {
 func (x *RuntimeSettings) GetHeartbeatTimeoutNanos() int64 {
 	if x != nil {
 		return x.HeartbeatTimeoutNanos
+	}
+	return 0
+}
+
+func (x *RuntimeSettings) GetIncremental() bool {
+	if x != nil {
+		return x.Incremental
+	}
+	return false
+}
+
+func (x *RuntimeSettings) GetRewriteEvery() uint32 {
+	if x != nil {
+		return x.RewriteEvery
+	}
+	return 0
+}
+
+func (x *RuntimeSettings) GetInlineLimit() uint64 {
+	if x != nil {
+		return x.InlineLimit
 	}
 	return 0
 }
@@ -1270,7 +1298,7 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x14\n" +
 	"\x05slots\x18\x03 \x01(\rR\x05slots\x12/\n" +
 	"\x04jobs\x18\x04 \x03(\v2\x1b.snapflow.v1.JobFingerprintR\x04jobs\x12\x18\n" +
-	"\aattempt\x18\x05 \x01(\x04R\aattempt\"\xef\x02\n" +
+	"\aattempt\x18\x05 \x01(\x04R\aattempt\"\xd9\x03\n" +
 	"\x0fRuntimeSettings\x12\x1d\n" +
 	"\n" +
 	"batch_size\x18\x01 \x01(\rR\tbatchSize\x12\x1f\n" +
@@ -1281,7 +1309,11 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\x18checkpoint_timeout_nanos\x18\x05 \x01(\x03R\x16checkpointTimeoutNanos\x123\n" +
 	"\x15synchronous_snapshots\x18\x06 \x01(\bR\x14synchronousSnapshots\x128\n" +
 	"\x18heartbeat_interval_nanos\x18\a \x01(\x03R\x16heartbeatIntervalNanos\x126\n" +
-	"\x17heartbeat_timeout_nanos\x18\b \x01(\x03R\x15heartbeatTimeoutNanos\"\xe9\x01\n" +
+	"\x17heartbeat_timeout_nanos\x18\b \x01(\x03R\x15heartbeatTimeoutNanos\x12 \n" +
+	"\vincremental\x18\t \x01(\bR\vincremental\x12#\n" +
+	"\rrewrite_every\x18\n" +
+	" \x01(\rR\frewriteEvery\x12!\n" +
+	"\finline_limit\x18\v \x01(\x04R\vinlineLimit\"\xe9\x01\n" +
 	"\n" +
 	"Registered\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +

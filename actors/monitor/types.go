@@ -158,6 +158,9 @@ type Checkpoint struct {
 	Settled bool `json:"settled,omitempty"`
 	// Bytes is the state size of every task.
 	Bytes uint64 `json:"bytes"`
+	// UploadedBytes is what the tasks stored for it: less than Bytes when
+	// it was incremental, 0 for states inline in the manifest.
+	UploadedBytes uint64 `json:"uploaded_bytes"`
 	// AlignmentSeconds and UploadSeconds are the longest alignment and
 	// state upload of any task.
 	AlignmentSeconds float64 `json:"alignment_seconds"`
@@ -174,6 +177,7 @@ type Checkpoint struct {
 type TaskCheckpoint struct {
 	Task             string  `json:"task"`
 	Bytes            uint64  `json:"bytes"`
+	UploadedBytes    uint64  `json:"uploaded_bytes"`
 	AlignmentSeconds float64 `json:"alignment_seconds"`
 	SyncSeconds      float64 `json:"sync_seconds"`
 	AsyncSeconds     float64 `json:"async_seconds"`

@@ -33,15 +33,21 @@ type RunConfig struct {
 	// the same name, "phase-<i>"; by default each attempt after the first
 	// has a name of its own, "phase-<i>.<attempt>".
 	SameSavepointName bool
+	// Options are added to the job's options (for example
+	// actors.WithIncrementalCheckpoints).
+	Options []actors.Option
 }
 
 // RunResult is what a run did.
 type RunResult struct {
-	Counts      map[Kind]int
-	Failures    int // task failures the job observed (EventTaskFailed)
-	Restores    int
-	FromCkpt    int // restores from a checkpoint (not from the beginning)
-	Completed   int
+	Counts    map[Kind]int
+	Failures  int // task failures the job observed (EventTaskFailed)
+	Restores  int
+	FromCkpt  int // restores from a checkpoint (not from the beginning)
+	Completed int
+	// Incremental counts the completed checkpoints in which a task stored
+	// an object smaller than its state: it referenced earlier objects.
+	Incremental int
 	Aborted     int
 	Stale       uint64
 	Elapsed     time.Duration
@@ -107,19 +113,21 @@ func jobOptions(rc RunConfig, in *Injector) []actors.Option {
 	if interval == 0 {
 		interval = 20 * time.Millisecond
 	}
-	return []actors.Option{
+	opts := []actors.Option{
 		actors.WithStore(WrapStore(rc.Store, in)), actors.WithLogger(rc.logger()), actors.WithFaults(in.Faults()),
 		actors.WithCheckpointInterval(interval), actors.WithCheckpointTimeout(10 * time.Second),
 		actors.WithTolerableCheckpointFailures(-1),
 		actors.WithRestartPolicy(restart.Policy{InitialBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond,
 			MaxFailures: 100_000, Window: time.Hour}),
 	}
+	return append(opts, rc.Options...)
 }
 
 // tally counts a job's events; its listener may run on any goroutine.
 type tally struct {
 	mu                                               sync.Mutex
 	failures, restores, fromCkpt, completed, aborted int
+	incremental                                      int
 }
 
 func (t *tally) listen(e actors.Event) {
@@ -135,6 +143,12 @@ func (t *tally) listen(e actors.Event) {
 		}
 	case actors.EventCheckpointCompleted:
 		t.completed++
+		for _, tc := range e.Tasks {
+			if tc.Uploaded > 0 && tc.Uploaded < tc.Bytes {
+				t.incremental++
+				break
+			}
+		}
 	case actors.EventCheckpointAborted:
 		t.aborted++
 	}
@@ -148,6 +162,7 @@ func (t *tally) addTo(res *RunResult) {
 	res.Restores += t.restores
 	res.FromCkpt += t.fromCkpt
 	res.Completed += t.completed
+	res.Incremental += t.incremental
 	res.Aborted += t.aborted
 }
 
