@@ -58,6 +58,48 @@ type Instance interface {
 	Close() error
 }
 
+// KeyGroupSnapshotter is implemented by instances whose keyed state records
+// which key groups were written, for incremental checkpoints: the runtime
+// keeps the key groups written since each task's last complete checkpoint
+// and snapshots only those. Both methods are called from the task's
+// goroutine, between batches.
+//
+// Key groups are absolute numbers (not relative to the task's range), in
+// bit sets of uint64 words: key group kg is bit kg%64 of word kg/64.
+type KeyGroupSnapshotter interface {
+	// TakeDirtyKeyGroups ORs into dst every key group written since the
+	// last call, or since the instance was created or restored, and
+	// forgets them. A restore writes nothing. len(dst) must be at least
+	// KeyGroupWords(maxParallelism); it panics otherwise.
+	//
+	// "Written" errs on the side of safety: it includes state reads that
+	// hand out a value reaching a reference (see Value and MapOf), and
+	// writes that change nothing.
+	TakeDirtyKeyGroups(dst []uint64)
+	// SnapshotKeyGroups is Snapshot restricted to the key groups whose bit
+	// is set in groups: the same descriptors and non-keyed parts, and the
+	// entries of those key groups only. A selected key group that holds
+	// nothing is absent, and stands for an empty key group. Snapshot stays
+	// the full snapshot. Its cost is that of encoding the selected key
+	// groups, plus hashing every key of the task to find its key group.
+	SnapshotKeyGroups(st *messages.TaskState, groups []uint64) error
+}
+
+// KeyGroupRestorer is implemented by instances that can be restored key
+// group by key group, so that the runtime never holds the whole decoded
+// state at once: Restore(st) with st holding the descriptors and non-keyed
+// parts (and possibly some key groups), then RestoreKeyGroup for each
+// further key group, each loaded as Restore would load it (a key group
+// outside the task's range is skipped). Restoring the same key group twice
+// merges its entries, the later ones winning.
+type KeyGroupRestorer interface {
+	// RestoreKeyGroup loads one key group. It fails, wrapping
+	// ErrRestoreRefused, when Restore has not accepted the checkpoint's
+	// descriptors first, and with ErrIncompatibleState for a state the
+	// operator does not declare.
+	RestoreKeyGroup(g *messages.KeyGroupState) error
+}
+
 // Starter is implemented by instances that must do something once their
 // state is restored (or when there is none), before any record: the
 // runtime calls Start then.

@@ -136,7 +136,7 @@ type Context[K Key] struct {
 }
 
 // Key is the key of the record being processed.
-func (c *Context[K]) Key() K { return *c.setup.cur }
+func (c *Context[K]) Key() K { return c.setup.cur.key }
 
 // TaskID is the id of the task, e.g. "sum#1".
 func (c *Context[K]) TaskID() string { return c.setup.task.ID }
@@ -206,10 +206,17 @@ type processInstance[K Key, I, O any] struct {
 	in    inputs[I]
 }
 
+// The process instance records the key groups its state writes, for
+// incremental checkpoints, and restores key group by key group.
+var (
+	_ KeyGroupSnapshotter = (*processInstance[string, int, int])(nil)
+	_ KeyGroupRestorer    = (*processInstance[string, int, int])(nil)
+)
+
 func (p *processInstance[K, I, O]) ProcessBatch(_ int, batch any) error {
 	cur := p.setup.cur
 	for _, v := range batch.([]I) {
-		*cur = p.key(v)
+		cur.key, cur.hashed = p.key(v), false // the first write hashes the key (see markDirty)
 		if err := p.fn(p.ctx, v, p.out); err != nil {
 			return err
 		}
@@ -223,13 +230,31 @@ func (p *processInstance[K, I, O]) Flush() { p.out.flush() }
 // Snapshot writes the entries of every declared state by key group, and the
 // descriptor of every declared state.
 func (p *processInstance[K, I, O]) Snapshot(st *messages.TaskState) error {
-	return p.setup.snapshotKeyed(st)
+	return p.setup.snapshotKeyed(st, nil)
 }
+
+// SnapshotKeyGroups is Snapshot restricted to the key groups of groups.
+func (p *processInstance[K, I, O]) SnapshotKeyGroups(st *messages.TaskState, groups []uint64) error {
+	if groups == nil {
+		groups = []uint64{} // nil would mean every key group
+	}
+	return p.setup.snapshotKeyed(st, groups)
+}
+
+// TakeDirtyKeyGroups ORs the key groups written since the last call into
+// dst and forgets them.
+func (p *processInstance[K, I, O]) TakeDirtyKeyGroups(dst []uint64) { p.setup.takeDirty(dst) }
 
 // Restore refuses a checkpoint whose state descriptors do not match the
 // declared states (ErrIncompatibleState), then loads the task's key groups.
 func (p *processInstance[K, I, O]) Restore(st *messages.TaskState) error {
 	return p.setup.restoreKeyed(st)
+}
+
+// RestoreKeyGroup loads one more key group after Restore, skipping one
+// outside the task's range.
+func (p *processInstance[K, I, O]) RestoreKeyGroup(g *messages.KeyGroupState) error {
+	return p.setup.restoreKeyGroup(g)
 }
 
 func (p *processInstance[K, I, O]) EndOfInput() error { return nil }

@@ -3,7 +3,6 @@ package topology
 import (
 	"fmt"
 	"reflect"
-	"sort"
 
 	"github.com/snapflow/snapflow/messages"
 )
@@ -12,18 +11,26 @@ import (
 // (and again after every restore) to declare keyed state.
 type KeyedSetup[K Key] struct {
 	task    *TaskPlan
-	cur     *K
+	cur     *current[K]
 	codec   keyCodec[K]
 	keyType string // typeName of K, recorded in state descriptors
 	maxP    uint64
+	keyHash keyHash
 	states  []keyedState
 	err     error
+	// dirty is the set of key groups written since the last
+	// TakeDirtyKeyGroups (see markDirty), by absolute key-group number.
+	dirty groupSet
+	// byName is the declared states by name, set once Restore has checked
+	// a checkpoint's descriptors: key groups may be restored from then on.
+	byName map[string]keyedState
 }
 
 func newKeyedSetup[K Key](task *TaskPlan, codec keyCodec[K]) *KeyedSetup[K] {
+	maxP := max(1, task.maxParallelism())
 	return &KeyedSetup[K]{
-		task: task, cur: isolated[K](), codec: codec, keyType: typeName(reflect.TypeFor[K]()), // written per record
-		maxP: uint64(max(1, task.maxParallelism())),
+		task: task, codec: codec, keyType: typeName(reflect.TypeFor[K]()), maxP: uint64(maxP), keyHash: keyHashOf[K](),
+		cur: isolated[current[K]](), dirty: isolatedSlice[uint64](KeyGroupWords(maxP)), // written per record
 	}
 }
 
@@ -78,55 +85,32 @@ func (s *KeyedSetup[K]) keyGroup(k K) int { return int(s.codec.hash(k) % s.maxP)
 // keyedState is the type-erased view of one declared state.
 type keyedState interface {
 	descriptor() *messages.StateDescriptor
-	// appendEntries adds the state's entries to the per-key-group map.
-	appendEntries(groups map[int]*messages.KeyGroupState) error
+	// appendEntries adds the state's entries of the key groups b selects
+	// to b.
+	appendEntries(b *snapshotBuilder) error
+	// restoreEntry loads one entry, without marking its key group dirty.
 	restoreEntry(e *messages.StateEntry) error
 }
 
-// namedState returns the NamedState of name in g, creating it.
-func namedState(g *messages.KeyGroupState, name string) *messages.NamedState {
-	for _, ns := range g.States {
-		if ns.Name == name {
-			return ns
-		}
-	}
-	ns := &messages.NamedState{Name: name}
-	g.States = append(g.States, ns)
-	return ns
-}
-
-func groupOf(groups map[int]*messages.KeyGroupState, kg int) *messages.KeyGroupState {
-	g := groups[kg]
-	if g == nil {
-		g = &messages.KeyGroupState{KeyGroup: uint32(kg)}
-		groups[kg] = g
-	}
-	return g
-}
-
-// snapshotKeyed serialises every declared state into st, by key group, and
-// the descriptor of every declared state, in declaration order.
-func (s *KeyedSetup[K]) snapshotKeyed(st *messages.TaskState) error {
-	groups := map[int]*messages.KeyGroupState{}
+// snapshotKeyed serialises every declared state into st, by key group (all
+// of them, or those of only when only is not nil), and the descriptor of
+// every declared state, in declaration order.
+func (s *KeyedSetup[K]) snapshotKeyed(st *messages.TaskState, only groupSet) error {
+	b := newSnapshotBuilder(s.task, only)
 	for _, ks := range s.states {
-		if err := ks.appendEntries(groups); err != nil {
+		if err := ks.appendEntries(b); err != nil {
 			return fmt.Errorf("topology: operator %q: %w", s.task.Operator, err)
 		}
 	}
-	kgs := make([]int, 0, len(groups))
-	for kg := range groups {
-		kgs = append(kgs, kg)
-	}
-	sort.Ints(kgs)
-	for _, kg := range kgs {
-		st.KeyGroups = append(st.KeyGroups, groups[kg])
-	}
+	b.appendTo(st)
 	st.StateDescriptors = append(st.StateDescriptors, s.descriptors()...)
 	return nil
 }
 
 // restoreKeyed checks st's state descriptors against the declared states,
-// then loads the entries of the task's key groups from st.
+// then loads the entries of the task's key groups from st. It forgets the
+// key groups written so far (none, on a new instance): the state is now
+// the checkpoint's.
 func (s *KeyedSetup[K]) restoreKeyed(st *messages.TaskState) error {
 	byName := make(map[string]keyedState, len(s.states))
 	declared := make([]*messages.StateDescriptor, len(s.states))
@@ -137,23 +121,45 @@ func (s *KeyedSetup[K]) restoreKeyed(st *messages.TaskState) error {
 	if err := CompareStateDescriptors(s.task.Operator, st.GetStateDescriptors(), declared); err != nil {
 		return err
 	}
+	s.byName = byName
+	clear(s.dirty)
 	for _, g := range st.GetKeyGroups() {
-		if int(g.KeyGroup) < s.task.KeyGroupStart || int(g.KeyGroup) >= s.task.KeyGroupEnd {
-			continue
+		if err := s.restoreGroup(g); err != nil {
+			return err
 		}
-		for _, ns := range g.States {
-			ks := byName[ns.Name]
-			if ks == nil {
-				return &stateError{
-					msg: fmt.Sprintf("topology: operator %q: the checkpoint holds state %q, which the operator does not declare (its entries would be lost)",
-						s.task.Operator, ns.Name),
-					sentinel: ErrIncompatibleState,
-				}
+	}
+	return nil
+}
+
+// restoreKeyGroup loads one more key group after restoreKeyed.
+func (s *KeyedSetup[K]) restoreKeyGroup(g *messages.KeyGroupState) error {
+	if s.byName == nil {
+		return &stateError{
+			msg: fmt.Sprintf("topology: operator %q: key group %d given before Restore checked the checkpoint's state descriptors",
+				s.task.Operator, g.GetKeyGroup()),
+			sentinel: ErrRestoreRefused,
+		}
+	}
+	return s.restoreGroup(g)
+}
+
+// restoreGroup loads the entries of g when g is in the task's range.
+func (s *KeyedSetup[K]) restoreGroup(g *messages.KeyGroupState) error {
+	if int(g.GetKeyGroup()) < s.task.KeyGroupStart || int(g.GetKeyGroup()) >= s.task.KeyGroupEnd {
+		return nil
+	}
+	for _, ns := range g.GetStates() {
+		ks := s.byName[ns.GetName()]
+		if ks == nil {
+			return &stateError{
+				msg: fmt.Sprintf("topology: operator %q: the checkpoint holds state %q, which the operator does not declare (its entries would be lost)",
+					s.task.Operator, ns.GetName()),
+				sentinel: ErrIncompatibleState,
 			}
-			for _, e := range ns.Entries {
-				if err := ks.restoreEntry(e); err != nil {
-					return fmt.Errorf("topology: operator %q: state %q: %w", s.task.Operator, ns.Name, err)
-				}
+		}
+		for _, e := range ns.GetEntries() {
+			if err := ks.restoreEntry(e); err != nil {
+				return fmt.Errorf("topology: operator %q: state %q: key group %d: %w", s.task.Operator, ns.GetName(), g.GetKeyGroup(), err)
 			}
 		}
 	}
@@ -168,6 +174,8 @@ type ValueState[K Key, V any] struct {
 	m     map[K]V
 	codec Codec[V]
 	desc  *messages.StateDescriptor
+	// readMarks: V reaches a reference, so Get marks the key group dirty.
+	readMarks bool
 }
 
 // Value declares a value state called name. The codec defaults to
@@ -194,8 +202,17 @@ type ValueState[K Key, V any] struct {
 // The state's descriptor (name, types and codec id; see IdentifiedCodec) is
 // recorded in every snapshot, and a restore into a different declaration is
 // refused with ErrIncompatibleState.
+//
+// Incremental checkpoints store only the key groups written since the
+// last checkpoint: Set and Clear mark the current key's key group written.
+// A value of a type that reaches a reference (a pointer, slice, map,
+// interface, function or channel, at any depth of its structs and arrays;
+// strings do not count) can be changed in place after Get without Set, so
+// for such a V, Get of a set value marks the key group too, as a write.
+// Prefer V without references for states read far more often than
+// written: their reads cost nothing in checkpoints.
 func Value[V any, K Key](s *KeyedSetup[K], name string, codec ...Codec[V]) *ValueState[K, V] {
-	v := &ValueState[K, V]{name: name, setup: s, m: map[K]V{}}
+	v := &ValueState[K, V]{name: name, setup: s, m: map[K]V{}, readMarks: reachesReference(reflect.TypeFor[V]())}
 	switch {
 	case len(codec) > 1:
 		s.fail("state %q: %d codecs given to Value, want at most one", name, len(codec))
@@ -214,35 +231,49 @@ func Value[V any, K Key](s *KeyedSetup[K], name string, codec ...Codec[V]) *Valu
 	return v
 }
 
-// Get returns the current key's value and whether it was set.
+// Get returns the current key's value and whether it was set. When V
+// reaches a reference (see Value), Get of a set value counts as a write.
 func (v *ValueState[K, V]) Get() (V, bool) {
-	x, ok := v.m[*v.setup.cur]
+	x, ok := v.m[v.setup.cur.key]
+	if ok && v.readMarks {
+		v.setup.markDirty()
+	}
 	return x, ok
 }
 
 // Set stores the current key's value.
-func (v *ValueState[K, V]) Set(x V) { v.m[*v.setup.cur] = x }
+func (v *ValueState[K, V]) Set(x V) {
+	v.m[v.setup.cur.key] = x
+	v.setup.markDirty()
+}
 
 // Clear removes the current key's value.
-func (v *ValueState[K, V]) Clear() { delete(v.m, *v.setup.cur) }
+func (v *ValueState[K, V]) Clear() {
+	delete(v.m, v.setup.cur.key)
+	v.setup.markDirty()
+}
 
 // Len is the number of keys with a value in this task.
 func (v *ValueState[K, V]) Len() int { return len(v.m) }
 
 func (v *ValueState[K, V]) descriptor() *messages.StateDescriptor { return v.desc }
 
-func (v *ValueState[K, V]) appendEntries(groups map[int]*messages.KeyGroupState) error {
-	// One allocation for all entries and one arena for all encoded keys and
-	// values, rather than three allocations per entry. Values whose codec can
-	// alias them (immutable strings) are not copied at all.
+func (v *ValueState[K, V]) appendEntries(b *snapshotBuilder) error {
+	// A few allocations for all entries and one arena for all encoded keys
+	// and values, rather than three allocations per entry. Values whose
+	// codec can alias them (immutable strings) are not copied at all. The
+	// keys of unselected key groups are hashed, not encoded.
 	al, _ := v.codec.(aliaser[V])
-	slab := make([]messages.StateEntry, len(v.m))
-	keys := make([]byte, 0, 8*len(v.m))
+	n := b.estimate(len(v.m))
+	slab := newEntrySlab(n)
+	keys := make([]byte, 0, 8*n)
 	var vals []byte
-	i := 0
 	for k, x := range v.m {
-		e := &slab[i]
-		i++
+		kg := v.setup.keyGroup(k)
+		if !b.selected(kg) {
+			continue
+		}
+		e := slab.take()
 		start := len(keys)
 		keys = v.setup.codec.append(keys, k)
 		e.Key = keys[start:len(keys):len(keys)]
@@ -256,7 +287,7 @@ func (v *ValueState[K, V]) appendEntries(groups map[int]*messages.KeyGroupState)
 			}
 			e.Value = vals[start:len(vals):len(vals)]
 		}
-		ns := namedState(groupOf(groups, v.setup.keyGroup(k)), v.name)
+		ns := b.named(kg, v.name)
 		ns.Entries = append(ns.Entries, e)
 	}
 	return nil
@@ -283,6 +314,9 @@ type MapState[K Key, UK comparable, V any] struct {
 	keyCodec Codec[UK]
 	codec    Codec[V]
 	desc     *messages.StateDescriptor
+	// readMarks: UK or V reaches a reference, so Get and All mark the key
+	// group dirty.
+	readMarks bool
 }
 
 // MapOption configures a map state (see MapOf and DecodeMapState). Build it
@@ -324,6 +358,12 @@ func resolveMapCodecs[UK comparable, V any](opts []MapOption[UK, V]) (kc Codec[U
 // The state's descriptor (name, types and codec ids) is recorded in every
 // snapshot, and a restore into a different declaration is refused with
 // ErrIncompatibleState.
+//
+// For incremental checkpoints, Put and Delete mark the current key's key
+// group written. When UK or V reaches a reference (see Value), the user
+// keys and values Get and All hand out can be changed in place, so Get of
+// a present user key, and All over a non-empty map, mark the key group too,
+// as writes. Len never does.
 func MapOf[UK comparable, V any, K Key](s *KeyedSetup[K], name string, opts ...MapOption[UK, V]) *MapState[K, UK, V] {
 	kc, vc, kGiven, vGiven := resolveMapCodecs(opts)
 	if len(opts) > 1 {
@@ -335,7 +375,8 @@ func MapOf[UK comparable, V any, K Key](s *KeyedSetup[K], name string, opts ...M
 	if !vGiven {
 		s.checkDefault(name, "value type", reflect.TypeFor[V](), "pass a value codec to MapOf (MapCodecs)")
 	}
-	ms := &MapState[K, UK, V]{name: name, setup: s, m: map[K]map[UK]V{}, keyCodec: kc, codec: vc}
+	ms := &MapState[K, UK, V]{name: name, setup: s, m: map[K]map[UK]V{}, keyCodec: kc, codec: vc,
+		readMarks: reachesReference(reflect.TypeFor[UK]()) || reachesReference(reflect.TypeFor[V]())}
 	ms.desc = mapDescriptor(name, s.keyType, kc, vc)
 	s.register(ms)
 	return ms
@@ -349,15 +390,24 @@ func mapDescriptor[UK comparable, V any](name, keyType string, kc Codec[UK], vc 
 	}
 }
 
-// Get returns the current key's value for uk.
+// Get returns the current key's value for uk. When UK or V reaches a
+// reference (see MapOf), Get of a present user key counts as a write.
 func (ms *MapState[K, UK, V]) Get(uk UK) (V, bool) {
-	x, ok := ms.m[*ms.setup.cur][uk]
+	x, ok := ms.m[ms.setup.cur.key][uk]
+	if ok && ms.readMarks {
+		ms.setup.markDirty()
+	}
 	return x, ok
 }
 
 // Put stores the current key's value for uk.
 func (ms *MapState[K, UK, V]) Put(uk UK, x V) {
-	k := *ms.setup.cur
+	ms.put(ms.setup.cur.key, uk, x)
+	ms.setup.markDirty()
+}
+
+// put stores k's value for uk.
+func (ms *MapState[K, UK, V]) put(k K, uk UK, x V) {
 	inner := ms.m[k]
 	if inner == nil {
 		inner = map[UK]V{}
@@ -368,19 +418,29 @@ func (ms *MapState[K, UK, V]) Put(uk UK, x V) {
 
 // Delete removes uk from the current key's map.
 func (ms *MapState[K, UK, V]) Delete(uk UK) {
-	k := *ms.setup.cur
-	delete(ms.m[k], uk)
-	if len(ms.m[k]) == 0 {
+	k := ms.setup.cur.key
+	inner := ms.m[k]
+	if inner == nil {
+		return // nothing changes
+	}
+	delete(inner, uk)
+	if len(inner) == 0 {
 		delete(ms.m, k)
 	}
+	ms.setup.markDirty()
 }
 
 // Len is the size of the current key's map.
-func (ms *MapState[K, UK, V]) Len() int { return len(ms.m[*ms.setup.cur]) }
+func (ms *MapState[K, UK, V]) Len() int { return len(ms.m[ms.setup.cur.key]) }
 
-// All iterates over the current key's map.
+// All iterates over the current key's map. When UK or V reaches a
+// reference (see MapOf), All over a non-empty map counts as a write.
 func (ms *MapState[K, UK, V]) All(yield func(UK, V) bool) {
-	for uk, x := range ms.m[*ms.setup.cur] {
+	inner := ms.m[ms.setup.cur.key]
+	if len(inner) > 0 && ms.readMarks {
+		ms.setup.markDirty()
+	}
+	for uk, x := range inner {
 		if !yield(uk, x) {
 			return
 		}
@@ -389,20 +449,34 @@ func (ms *MapState[K, UK, V]) All(yield func(UK, V) bool) {
 
 func (ms *MapState[K, UK, V]) descriptor() *messages.StateDescriptor { return ms.desc }
 
-func (ms *MapState[K, UK, V]) appendEntries(groups map[int]*messages.KeyGroupState) error {
+func (ms *MapState[K, UK, V]) appendEntries(b *snapshotBuilder) error {
+	// Entries come from a slab and their bytes from one arena, as in
+	// ValueState; the keys of unselected key groups are hashed, not encoded.
+	slab := newEntrySlab(b.estimate(len(ms.m)))
+	var arena []byte
 	for k, inner := range ms.m {
-		ns := namedState(groupOf(groups, ms.setup.keyGroup(k)), ms.name)
-		kb := ms.setup.codec.append(nil, k)
+		kg := ms.setup.keyGroup(k)
+		if !b.selected(kg) {
+			continue
+		}
+		ns := b.named(kg, ms.name)
+		start := len(arena)
+		arena = ms.setup.codec.append(arena, k)
+		kb := arena[start:len(arena):len(arena)]
 		for uk, x := range inner {
-			ukb, err := ms.keyCodec.Append(nil, uk)
-			if err != nil {
+			var err error
+			start = len(arena)
+			if arena, err = ms.keyCodec.Append(arena, uk); err != nil {
 				return fmt.Errorf("state %q: %w", ms.name, err)
 			}
-			val, err := ms.codec.Append(nil, x)
-			if err != nil {
+			ukb := arena[start:len(arena):len(arena)]
+			start = len(arena)
+			if arena, err = ms.codec.Append(arena, x); err != nil {
 				return fmt.Errorf("state %q: %w", ms.name, err)
 			}
-			ns.Entries = append(ns.Entries, &messages.StateEntry{Key: kb, MapKey: ukb, Value: val})
+			e := slab.take()
+			e.Key, e.MapKey, e.Value = kb, ukb, arena[start:len(arena):len(arena)]
+			ns.Entries = append(ns.Entries, e)
 		}
 	}
 	return nil
@@ -421,10 +495,6 @@ func (ms *MapState[K, UK, V]) restoreEntry(e *messages.StateEntry) error {
 	if err != nil {
 		return err
 	}
-	cur := ms.setup.cur
-	saved := *cur
-	*cur = k
-	ms.Put(uk, x)
-	*cur = saved
+	ms.put(k, uk, x)
 	return nil
 }

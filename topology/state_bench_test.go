@@ -94,11 +94,13 @@ func benchKeyedBatches(keys int) [][]event {
 }
 
 // runKeyedBatches feeds copies of batches to inst (ProcessBatch clears and
-// pools the batches it is given) and reports ns and records per second.
+// pools the batches it is given) and reports ns and records per second,
+// and the benchmark goroutine's CPU ns per record where it can be measured.
 func runKeyedBatches(b *testing.B, inst Instance, batches [][]event) {
 	b.Helper()
 	pool := poolOf[event]()
 	b.ReportAllocs()
+	cpu := threadCPU(b)
 	i := 0
 	for b.Loop() {
 		src := batches[i%len(batches)]
@@ -113,6 +115,9 @@ func runKeyedBatches(b *testing.B, inst Instance, batches [][]event) {
 		i++
 	}
 	records := float64(b.N * len(batches[0]))
+	if nanos, ok := cpu(); ok {
+		b.ReportMetric(float64(nanos)/records, "cpu-ns/record")
+	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/records, "ns/record")
 	b.ReportMetric(records/b.Elapsed().Seconds(), "records/s")
 	b.ReportMetric(0, "ns/op")
