@@ -1,15 +1,18 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
 )
 
@@ -17,11 +20,13 @@ import (
 const restoreTimeout = 5 * time.Minute
 
 // restoreFigures is one restore of a row's newest checkpoint, and the raw
-// reads of the same bytes from the same store.
+// reads of the checkpoint's bytes from the same store.
 type restoreFigures struct {
-	took  time.Duration // actors.Start to EventRunning
-	reads readStats     // what the restore read
-	raw   time.Duration // the same reads replayed, as many at once as the restore had
+	took       time.Duration // actors.Start to EventRunning
+	checkpoint uint64        // the checkpoint restored
+	reads      readStats     // what the restore read
+	ckptBytes  int64         // the checkpoint's bytes (checkpointReads)
+	raw        time.Duration // reading them, as many at once as the restore had
 }
 
 // fill sets row's restore figures.
@@ -29,6 +34,7 @@ func (f restoreFigures) fill(row *Row) {
 	row.RestoreMs = msOf(f.took)
 	row.RestoreReadBytes = measured(float64(f.reads.bytes))
 	row.RestoreReads, row.RestoreReadParallelism = f.reads.gets, f.reads.peak
+	row.RestoredCkptBytes = measured(float64(f.ckptBytes))
 	row.RawReadMs = msOf(f.raw)
 	row.RestoreToRawRead = per(f.raw.Seconds(), f.took.Seconds())
 }
@@ -36,24 +42,25 @@ func (f restoreFigures) fill(row *Row) {
 // measureRestore starts the job name of rc again, on store, where the row's
 // job has stopped: it restores the newest complete checkpoint. It returns
 // the time from actors.Start to EventRunning and what the restore read
-// meanwhile, then stops the job (which takes no checkpoint) and replays
-// those reads against the store store wraps (replayReads). The collector
-// runs before each of the two, so that neither pays for the garbage of what
-// ran before it.
+// meanwhile, then stops the job (which takes no checkpoint) and reads the
+// bytes of the checkpoint restored (checkpointReads) from the store store
+// wraps, with as many reads at once as the restore had at most
+// (replayReads). The collector runs before each of the two, so that
+// neither pays for the garbage of what ran before it.
 func measureRestore(ctx context.Context, store *countingStore, name string, rc rowConfig) (restoreFigures, error) {
 	var f restoreFigures
 	g, err := buildJob(name, rc, &probe{})
 	if err != nil {
 		return f, err
 	}
-	running := make(chan time.Time, 1)
+	running := make(chan actors.Event, 1)
 	failed := make(chan error, 1)
 	opts := []actors.Option{actors.WithStore(store.store()), actors.WithCheckpointInterval(0),
 		actors.WithListener(func(e actors.Event) {
 			switch e.Kind {
 			case actors.EventRunning:
 				select {
-				case running <- e.Time:
+				case running <- e:
 				default:
 				}
 			case actors.EventTaskFailed, actors.EventFailed:
@@ -76,8 +83,8 @@ func measureRestore(ctx context.Context, store *countingStore, name string, rc r
 	timeout := time.NewTimer(restoreTimeout)
 	defer timeout.Stop()
 	select {
-	case at := <-running:
-		f.took = at.Sub(t0)
+	case e := <-running:
+		f.took, f.checkpoint = e.Time.Sub(t0), e.Checkpoint
 	case err = <-failed:
 	case <-j.Done():
 		err = fmt.Errorf("the job ended before it ran: %w", j.Wait())
@@ -96,16 +103,72 @@ func measureRestore(ctx context.Context, store *countingStore, name string, rc r
 	if err != nil {
 		return f, fmt.Errorf("bench: restore job %s: %w", name, err)
 	}
-	runtime.GC()
-	raw, n, err := replayReads(ctx, store.Store, f.reads.reads, f.reads.peak)
+	if f.checkpoint == 0 {
+		return f, fmt.Errorf("bench: restore job %s: it restored no checkpoint", name)
+	}
+	ops, want, err := checkpointReads(ctx, store.Store, name, f.checkpoint)
 	if err != nil {
-		return f, fmt.Errorf("bench: restore job %s: raw reads: %w", name, err)
+		return f, err
 	}
-	if n != f.reads.bytes {
-		return f, fmt.Errorf("bench: restore job %s: the raw reads returned %d bytes, the restore read %d", name, n, f.reads.bytes)
+	runtime.GC()
+	raw, n, err := replayReads(ctx, store.Store, ops, f.reads.peak)
+	if err != nil {
+		return f, fmt.Errorf("bench: restore job %s: raw reads of checkpoint %d: %w", name, f.checkpoint, err)
 	}
-	f.raw = raw
+	if n != want {
+		return f, fmt.Errorf("bench: restore job %s: the raw reads of checkpoint %d returned %d bytes, want %d", name, f.checkpoint, n, want)
+	}
+	f.ckptBytes, f.raw = n, raw
 	return f, nil
+}
+
+// checkpointReads lists the reads of the bytes checkpoint id of job holds
+// in s, and their total: its manifest (with the states inline in it), each
+// task's own state object whole (none when inline), and, of an object of
+// an earlier checkpoint that an incremental state references, the sections
+// it references, adjacent ones merged into one range.
+func checkpointReads(ctx context.Context, s snapshots.Store, job string, id uint64) ([]readOp, int64, error) {
+	m, err := snapshots.NewCheckpoints(s, job, nil).ReadManifest(ctx, id)
+	if err != nil {
+		return nil, 0, fmt.Errorf("bench: checkpoint %d of job %s: %w", id, job, err)
+	}
+	key := snapshots.ManifestKey(job, id)
+	manifest, err := s.Get(ctx, key)
+	if err != nil {
+		return nil, 0, fmt.Errorf("bench: checkpoint %d of job %s: %w", id, job, err)
+	}
+	ops := []readOp{{key: key, length: -1}}
+	total := int64(len(manifest))
+	own := map[string]bool{}
+	var secs []*messages.KeyGroupSection
+	for _, t := range m.GetTasks() {
+		h := t.GetState()
+		if len(h.GetInline()) == 0 && h.GetKey() != "" && !own[h.GetKey()] { // an inline state is in the manifest
+			own[h.GetKey()] = true
+			ops = append(ops, readOp{key: h.GetKey(), length: -1})
+			total += int64(h.GetSize())
+		}
+		for _, sec := range h.GetKeyGroups() {
+			if k := sec.GetKey(); k != "" && k != h.GetKey() {
+				secs = append(secs, sec)
+			}
+		}
+	}
+	slices.SortFunc(secs, func(a, b *messages.KeyGroupSection) int {
+		return cmp.Or(cmp.Compare(a.GetKey(), b.GetKey()), cmp.Compare(a.GetOffset(), b.GetOffset()))
+	})
+	for i := 0; i < len(secs); {
+		k, off, end := secs[i].GetKey(), secs[i].GetOffset(), secs[i].GetOffset()+secs[i].GetLength()
+		for i++; i < len(secs) && secs[i].GetKey() == k && secs[i].GetOffset() <= end; i++ {
+			end = max(end, secs[i].GetOffset()+secs[i].GetLength())
+		}
+		if own[k] {
+			continue // read whole already
+		}
+		ops = append(ops, readOp{key: k, offset: int64(off), length: int64(end - off)})
+		total += int64(end - off)
+	}
+	return ops, total, nil
 }
 
 // replayReads performs ops on s, with at most workers (at least 1) at

@@ -95,16 +95,20 @@ type Row struct {
 	// The restore of a row of -sweep incremental (measureRestore): the job
 	// is stopped after its window and started again from its newest
 	// checkpoint. RestoreMs is from actors.Start to EventRunning;
-	// RestoreReadBytes and RestoreReads what it read from the store (Get and
-	// GetRange: manifest and states), RestoreReadParallelism the most reads
-	// under way at once. RawReadMs is the time to read those same bytes
-	// again from the same store, replaying the same reads with as many at
-	// once; RestoreToRawRead is RawReadMs over RestoreMs, the restore's
-	// throughput against the raw reads'.
+	// RestoreReadBytes and RestoreReads what it read from the store
+	// meanwhile (Get and GetRange, whatever for: manifests, states, and
+	// the checks of retained checkpoints), RestoreReadParallelism the most
+	// reads under way at once. RestoredCkptBytes is the bytes of the
+	// checkpoint restored (manifest, the tasks' state objects, the sections
+	// of earlier objects they reference), and RawReadMs the time to read
+	// them from the same store with RestoreReadParallelism reads at once;
+	// RestoreToRawRead is RawReadMs over RestoreMs, the restore's throughput
+	// against the raw reads' for the same bytes.
 	RestoreMs              metric `json:"restore_ms"`
 	RestoreReadBytes       metric `json:"restore_read_bytes"`
 	RestoreReads           int    `json:"restore_reads,omitempty"`
 	RestoreReadParallelism int    `json:"restore_read_parallelism,omitempty"`
+	RestoredCkptBytes      metric `json:"restored_checkpoint_bytes"`
 	RawReadMs              metric `json:"raw_read_ms"`
 	RestoreToRawRead       metric `json:"restore_ratio_to_raw_read"`
 	LatencyP50Ms           metric `json:"latency_p50_ms"`

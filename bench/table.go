@@ -59,12 +59,13 @@ var columns = []column{
 	{"recovery ms", func(r Row) string { return r.RecoveryMs.cell(1) }},
 	{"restore ms", func(r Row) string { return r.RestoreMs.cell(1) }},
 	{"restore read B", func(r Row) string { return r.RestoreReadBytes.cell(0) }},
+	{"ckpt B", func(r Row) string { return r.RestoredCkptBytes.cell(0) }},
 	{"raw read ms", func(r Row) string { return r.RawReadMs.cell(1) }},
 	{"restore % of raw", func(r Row) string { return percent(r.RestoreToRawRead) }},
 }
 
 // optional columns are printed only when some row has a value in them.
-var optional = map[string]bool{"key groups": true, "updated/s": true, "ckpt kind": true, "state B": true, "uploaded B/ckpt": true, "% uploaded": true, "p99 % of full": true, "restore ms": true, "restore read B": true, "raw read ms": true, "restore % of raw": true, "offered/s": true, "sink limit/s": true, "recovery ms": true, "% of in-proc off": true, "wire B/record": true, "% of loop": true, "CPU µs/record": true, "% of unmonitored": true}
+var optional = map[string]bool{"key groups": true, "updated/s": true, "ckpt kind": true, "state B": true, "uploaded B/ckpt": true, "% uploaded": true, "p99 % of full": true, "restore ms": true, "restore read B": true, "ckpt B": true, "raw read ms": true, "restore % of raw": true, "offered/s": true, "sink limit/s": true, "recovery ms": true, "% of in-proc off": true, "wire B/record": true, "% of loop": true, "CPU µs/record": true, "% of unmonitored": true}
 
 // tableNote explains the table's symbols and relative columns.
 const tableNote = `–: does not apply to the row, or was not measured (no record, no checkpoint, no time).
@@ -170,9 +171,10 @@ func restoreNote(rows []Row) string {
 	for _, r := range rows {
 		if _, ok := r.RestoreMs.value(); ok {
 			return `restore ms: after the window the job is stopped and started again, restoring its newest checkpoint: from
-actors.Start to running; restore read B: what it read from the store (manifest and states); raw read ms: the
-same reads replayed on the same store, with as many at once as the restore had; restore % of raw: the restore's
-throughput against the raw reads' (raw read ms / restore ms).
+actors.Start to running; restore read B: all it read from the store meanwhile (manifests, states, checks of the
+retained checkpoints); ckpt B: the bytes of the checkpoint restored (manifest, state objects, sections of earlier
+objects referenced); raw read ms: reading those from the same store, with as many reads at once as the restore
+had; restore % of raw: the restore's throughput against the raw reads' (raw read ms / restore ms).
 `
 		}
 	}
