@@ -82,6 +82,13 @@
 // checked against its CRC-32C, so a missing or corrupt referenced object
 // makes every checkpoint that references it unusable.
 //
+// Small states travel inline ([Checkpoints.SetInlineLimit]): a state whose
+// object would be at most the limit is not stored, and its handle carries
+// the object's bytes into the manifest, so that a checkpoint of small
+// tasks is one write. Every read uses those bytes, checked against the
+// handle's size and CRC-32C; an inline state has no object to delete, nor
+// to reference.
+//
 // Retention and deletion are reference-aware: [Checkpoints.Retain] keeps
 // every object that a retained manifest references, also when it deletes
 // the checkpoint that stored it; what is left of that checkpoint is a
