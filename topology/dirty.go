@@ -139,9 +139,10 @@ func (g groupSet) countIn(start, end int) int {
 type snapshotBuilder struct {
 	only  groupSet // nil: every key group
 	start int      // the task's first key group: groups[kg-start]
-	// groups holds the key groups of the task's range; other holds any
-	// other (a task only holds keys of its range when its records are
-	// routed by KeyBy, but nothing else enforces it).
+	// groups holds the key groups of the task's range, by kg-start; other
+	// holds any other (a task only holds keys of its range when its
+	// records are routed by KeyBy, but nothing else enforces it), and all
+	// of them when few are selected.
 	groups []*messages.KeyGroupState
 	other  map[int]*messages.KeyGroupState
 	share  float64 // the part of the task's key groups selected, to size buffers
@@ -149,10 +150,15 @@ type snapshotBuilder struct {
 
 func newSnapshotBuilder(task *TaskPlan, only groupSet) *snapshotBuilder {
 	start, end := task.KeyGroupStart, max(task.KeyGroupStart, task.KeyGroupEnd)
-	b := &snapshotBuilder{only: only, start: start, groups: make([]*messages.KeyGroupState, end-start), share: 1}
+	b := &snapshotBuilder{only: only, start: start, share: 1}
 	if only != nil && end > start {
-		b.share = float64(only.countIn(start, end)) / float64(end-start)
+		n := only.countIn(start, end)
+		b.share = float64(n) / float64(end-start)
+		if n*4 < end-start {
+			return b // few key groups: all in other, not a slice of the range
+		}
 	}
+	b.groups = make([]*messages.KeyGroupState, end-start)
 	return b
 }
 

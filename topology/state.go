@@ -210,7 +210,10 @@ type ValueState[K Key, V any] struct {
 // strings do not count) can be changed in place after Get without Set, so
 // for such a V, Get of a set value marks the key group too, as a write.
 // Prefer V without references for states read far more often than
-// written: their reads cost nothing in checkpoints.
+// written: their reads cost nothing in checkpoints. A value must not be
+// changed through a reference kept from an earlier record (a slice passed
+// to Set and kept in a variable): only what a record does through the
+// state is seen, and a checkpoint would miss the change.
 func Value[V any, K Key](s *KeyedSetup[K], name string, codec ...Codec[V]) *ValueState[K, V] {
 	v := &ValueState[K, V]{name: name, setup: s, m: map[K]V{}, readMarks: reachesReference(reflect.TypeFor[V]())}
 	switch {
