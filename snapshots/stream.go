@@ -29,9 +29,9 @@ const (
 // shrink them.
 type streamLimits struct {
 	runBytes, runGap, workers, inFlight uint64
-	// admitted, when set, is called with the bytes of the runs in flight
-	// each time a run is let in.
-	admitted func(inFlight uint64)
+	// admitted, when set, is called with the bytes and the number of the
+	// runs in flight each time a run is let in.
+	admitted func(inFlight uint64, runs int)
 }
 
 var defaultStreamLimits = streamLimits{runBytes: runBytes, runGap: runGap, workers: streamWorkers, inFlight: streamBytes}
@@ -188,7 +188,7 @@ func (c *Checkpoints) streamSections(ctx context.Context, h *messages.StateHandl
 	lim := c.limits()
 	if len(runs) == 1 { // nothing to overlap
 		if lim.admitted != nil {
-			lim.admitted(runs[0].size())
+			lim.admitted(runs[0].size(), 1)
 		}
 		return read, deliver(c.readRun(ctx, h, runs[0]))
 	}
@@ -222,7 +222,7 @@ func (c *Checkpoints) streamSections(ctx context.Context, h *messages.StateHandl
 			work <- runs[next]
 			next++
 			if lim.admitted != nil {
-				lim.admitted(inFlight)
+				lim.admitted(inFlight, pending)
 			}
 		}
 	}
