@@ -80,7 +80,10 @@
 // of its job. Reading an incremental state reads the referenced sections
 // too (in parallel, one ranged read per run of adjacent sections), each
 // checked against its CRC-32C, so a missing or corrupt referenced object
-// makes every checkpoint that references it unusable.
+// makes every checkpoint that references it unusable. A streaming restore
+// reads a state's non-keyed parts with [Checkpoints.ReadTaskStateHead],
+// which skips the bytes of its key groups, and its key groups with
+// [Checkpoints.StreamKeyGroups], in bounded memory.
 //
 // Small states travel inline ([Checkpoints.SetInlineLimit]): a state whose
 // object would be at most the limit is not stored, and its handle carries

@@ -16,3 +16,6 @@ func NewMinIOUnchecked(cfg MinIOConfig) (*MinIO, error) { return newMinIO(cfg) }
 func SetStreamLimits(c *Checkpoints, runBytes, gap, workers, inFlight uint64, admitted func(inFlight uint64, runs int)) {
 	c.streamLimits.Store(&streamLimits{runBytes: runBytes, runGap: gap, workers: workers, inFlight: inFlight, admitted: admitted})
 }
+
+// CRCCombine is crcCombine.
+var CRCCombine = crcCombine

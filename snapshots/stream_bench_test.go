@@ -70,18 +70,23 @@ func benchState(b *testing.B, incremental bool) (*snapshots.Checkpoints, *messag
 }
 
 // BenchmarkRestoreRead reads a 64 MiB state of many key groups from a
-// directory store: with StreamKeyGroups (fetched in parallel runs,
-// verified, decoded and handed over), and as the raw Store.Get of the same
-// objects, in MB/s of the bytes each reads. The incremental layout's
+// directory store: with ReadTaskStateHead and StreamKeyGroups (the key
+// groups fetched in parallel runs, verified, decoded and handed over: a
+// streaming restore), with ReadTaskState (what LoadLatest
+// does for each task), and as the raw Store.Get of the same objects, in
+// MB/s of the bytes each reads. The incremental layout's
 // state lies in two objects, of which the raw read reads both whole.
 func BenchmarkRestoreRead(b *testing.B) {
 	for _, layout := range []string{"full", "incremental"} {
 		b.Run(layout, func(b *testing.B) {
 			c, h, keys := benchState(b, layout == "incremental")
-			b.Run("stream", func(b *testing.B) {
+			b.Run("head+stream", func(b *testing.B) {
 				b.ReportAllocs()
 				b.SetBytes(int64(snapshots.StateSize(h)))
 				for b.Loop() {
+					if _, err := c.ReadTaskStateHead(context.Background(), h); err != nil {
+						b.Fatal(err)
+					}
 					entries := 0
 					if _, err := c.StreamKeyGroups(context.Background(), h, 0, benchGroups, func(g *messages.KeyGroupState) error {
 						entries += len(g.GetStates()[0].GetEntries())
@@ -91,6 +96,19 @@ func BenchmarkRestoreRead(b *testing.B) {
 					}
 					if entries != benchGroups*benchEntries {
 						b.Fatalf("%d entries, want %d", entries, benchGroups*benchEntries)
+					}
+				}
+			})
+			b.Run("read-task-state", func(b *testing.B) {
+				b.ReportAllocs()
+				b.SetBytes(int64(snapshots.StateSize(h)))
+				for b.Loop() {
+					st, err := c.ReadTaskState(context.Background(), h)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if len(st.GetKeyGroups()) != benchGroups {
+						b.Fatalf("%d key groups, want %d", len(st.GetKeyGroups()), benchGroups)
 					}
 				}
 			})

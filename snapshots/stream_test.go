@@ -196,3 +196,34 @@ func TestStreamKeyGroupsWholeObjects(t *testing.T) {
 		t.Errorf("%d reads of 2 objects from a store without ranged reads, want 2", n)
 	}
 }
+
+// TestReadTaskStateHeadReadsLittle checks that the head of an indexed
+// state is read without the bytes of its key groups.
+func TestReadTaskStateHeadReadsLittle(t *testing.T) {
+	ctx := t.Context()
+	store := &rangeCounter{Mem: snapshots.NewMem()}
+	c := snapshots.NewCheckpoints(store, "job", nil)
+	rnd := rand.New(rand.NewPCG(9, 9))
+	st := &messages.TaskState{TaskId: "t#0", CheckpointId: 1, OperatorState: []byte("op"), Ended: true}
+	for kg := range uint32(40) {
+		st.KeyGroups = append(st.KeyGroups, randomGroup(rnd, kg, 3000))
+	}
+	h, err := c.PutTaskState(ctx, 1, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := c.ReadTaskStateHead(ctx, h)
+	if err != nil || head.GetTaskId() != "t#0" || string(head.GetOperatorState()) != "op" || !head.GetEnded() || len(head.GetKeyGroups()) != 0 {
+		t.Fatalf("ReadTaskStateHead = %v, %v", head, err)
+	}
+	var sections, read int64
+	for _, s := range h.GetKeyGroups() {
+		sections += int64(s.GetLength())
+	}
+	for _, n := range store.lengths {
+		read += n
+	}
+	if len(store.lengths) != 2 || read > int64(h.GetSize())-sections {
+		t.Errorf("ReadTaskStateHead read %d bytes in %d reads; the object has %d bytes, %d of them in key groups", read, len(store.lengths), h.GetSize(), sections)
+	}
+}

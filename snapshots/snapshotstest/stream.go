@@ -11,6 +11,7 @@ import (
 
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -18,6 +19,8 @@ var streamTests = []test{
 	{"StreamEqualsRead", testStreamEqualsRead},
 	{"StreamStops", testStreamStops},
 	{"StreamCorrupt", testStreamCorrupt},
+	{"Head", testHead},
+	{"HeadCorrupt", testHeadCorrupt},
 }
 
 // bigGroups is the number of key groups of bigState.
@@ -245,5 +248,110 @@ func testStreamCorrupt(t *testing.T, newStore newStoreFunc) {
 	}
 	if _, err := c.StreamKeyGroups(t.Context(), h2, 0, bigGroups, func(*messages.KeyGroupState) error { return nil }); !errors.Is(err, snapshots.ErrNotFound) {
 		t.Errorf("a referenced object deleted: StreamKeyGroups = %v; want ErrNotFound", err)
+	}
+}
+
+// wantHead checks that ReadTaskStateHead of h returns st without its key
+// groups, and that the head and every key group streamed make st.
+func wantHead(t *testing.T, c *snapshots.Checkpoints, what string, h *messages.StateHandle, st *messages.TaskState) {
+	t.Helper()
+	head, err := c.ReadTaskStateHead(t.Context(), h)
+	if err != nil {
+		t.Fatalf("%s: ReadTaskStateHead: %v", what, err)
+	}
+	want := proto.CloneOf(st)
+	want.KeyGroups = nil
+	if !proto.Equal(head, want) {
+		t.Fatalf("%s: ReadTaskStateHead = %v, want %v", what, head, want)
+	}
+	groups, _ := collect(t, c, h, 0, 1<<15)
+	head.KeyGroups = groups
+	if !proto.Equal(head, st) {
+		t.Errorf("%s: the head and the streamed key groups are not the state", what)
+	}
+}
+
+// testHead: ReadTaskStateHead returns a state without its key groups, for
+// every kind of handle.
+func testHead(t *testing.T, newStore newStoreFunc) {
+	s := newStore(t)
+	c, _ := newCheckpoints(s)
+	ctx := t.Context()
+	ch := newChain(t, c)
+	ch.checkpoint(1, nil)
+	wantHead(t, c, "a full state", ch.handles["sum#0"], logicalState(1, "sum#0", ch.vs["sum#0"]))
+	ch.checkpoint(2, map[string][]uint32{"sum#0": {0, 5, 15}, "sum#1": {}})
+	wantHead(t, c, "an incremental state", ch.handles["sum#0"], logicalState(2, "sum#0", ch.vs["sum#0"]))
+	wantHead(t, c, "an incremental state that stored no key group", ch.handles["sum#1"], logicalState(2, "sum#1", ch.vs["sum#1"]))
+
+	st := keyedState("sum#0")
+	st.StateDescriptors = []*messages.StateDescriptor{{Name: "n", Kind: "value"}}
+	st.Ended = true
+	h, err := c.PutTaskState(ctx, 3, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantHead(t, c, "fields on both sides of the key groups", h, st)
+	wantHead(t, c, "no index", &messages.StateHandle{Key: h.GetKey(), Size: h.GetSize(), Crc32C: h.GetCrc32C()}, st)
+	c.SetInlineLimit(1 << 20)
+	hi, err := c.PutTaskState(ctx, 4, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantHead(t, c, "inline", hi, st)
+	empty := &messages.TaskState{TaskId: "src#0", SourceOffset: []byte("7"), HasSourceOffset: true}
+	c.SetInlineLimit(0)
+	he, err := c.PutTaskState(ctx, 4, empty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantHead(t, c, "no key groups", he, empty)
+}
+
+// testHeadCorrupt: a flipped bit in the bytes ReadTaskStateHead reads is
+// ErrCorrupt naming the key; one in a key group is for the key group's
+// read to find. (The tag and length before each key group are read by
+// neither: the index says where each one lies.)
+func testHeadCorrupt(t *testing.T, newStore newStoreFunc) {
+	s := newStore(t)
+	c, _ := newCheckpoints(s)
+	ctx := t.Context()
+	st := keyedState("sum#0")
+	st.Ended = true
+	h, err := c.PutTaskState(ctx, 1, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := mustGet(t, s, h.GetKey())
+	first, last := h.GetKeyGroups()[0], h.GetKeyGroups()[len(h.GetKeyGroups())-1]
+	for name, at := range map[string]uint64{
+		"kind":                    3,
+		"before the key groups":   first.GetOffset() - uint64(protowire.SizeTag(8)+protowire.SizeVarint(first.GetLength())) - 1,
+		"after the key groups":    last.GetOffset() + last.GetLength() + 1,
+		"the envelope's checksum": uint64(len(data) - 1),
+	} {
+		bad := slices.Clone(data)
+		bad[at] ^= 0x01
+		mustPut(t, s, h.GetKey(), bad)
+		if _, err := c.ReadTaskStateHead(ctx, h); !errors.Is(err, snapshots.ErrCorrupt) || !strings.Contains(err.Error(), h.GetKey()) {
+			t.Errorf("a flipped bit in %s (byte %d): ReadTaskStateHead = %v; want ErrCorrupt naming %s", name, at, err, h.GetKey())
+		}
+	}
+	bad := slices.Clone(data)
+	bad[first.GetOffset()+first.GetLength()/2] ^= 0x01
+	mustPut(t, s, h.GetKey(), bad)
+	if _, ranged := s.(snapshots.RangeReader); ranged {
+		if _, err := c.ReadTaskStateHead(ctx, h); err != nil {
+			t.Errorf("a flipped bit in key group 0: ReadTaskStateHead = %v; want nil: it does not read the key groups", err)
+		}
+	}
+	if _, _, err := c.ReadKeyGroups(ctx, h, 0, 1); !errors.Is(err, snapshots.ErrCorrupt) {
+		t.Errorf("a flipped bit in key group 0: ReadKeyGroups = %v; want ErrCorrupt", err)
+	}
+	if err := s.Delete(ctx, h.GetKey()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ReadTaskStateHead(ctx, h); !errors.Is(err, snapshots.ErrNotFound) {
+		t.Errorf("a deleted object: ReadTaskStateHead = %v; want ErrNotFound", err)
 	}
 }
