@@ -196,7 +196,7 @@ func (c *Checkpoints) eachState(ctx context.Context, tasks []*messages.TaskState
 				if err != nil {
 					mu.Lock()
 					if first == nil {
-						first = &stateError{key: tasks[i].GetState().GetKey(), err: err}
+						first = &stateError{key: faultyKey(tasks[i].GetState().GetKey(), err), err: err}
 					}
 					mu.Unlock()
 					cancel()
@@ -222,6 +222,17 @@ feed:
 		return first
 	}
 	return ctx.Err()
+}
+
+// faultyKey returns the key of the object that err, an error of reading
+// the state under key, is about: another checkpoint's object when the
+// state references it.
+func faultyKey(key string, err error) string {
+	var oe *objectError
+	if errors.As(err, &oe) {
+		return oe.key
+	}
+	return key
 }
 
 // readEntry reads one manifest entry's state and checks that it is the

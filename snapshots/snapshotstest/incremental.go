@@ -315,8 +315,8 @@ func testIncrementalDamagedReference(t *testing.T, newStore newStoreFunc) {
 			r := loadLatest(t, c) // 3 and 2 are unusable
 			ch.vs = map[string]versions{"sum#0": versionsAt(ch.vs["sum#0"], 1), "sum#1": versionsAt(ch.vs["sum#1"], 1)}
 			ch.want(r, 1)
-			wantLogged(t, logs, 3, k2)
-			wantLogged(t, logs, 2, k2)
+			wantLogged(t, logs, 3, "key="+k2)
+			wantLogged(t, logs, 2, "key="+k2)
 			if err := c.Retain(t.Context(), 1, 4); err != nil {
 				t.Fatalf("Retain: %v", err)
 			}
