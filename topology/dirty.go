@@ -10,15 +10,15 @@ import (
 	"github.com/snapflow/snapflow/messages"
 )
 
-// current is the key of the record being processed and, once a state
-// write has needed it, the key's key group. processInstance sets key and
-// clears hashed for every record, so a record that touches no state costs
-// no hash, and one that writes state hashes its key once however many
+// current is the key of the record being processed, and whether the
+// record wrote state. State writes only set wrote, which keeps them small
+// enough to be inlined; processInstance hashes the key into its key group
+// once the record is done, and only when it wrote: a record that touches
+// no state costs no hash, and one that writes costs one hash however many
 // writes it makes.
 type current[K Key] struct {
-	key    K
-	kg     uint64
-	hashed bool
+	key   K
+	wrote bool
 }
 
 // KeyGroupWords is the number of uint64 words of a key-group bit set (bit
@@ -26,17 +26,11 @@ type current[K Key] struct {
 // KeyGroupSnapshotter needs in TakeDirtyKeyGroups.
 func KeyGroupWords(maxParallelism int) int { return (maxParallelism + 63) / 64 }
 
-// markDirty records that the current key's key group was written (or may
-// have been, through a reference handed out by a read).
-func (s *KeyedSetup[K]) markDirty() {
-	c := s.cur
-	if !c.hashed {
-		s.hashCurrent()
-	}
-	s.dirty[c.kg>>6] |= 1 << (c.kg & 63)
-}
+// markDirty records that the current record wrote state of its key (or
+// may have, through a reference handed out by a read).
+func (s *KeyedSetup[K]) markDirty() { s.cur.wrote = true }
 
-// keyHash says how hashCurrent hashes keys: as HashString or HashUint64
+// keyHash says how markWritten hashes keys: as HashString or HashUint64
 // directly, or through the key codec (integers of under 64 bits).
 type keyHash uint8
 
@@ -56,11 +50,9 @@ func keyHashOf[K Key]() keyHash {
 	return hashByCodec
 }
 
-// hashCurrent computes the current key's key group. It is kept out of
-// markDirty so that markDirty is inlined.
-//
-//go:noinline
-func (s *KeyedSetup[K]) hashCurrent() {
+// markWritten marks the key group of the current key dirty and clears
+// wrote; processInstance calls it after each record that wrote state.
+func (s *KeyedSetup[K]) markWritten() {
 	c := s.cur
 	var h uint64
 	switch s.keyHash {
@@ -71,11 +63,21 @@ func (s *KeyedSetup[K]) hashCurrent() {
 	default:
 		h = s.codec.hash(c.key)
 	}
-	c.kg, c.hashed = h%s.maxP, true
+	var kg uint64
+	if s.maxP&(s.maxP-1) == 0 {
+		kg = h & (s.maxP - 1) // the same as h % maxP, without a division
+	} else {
+		kg = h % s.maxP
+	}
+	s.dirty[kg>>6] |= 1 << (kg & 63)
+	c.wrote = false
 }
 
 // takeDirty ORs the written key groups into dst and forgets them.
 func (s *KeyedSetup[K]) takeDirty(dst []uint64) {
+	if s.cur.wrote { // written outside processInstance (tests)
+		s.markWritten()
+	}
 	if len(dst) < len(s.dirty) {
 		panic(fmt.Sprintf("topology: operator %q: TakeDirtyKeyGroups given %d words, want at least %d for %d key groups",
 			s.task.Operator, len(dst), len(s.dirty), s.maxP))

@@ -216,8 +216,12 @@ var (
 func (p *processInstance[K, I, O]) ProcessBatch(_ int, batch any) error {
 	cur := p.setup.cur
 	for _, v := range batch.([]I) {
-		cur.key, cur.hashed = p.key(v), false // the first write hashes the key (see markDirty)
-		if err := p.fn(p.ctx, v, p.out); err != nil {
+		cur.key = p.key(v)
+		err := p.fn(p.ctx, v, p.out)
+		if cur.wrote { // see markDirty
+			p.setup.markWritten()
+		}
+		if err != nil {
 			return err
 		}
 	}

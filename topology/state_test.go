@@ -459,20 +459,20 @@ func TestValueAndMapStateOperations(t *testing.T) {
 	s := &KeyedSetup[string]{task: &TaskPlan{ID: "t#0", KeyGroupEnd: 4}, cur: new(current[string]), dirty: make(groupSet, 1), codec: newKeyCodec[string](), maxP: 4}
 	v := Value[int64](s, "v")
 	m := MapOf[string, int64](s, "m")
-	s.cur.key, s.cur.hashed = "a", false
+	s.cur.key = "a"
 	if _, ok := v.Get(); ok {
 		t.Error("Get of an unset value reports ok")
 	}
 	v.Set(1)
 	m.Put("x", 1)
 	m.Put("y", 2)
-	s.cur.key, s.cur.hashed = "b", false
+	s.cur.key = "b"
 	v.Set(2)
 	m.Put("z", 3)
 	if v.Len() != 2 || m.Len() != 1 {
 		t.Errorf("Len = %d, %d, want 2, 1", v.Len(), m.Len())
 	}
-	s.cur.key, s.cur.hashed = "a", false
+	s.cur.key = "a"
 	if x, ok := v.Get(); !ok || x != 1 {
 		t.Errorf("Get = %d, %t, want 1, true", x, ok)
 	}
