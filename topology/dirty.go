@@ -75,12 +75,18 @@ func (s *KeyedSetup[K]) markWritten() {
 
 // takeDirty ORs the written key groups into dst and forgets them.
 func (s *KeyedSetup[K]) takeDirty(dst []uint64) {
-	if s.cur.wrote { // written outside processInstance (tests)
-		s.markWritten()
-	}
 	if len(dst) < len(s.dirty) {
 		panic(fmt.Sprintf("topology: operator %q: TakeDirtyKeyGroups given %d words, want at least %d for %d key groups",
 			s.task.Operator, len(dst), len(s.dirty), s.maxP))
+	}
+	if s.untracked {
+		for kg := range s.maxP {
+			dst[kg>>6] |= 1 << (kg & 63)
+		}
+		return
+	}
+	if s.cur.wrote { // written outside processInstance (tests)
+		s.markWritten()
 	}
 	for i, w := range s.dirty {
 		dst[i] |= w

@@ -644,3 +644,48 @@ func TestReachesReference(t *testing.T) {
 		}
 	}
 }
+
+// TestSkipDirtyKeyGroups: a task created with SkipDirtyKeyGroups keeps its
+// state as any other, and reports every key group as written, before and
+// after a restore.
+func TestSkipDirtyKeyGroups(t *testing.T) {
+	reg := &dirtyStates{}
+	p := mustPlan(t, dirtyGraph(2, reg))
+	newTask := func(skip bool) Instance {
+		inst, err := p.NewInstance(mustTask(t, p, "p#1").Index, InstanceContext{BatchSize: 8, Sender: noopSender{}, SkipDirtyKeyGroups: skip})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return inst
+	}
+	tracked, skipping := newTask(false), newTask(true)
+	var batch []dirtyOp
+	for i, k := range keysOfRange(20, 50, 100) {
+		batch = append(batch, dirtyOp{Key: k, Kind: i % opKinds, A: int64(i), B: "b"})
+	}
+	for _, inst := range []Instance{tracked, skipping} {
+		if err := inst.ProcessBatch(0, slices.Clone(batch)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g, w := canonical(snapshot(t, skipping).KeyGroups), canonical(snapshot(t, tracked).KeyGroups); !reflect.DeepEqual(g, w) {
+		t.Errorf("state with SkipDirtyKeyGroups\n%v\nwant\n%v", g, w)
+	}
+	every := make([]int, dirtyMaxP)
+	for i := range every {
+		every[i] = i
+	}
+	if got := groupsOf(takeDirty(skipping)); !slices.Equal(got, every) {
+		t.Errorf("TakeDirtyKeyGroups with SkipDirtyKeyGroups = %v, want every key group", got)
+	}
+	restored := newTask(true)
+	if err := restored.Restore(snapshot(t, skipping)); err != nil {
+		t.Fatal(err)
+	}
+	if got := groupsOf(takeDirty(restored)); !slices.Equal(got, every) {
+		t.Errorf("TakeDirtyKeyGroups after a restore with SkipDirtyKeyGroups = %v, want every key group", got)
+	}
+	if got := groupsOf(takeDirty(tracked)); len(got) == 0 || len(got) == dirtyMaxP {
+		t.Errorf("the tracked task wrote %d key groups, want some", len(got))
+	}
+}

@@ -38,6 +38,12 @@ type InstanceContext struct {
 	// Context ends with the task's incarnation (a failover, a stop or a
 	// failure of the job); nil means context.Background.
 	Context context.Context
+	// SkipDirtyKeyGroups tells a keyed instance (see KeyGroupSnapshotter)
+	// that the runtime will not ask which key groups were written, because
+	// checkpoints are full or off: it spares the hash of the key of every
+	// record that writes state. TakeDirtyKeyGroups then reports every key
+	// group.
+	SkipDirtyKeyGroups bool
 }
 
 // Instance is the runtime's type-erased view of one task. Methods are called
@@ -70,7 +76,9 @@ type KeyGroupSnapshotter interface {
 	// TakeDirtyKeyGroups ORs into dst every key group written since the
 	// last call, or since the instance was created or restored, and
 	// forgets them. A restore writes nothing. len(dst) must be at least
-	// KeyGroupWords(maxParallelism); it panics otherwise.
+	// KeyGroupWords(maxParallelism); it panics otherwise. An instance
+	// created with InstanceContext.SkipDirtyKeyGroups tracks nothing and
+	// reports every key group.
 	//
 	// "Written" errs on the side of safety: it includes state reads that
 	// hand out a value reaching a reference (see Value and MapOf), and

@@ -167,6 +167,7 @@ func Process[K Key, I, O any](s KeyedStream[I, K], name string, setup func(*Keye
 	key, codec := s.key, s.codec
 	n, out := addOperator(s.Stream, name, KindOperator, opts, func(ic *InstanceContext, out *Collector[O]) (Instance, error) {
 		ks := newKeyedSetup(ic.Task, codec)
+		ks.untracked = ic.SkipDirtyKeyGroups
 		fn := setup(ks)
 		if ks.err != nil {
 			return nil, ks.err
@@ -215,6 +216,16 @@ var (
 
 func (p *processInstance[K, I, O]) ProcessBatch(_ int, batch any) error {
 	cur := p.setup.cur
+	if p.setup.untracked {
+		for _, v := range batch.([]I) {
+			cur.key = p.key(v)
+			if err := p.fn(p.ctx, v, p.out); err != nil {
+				return err
+			}
+		}
+		p.in.release(batch)
+		return nil
+	}
 	for _, v := range batch.([]I) {
 		cur.key = p.key(v)
 		err := p.fn(p.ctx, v, p.out)

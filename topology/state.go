@@ -21,6 +21,10 @@ type KeyedSetup[K Key] struct {
 	// dirty is the set of key groups written since the last
 	// TakeDirtyKeyGroups (see markDirty), by absolute key-group number.
 	dirty groupSet
+	// untracked: the runtime never asks for dirty key groups
+	// (InstanceContext.SkipDirtyKeyGroups); nothing is hashed, and
+	// takeDirty reports every key group.
+	untracked bool
 	// byName is the declared states by name, set once Restore has checked
 	// a checkpoint's descriptors: key groups may be restored from then on.
 	byName map[string]keyedState

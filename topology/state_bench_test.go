@@ -125,7 +125,8 @@ func runKeyedBatches(b *testing.B, inst Instance, batches [][]event) {
 
 // BenchmarkProcessValueState runs batches of 256 events over 4096 keys
 // through a Process task whose function does, per record: "getset" a
-// ValueState[int64] Get and Set (string and int64 keys); "read" a Get only
+// ValueState[int64] Get and Set (string and int64 keys), "getset-skip" the
+// same in a task created with InstanceContext.SkipDirtyKeyGroups; "read" a Get only
 // (a record that writes no state, once every key has a value); "slice" a Get of a []int64 value mutated
 // in place (a value reachable through a reference).
 func BenchmarkProcessValueState(b *testing.B) {
@@ -135,7 +136,7 @@ func BenchmarkProcessValueState(b *testing.B) {
 		p := mustPlan(b, g)
 		return mustInstance(b, p, "agg#0", 256, noopSender{})
 	}
-	b.Run("getset/string", func(b *testing.B) {
+	getsetString := func() *Graph {
 		g := New("bench")
 		byUser := KeyBy(FromSlice(g, "src", []event{}), func(e event) string { return e.User })
 		Sink(Process(byUser, "agg", func(s *KeyedSetup[string]) ProcessFunc[string, event, int64] {
@@ -146,9 +147,9 @@ func BenchmarkProcessValueState(b *testing.B) {
 				return nil
 			}
 		}), "sink", discard[int64])
-		runKeyedBatches(b, build(b, g), batches)
-	})
-	b.Run("getset/int64", func(b *testing.B) {
+		return g
+	}
+	getsetInt := func() *Graph {
 		g := New("bench")
 		byN := KeyBy(FromSlice(g, "src", []event{}), func(e event) int64 { return e.N % keys })
 		Sink(Process(byN, "agg", func(s *KeyedSetup[int64]) ProcessFunc[int64, event, int64] {
@@ -159,8 +160,20 @@ func BenchmarkProcessValueState(b *testing.B) {
 				return nil
 			}
 		}), "sink", discard[int64])
-		runKeyedBatches(b, build(b, g), batches)
-	})
+		return g
+	}
+	untracked := func(b *testing.B, g *Graph) Instance {
+		p := mustPlan(b, g)
+		inst, err := p.NewInstance(mustTask(b, p, "agg#0").Index, InstanceContext{BatchSize: 256, Sender: noopSender{}, SkipDirtyKeyGroups: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return inst
+	}
+	b.Run("getset/string", func(b *testing.B) { runKeyedBatches(b, build(b, getsetString()), batches) })
+	b.Run("getset/int64", func(b *testing.B) { runKeyedBatches(b, build(b, getsetInt()), batches) })
+	b.Run("getset-skip/string", func(b *testing.B) { runKeyedBatches(b, untracked(b, getsetString()), batches) })
+	b.Run("getset-skip/int64", func(b *testing.B) { runKeyedBatches(b, untracked(b, getsetInt()), batches) })
 	b.Run("read/string", func(b *testing.B) {
 		g := New("bench")
 		byUser := KeyBy(FromSlice(g, "src", []event{}), func(e event) string { return e.User })
