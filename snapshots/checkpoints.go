@@ -79,9 +79,10 @@ func (c *Checkpoints) PutTaskState(ctx context.Context, id uint64, st *messages.
 	return c.PutTaskStateRefs(ctx, id, st, nil)
 }
 
-// putState stores st under key, or keeps it inline when it is small
-// enough, and returns its handle, whose index is in key-group order.
-func (c *Checkpoints) putState(ctx context.Context, key string, st *messages.TaskState) (*messages.StateHandle, error) {
+// putState stores st under key, or, when inline allows it, keeps it inline
+// if it is small enough, and returns its handle, whose index is in
+// key-group order.
+func (c *Checkpoints) putState(ctx context.Context, key string, st *messages.TaskState, inline bool) (*messages.StateHandle, error) {
 	data, err := EncodeObject(KindTaskState, st)
 	if err != nil {
 		return nil, fmt.Errorf("snapshots: put %s: %w", key, err)
@@ -92,7 +93,7 @@ func (c *Checkpoints) putState(ctx context.Context, key string, st *messages.Tas
 	}
 	sortSections(idx)
 	h := &messages.StateHandle{Key: key, Size: uint64(len(data)), Crc32C: Checksum(data), KeyGroups: idx, Indexed: true}
-	if n := c.inlineLimit.Load(); n > 0 && int64(len(data)) <= n {
+	if n := c.inlineLimit.Load(); inline && n > 0 && int64(len(data)) <= n {
 		if err := validateKey(key); err != nil {
 			return nil, err
 		}

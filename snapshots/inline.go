@@ -8,7 +8,8 @@ import (
 
 // SetInlineLimit makes the states that c stores from now on travel inline
 // when their stored object would be at most n bytes: PutTaskState,
-// PutTaskStateRefs and PutSavepointState then write nothing and return a
+// PutTaskStateRefs without references, and PutSavepointState then write
+// nothing and return a
 // handle whose Inline holds the object's bytes, for the manifest to carry
 // (Key still names it; Size, Crc32C and the key-group index describe the
 // bytes as usual). A checkpoint whose states are all inline is thus one

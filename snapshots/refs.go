@@ -40,7 +40,10 @@ func (c *Checkpoints) PutTaskStateRefs(ctx context.Context, id uint64, st *messa
 	if err := c.validateRefs(id, st, refs); err != nil {
 		return nil, fmt.Errorf("snapshots: put %s: %w", key, err)
 	}
-	h, err := c.putState(ctx, key, st)
+	// A state that references earlier ones is never inline: the next
+	// incremental state builds on its object, and an inline state has
+	// none, so every other checkpoint would be full.
+	h, err := c.putState(ctx, key, st, len(refs) == 0)
 	if err != nil || len(refs) == 0 {
 		return h, err
 	}

@@ -66,7 +66,7 @@ func (c *Checkpoints) PutSavepointState(ctx context.Context, name string, st *me
 	if err := validateTaskID(st.GetTaskId()); err != nil {
 		return nil, err
 	}
-	return c.putState(ctx, SavepointStateKey(c.job, name, st.GetCheckpointId(), st.GetTaskId()), st)
+	return c.putState(ctx, SavepointStateKey(c.job, name, st.GetCheckpointId(), st.GetTaskId()), st, true)
 }
 
 // PutSavepointManifest writes the manifest of savepoint m.Savepoint, which
