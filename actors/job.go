@@ -153,6 +153,7 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 	sh.inc.Store(sh.newIncarnation(r.epoch, r.point, r.assign))
 	j := &Job{sh: sh, system: system, stopped: make(chan struct{}), done: make(chan struct{})}
 	ja := newJobActor(sh, j.stopped, r.maxID+1, r.point)
+	ja.retainPending = r.retain
 	// The job actor recovers its own panics; should one escape anyway, stop
 	// it rather than let the root guardian restart it with stale state.
 	stopIt := actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.StopDirective })

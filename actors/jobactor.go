@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -38,11 +39,15 @@ type jobActor struct {
 	restartDue bool                  // the backoff is over; the restore waits for manifests
 	restore    *snapshots.Restorable // checkpoint of the current epoch
 
-	coord    *coordinator.Coordinator
-	nextID   uint64
-	taskIDs  []string
-	sources  []int
-	strategy *restart.Strategy
+	coord  *coordinator.Coordinator
+	nextID uint64
+	// retainPending says to apply retention once the job first runs, to
+	// the checkpoints below firstID, the first id of this run.
+	retainPending bool
+	firstID       uint64
+	taskIDs       []string
+	sources       []int
+	strategy      *restart.Strategy
 
 	timer        *time.Timer
 	timerAt      time.Time
@@ -100,7 +105,7 @@ type jobActor struct {
 
 func newJobActor(sh *shared, stopped chan struct{}, nextID uint64, rp *snapshots.Restorable) *jobActor {
 	ja := &jobActor{
-		sh: sh, log: sh.log, stopped: stopped, nextID: nextID, restore: rp,
+		sh: sh, log: sh.log, stopped: stopped, nextID: nextID, firstID: nextID, restore: rp,
 		strategy: restart.New(sh.cfg.restart), requests: map[uint64]chan checkpointResult{},
 		savepoints: map[uint64]*savepointReq{}, spNames: map[string]bool{}, recoverable: map[uint64]bool{},
 		triggeredAt: map[uint64]time.Time{}, inDoubt: map[uint64]inDoubt{}, figures: map[uint64]checkpointFigures{},
@@ -247,6 +252,7 @@ func (j *jobActor) onRestored(m *messages.TaskRestored) {
 		from, savepoint = j.restore.Manifest.GetCheckpointId(), j.restore.Manifest.GetSavepoint()
 	}
 	j.log.Info("job running", "epoch", j.epoch, "restored_checkpoint", from, "savepoint", savepoint, "tasks", len(j.sh.pids))
+	j.retainAtStart()
 	j.emit(Event{Kind: EventRunning, Epoch: j.epoch, Checkpoint: from, Savepoint: savepoint})
 	now := time.Now()
 	var acts []coordinator.Action
@@ -365,4 +371,24 @@ func (j *jobActor) armTimer() {
 	gen, root, self := j.timerGen, j.sh.system.Root, j.self
 	j.timerAt = next
 	j.timer = time.AfterFunc(max(0, time.Until(next)), func() { root.Send(self, &tickMsg{gen: gen}) })
+}
+
+// retainAtStart applies retention to the checkpoints the job found at
+// Start, once, when it first runs: verifying the retained checkpoints
+// reads their states, which must not delay the restore. Checkpoints of
+// this run have ids of at least nextID, which it leaves alone. A failure
+// is only logged.
+func (j *jobActor) retainAtStart() {
+	sh := j.sh
+	if !j.retainPending || !sh.retaining.CompareAndSwap(false, true) {
+		return
+	}
+	j.retainPending = false
+	keep, below := sh.cfg.retained, j.firstID
+	sh.goUploadCtx(sh.uploadCtx, func(ctx context.Context) {
+		defer sh.retaining.Store(false)
+		if err := sh.cps.Retain(ctx, keep, below); err != nil && ctx.Err() == nil {
+			sh.log.Warn("cleaning up old checkpoints failed", "err", err)
+		}
+	})
 }

@@ -63,7 +63,7 @@ func TestMinIOStoppedMidCheckpoint(t *testing.T) {
 	hook.before = func() { srv.Stop() } // checkpoint 2 is triggered, its state is about to upload
 	g, out := paritySumJob("mid", n, gate, nil)
 	var ev events
-	j, err := actors.Start(context.Background(), g, actors.WithStore(hook), actors.WithLogger(testLogger(t)),
+	j, err := actors.Start(context.Background(), g, actors.WithInlineStateLimit(0), actors.WithStore(hook), actors.WithLogger(testLogger(t)),
 		actors.WithCheckpointInterval(0), actors.WithCheckpointTimeout(3*time.Second),
 		actors.WithTolerableCheckpointFailures(-1), actors.WithListener(ev.listen))
 	if err != nil {
@@ -114,7 +114,7 @@ func TestMinIODownDuringRecovery(t *testing.T) {
 	g, out := paritySumJob("down", n, gate, newFailures(1500))
 	var ev events
 	failedRestore := ev.subscribe()
-	j, err := actors.Start(context.Background(), g, actors.WithStore(srv.Store(t, "down", "")), actors.WithLogger(testLogger(t)),
+	j, err := actors.Start(context.Background(), g, actors.WithInlineStateLimit(0), actors.WithStore(srv.Store(t, "down", "")), actors.WithLogger(testLogger(t)),
 		actors.WithCheckpointInterval(0), actors.WithListener(ev.listen),
 		actors.WithRestartPolicy(restart.Policy{InitialBackoff: 10 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, MaxFailures: 1000, Window: time.Minute}))
 	if err != nil {
@@ -148,7 +148,7 @@ func TestMinIONeverReturns(t *testing.T) {
 	srv.MakeBucket(t, "gone")
 	gate := testsrc.NewGate(1000)
 	g, _ := paritySumJob("gone", 10_000, gate, newFailures(1500))
-	j, err := actors.Start(context.Background(), g, actors.WithStore(srv.Store(t, "gone", "")), actors.WithLogger(testLogger(t)),
+	j, err := actors.Start(context.Background(), g, actors.WithInlineStateLimit(0), actors.WithStore(srv.Store(t, "gone", "")), actors.WithLogger(testLogger(t)),
 		actors.WithCheckpointInterval(0),
 		actors.WithRestartPolicy(restart.Policy{InitialBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond, MaxFailures: 2, Window: time.Minute}))
 	if err != nil {
@@ -184,7 +184,7 @@ func TestMinIOCorruptObjectFallsBack(t *testing.T) {
 			g, out := paritySumJob("bad", n, gate, newFailures(3000))
 			var logs syncBuilder
 			var ev events
-			j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(textLogger(&logs)),
+			j, err := actors.Start(context.Background(), g, actors.WithInlineStateLimit(0), actors.WithStore(store), actors.WithLogger(textLogger(&logs)),
 				actors.WithCheckpointInterval(0), actors.WithListener(ev.listen))
 			if err != nil {
 				t.Fatal(err)

@@ -155,7 +155,7 @@ func runningParity(t *testing.T, name string, n int64, store snapshots.Store, fa
 	gate := testsrc.NewGate(1000)
 	g, out := paritySumJob(name, n, gate, fail)
 	ev := &events{}
-	j, err := actors.Start(context.Background(), g, append([]actors.Option{actors.WithStore(store), actors.WithLogger(testLogger(t)),
+	j, err := actors.Start(context.Background(), g, append([]actors.Option{actors.WithStore(store), actors.WithInlineStateLimit(0), actors.WithLogger(testLogger(t)),
 		actors.WithCheckpointInterval(0), actors.WithListener(ev.listen)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +238,7 @@ func TestAbortedCheckpointsAreDeleted(t *testing.T) {
 	// Every checkpoint aborts, at the sink: the last task to snapshot, so
 	// every task has started its upload before the abort.
 	store.set(store.putFail, "sink#0.state", -1)
-	j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(testLogger(t)),
+	j, err := actors.Start(context.Background(), g, actors.WithInlineStateLimit(0), actors.WithStore(store), actors.WithLogger(testLogger(t)),
 		actors.WithCheckpointInterval(0), actors.WithTolerableCheckpointFailures(-1))
 	if err != nil {
 		t.Fatal(err)
@@ -274,7 +274,7 @@ func TestStorePanicFailsOnlyTheCheckpoint(t *testing.T) {
 	store.set(store.panicPut, "sum#0.state", 1)
 	store.set(store.panicDelete, "chk-", -1)
 	var ev events
-	j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(testLogger(t)),
+	j, err := actors.Start(context.Background(), g, actors.WithInlineStateLimit(0), actors.WithStore(store), actors.WithLogger(testLogger(t)),
 		actors.WithCheckpointInterval(0), actors.WithListener(ev.listen))
 	if err != nil {
 		t.Fatal(err)
@@ -311,7 +311,7 @@ func TestStartRefusesUnusableCheckpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	g2, _ := paritySumJob("unusable", 100_000, testsrc.NewGate(100_000), nil)
-	j2, err := actors.Start(context.Background(), g2, actors.WithStore(store), actors.WithLogger(testLogger(t)))
+	j2, err := actors.Start(context.Background(), g2, actors.WithInlineStateLimit(0), actors.WithStore(store), actors.WithLogger(testLogger(t)))
 	if err == nil {
 		_ = j2.Stop()
 		t.Fatal("Start succeeded with no usable checkpoint")
@@ -352,7 +352,7 @@ func TestRetentionKeepsAUsableCheckpoint(t *testing.T) {
 	store := snapshots.NewMem()
 	gate := testsrc.NewGate(1000)
 	g, _ := paritySumJob("retain", n, gate, nil)
-	j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithCheckpointInterval(0))
+	j, err := actors.Start(context.Background(), g, actors.WithInlineStateLimit(0), actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithCheckpointInterval(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +366,7 @@ func TestRetentionKeepsAUsableCheckpoint(t *testing.T) {
 	gate2 := testsrc.NewGate(1000)
 	g2, out := paritySumJob("retain", n, gate2, newFailures(2500))
 	var ev events
-	j2, err := actors.Start(context.Background(), g2, actors.WithStore(store), actors.WithLogger(testLogger(t)),
+	j2, err := actors.Start(context.Background(), g2, actors.WithInlineStateLimit(0), actors.WithStore(store), actors.WithLogger(testLogger(t)),
 		actors.WithRetainedCheckpoints(1), actors.WithCheckpointInterval(0), actors.WithListener(ev.listen))
 	if err != nil {
 		t.Fatal(err)
@@ -406,7 +406,7 @@ func TestStopDuringUploadIsAStop(t *testing.T) {
 	g, _ := paritySumJob("stopupload", 100_000, gate, nil)
 	store := &stallingStore{Store: snapshots.NewMem(), entered: make(chan struct{})}
 	var ev events
-	j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(testLogger(t)),
+	j, err := actors.Start(context.Background(), g, actors.WithInlineStateLimit(0), actors.WithStore(store), actors.WithLogger(testLogger(t)),
 		actors.WithCheckpointInterval(0), actors.WithTolerableCheckpointFailures(0), actors.WithListener(ev.listen),
 		actors.WithRestartPolicy(restart.Policy{MaxFailures: restart.NoRestarts}))
 	if err != nil {

@@ -172,7 +172,7 @@ func runShape(t *testing.T, sh shape, fail *failures) shapeResult {
 	g := topology.New(sh.name)
 	out := sh.build(g, sh.n, fail)
 	var ev events
-	j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(testLogger(t)),
+	j, err := actors.Start(context.Background(), g, actors.WithInlineStateLimit(0), actors.WithStore(store), actors.WithLogger(testLogger(t)),
 		actors.WithCheckpointInterval(20*time.Millisecond), actors.WithListener(ev.listen),
 		actors.WithRestartPolicy(restart.Policy{InitialBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond, MaxFailures: 20}))
 	if err != nil {
@@ -204,7 +204,7 @@ func TestStopAndResume(t *testing.T) {
 	build := func(gate *testsrc.Gate) (*topology.Graph, *latest) { return paritySumJob("resume", n, gate, nil) }
 	gate := testsrc.NewGate(n / 3)
 	g, _ := build(gate)
-	j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithCheckpointInterval(0))
+	j, err := actors.Start(context.Background(), g, actors.WithInlineStateLimit(0), actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithCheckpointInterval(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestStopAndResume(t *testing.T) {
 
 	var ev events
 	g2, out := build(testsrc.NewGate(n))
-	j2, err := actors.Start(context.Background(), g2, actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithListener(ev.listen))
+	j2, err := actors.Start(context.Background(), g2, actors.WithInlineStateLimit(0), actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithListener(ev.listen))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestCorruptStateFallsBack(t *testing.T) {
 	build := func(gate *testsrc.Gate) (*topology.Graph, *latest) { return paritySumJob("corrupt", n, gate, nil) }
 	gate := testsrc.NewGate(1000)
 	g, _ := build(gate)
-	j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithCheckpointInterval(0))
+	j, err := actors.Start(context.Background(), g, actors.WithInlineStateLimit(0), actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithCheckpointInterval(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func TestCorruptStateFallsBack(t *testing.T) {
 	var logs syncBuilder
 	var ev events
 	g2, out := build(testsrc.NewGate(n))
-	j2, err := actors.Start(context.Background(), g2, actors.WithStore(store), actors.WithLogger(textLogger(&logs)), actors.WithListener(ev.listen))
+	j2, err := actors.Start(context.Background(), g2, actors.WithInlineStateLimit(0), actors.WithStore(store), actors.WithLogger(textLogger(&logs)), actors.WithListener(ev.listen))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestAlwaysPanickingOperator(t *testing.T) {
 	boom := topology.Map(src, "boom", func(v int64) int64 { panic("boom at " + strconv.FormatInt(v, 10)) })
 	topology.Sink(boom, "sink", func(int64) error { return nil })
 	var ev events
-	j, err := actors.Start(context.Background(), g, actors.WithStore(snapshots.NewMem()), actors.WithLogger(testLogger(t)),
+	j, err := actors.Start(context.Background(), g, actors.WithInlineStateLimit(0), actors.WithStore(snapshots.NewMem()), actors.WithLogger(testLogger(t)),
 		actors.WithListener(ev.listen),
 		actors.WithRestartPolicy(restart.Policy{InitialBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond, MaxFailures: 3, Window: time.Minute}))
 	if err != nil {
@@ -339,7 +339,7 @@ func TestOperatorErrorRecovers(t *testing.T) {
 	store := snapshots.NewMem()
 	topology.Sink(keyedSum(topology.KeyBy(fm, func(v int64) int64 { return v % 2 }), "sum", 1, nil), "sink", func(kv) error { return nil })
 	var ev events
-	j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithListener(ev.listen))
+	j, err := actors.Start(context.Background(), g, actors.WithInlineStateLimit(0), actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithListener(ev.listen))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +361,7 @@ func TestFlappingTaskBacksOff(t *testing.T) {
 	src := topology.Sequence(g, "source", 1, 1000)
 	topology.Sink(topology.Map(src, "flap", func(int64) int64 { panic("flap") }), "sink", func(int64) error { return nil })
 	var ev events
-	j, err := actors.Start(context.Background(), g, actors.WithStore(snapshots.NewMem()), actors.WithLogger(testLogger(t)),
+	j, err := actors.Start(context.Background(), g, actors.WithInlineStateLimit(0), actors.WithStore(snapshots.NewMem()), actors.WithLogger(testLogger(t)),
 		actors.WithListener(ev.listen), actors.WithRestartPolicy(p))
 	if err != nil {
 		t.Fatal(err)
@@ -391,7 +391,7 @@ func TestSynchronousSnapshots(t *testing.T) {
 	g, out := paritySumJob("sync", n, gate, newFailures(30_001))
 	store := snapshots.NewMem()
 	var ev events
-	j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithListener(ev.listen),
+	j, err := actors.Start(context.Background(), g, actors.WithInlineStateLimit(0), actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithListener(ev.listen),
 		actors.WithSynchronousSnapshots(), actors.WithCheckpointInterval(2*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)

@@ -27,6 +27,9 @@ type resumed struct {
 	assign *topology.Restore
 	maxID  uint64
 	origin *messages.Origin
+	// retain says to apply retention once the job runs (see
+	// jobActor.retainAtStart).
+	retain bool
 }
 
 // resume checks the store, discards the job's checkpoints under
@@ -66,7 +69,7 @@ func resume(ctx context.Context, cfg *config, plan *topology.Plan, declared map[
 	case err != nil:
 		return nil, fmt.Errorf("actors: job %q: load the newest checkpoint: %w", job, err)
 	case rp == nil:
-		retainAtStart(ctx, r, cfg, log)
+		r.retain = true
 		return r, nil
 	}
 	m := rp.Manifest
@@ -80,9 +83,8 @@ func resume(ctx context.Context, cfg *config, plan *topology.Plan, declared map[
 	warnUndescribed(rp, log)
 	r.point, r.epoch = rp, m.GetEpoch()+1
 	log.Info("resuming from checkpoint", "checkpoint", m.GetCheckpointId(), "savepoint", m.GetSavepoint(), "epoch", r.epoch)
-	if !named { // the origin must stay until the job has a checkpoint of its own
-		retainAtStart(ctx, r, cfg, log)
-	}
+	// The origin must stay until the job has a checkpoint of its own.
+	r.retain = !named
 	return r, nil
 }
 
@@ -177,13 +179,6 @@ func planRestore(cfg *config, plan *topology.Plan, declared map[string][]*messag
 		log.Info("redistributing state over new parallelisms", "checkpoint", m.GetCheckpointId(), "operators", a.Rescaled)
 	}
 	return a, nil
-}
-
-// retainAtStart applies retention; a failure is only logged.
-func retainAtStart(ctx context.Context, r *resumed, cfg *config, log *slog.Logger) {
-	if err := r.cps.Retain(ctx, cfg.retained, r.maxID+1); err != nil {
-		log.Warn("cleaning up old checkpoints failed", "err", err)
-	}
 }
 
 // discard deletes every checkpoint of the job (WithStartOver).

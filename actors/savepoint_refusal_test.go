@@ -18,7 +18,7 @@ import (
 func savepointed(t *testing.T, store snapshots.Store, shape rescaleShape, limit int64) uint64 {
 	t.Helper()
 	gate := testsrc.NewGate(limit)
-	j, err := actors.Start(context.Background(), shape.build(2, gate, func(int64) error { return nil }),
+	j, err := actors.Start(context.Background(), shape.build(2, gate, func(int64) error { return nil }), actors.WithInlineStateLimit(0),
 		actors.WithStore(store), actors.WithLogger(testLogger(t)))
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +37,7 @@ func TestSavepointRefusals(t *testing.T) {
 	// A checkpoint of the job that is newer than the savepoint: a refused
 	// savepoint must never fall back to it.
 	gate := testsrc.NewGate(4000)
-	j, err := actors.Start(context.Background(), shape.build(2, gate, func(int64) error { return nil }),
+	j, err := actors.Start(context.Background(), shape.build(2, gate, func(int64) error { return nil }), actors.WithInlineStateLimit(0),
 		actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.FromSavepoint("sp"), actors.WithCheckpointInterval(0))
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +125,7 @@ func TestSavepointRefusals(t *testing.T) {
 	b := testsrc.GatedSplits(g, "source-b", 10, func(i int64) int64 { return i }, testsrc.NewGate(10))
 	topology.Sink(topology.Union(src, b), "sink", func(int64) error { return nil })
 	var logs syncBuilder
-	j, err = actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(textLogger(&logs)),
+	j, err = actors.Start(context.Background(), g, actors.WithInlineStateLimit(0), actors.WithStore(store), actors.WithLogger(textLogger(&logs)),
 		actors.FromSavepoint("sp"), actors.AllowNonRestoredState())
 	if err != nil {
 		t.Fatalf("AllowNonRestoredState: %v", err)
@@ -153,7 +153,7 @@ func TestCorruptSavepointRefused(t *testing.T) {
 	if err := store.Put(context.Background(), key, data); err != nil {
 		t.Fatal(err)
 	}
-	_, err = actors.Start(context.Background(), shape.build(3, testsrc.NewGate(1), func(int64) error { return nil }),
+	_, err = actors.Start(context.Background(), shape.build(3, testsrc.NewGate(1), func(int64) error { return nil }), actors.WithInlineStateLimit(0),
 		actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.FromSavepoint("sp"))
 	if !errors.Is(err, snapshots.ErrCorrupt) || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), `savepoint "sp"`) {
 		t.Fatalf("Start from a corrupt savepoint: %v\nwant ErrCorrupt naming %s and the savepoint", err, key)
@@ -166,7 +166,7 @@ func TestSavepointNameChecks(t *testing.T) {
 	shape := rescaleShape{job: "names", n: 5000, maxP: 16}
 	store := snapshots.NewMem()
 	gate := testsrc.NewGate(1000)
-	j, err := actors.Start(context.Background(), shape.build(2, gate, func(int64) error { return nil }),
+	j, err := actors.Start(context.Background(), shape.build(2, gate, func(int64) error { return nil }), actors.WithInlineStateLimit(0),
 		actors.WithStore(store), actors.WithLogger(testLogger(t)))
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +213,7 @@ func TestFailedSavepointKeepsJobRunning(t *testing.T) {
 	store := &failingPuts{Store: mem, prefix: snapshots.SavepointsPrefix(shape.job)}
 	store.armed.Store(true)
 	gate := testsrc.NewGate(1000)
-	j, err := actors.Start(context.Background(), shape.build(2, gate, func(int64) error { return nil }),
+	j, err := actors.Start(context.Background(), shape.build(2, gate, func(int64) error { return nil }), actors.WithInlineStateLimit(0),
 		actors.WithStore(store), actors.WithLogger(testLogger(t)))
 	if err != nil {
 		t.Fatal(err)
@@ -260,7 +260,7 @@ func TestOriginWhenNewCheckpointsUnusable(t *testing.T) {
 	store := snapshots.NewMem()
 	savepointed(t, store, shape, 2000)
 	gate := testsrc.NewGate(4000)
-	j, err := actors.Start(context.Background(), shape.build(3, gate, func(int64) error { return nil }),
+	j, err := actors.Start(context.Background(), shape.build(3, gate, func(int64) error { return nil }), actors.WithInlineStateLimit(0),
 		actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.FromSavepoint("sp"), actors.WithCheckpointInterval(0))
 	if err != nil {
 		t.Fatal(err)
@@ -283,7 +283,7 @@ func TestOriginWhenNewCheckpointsUnusable(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ev events
-	j, err = actors.Start(context.Background(), shape.build(2, testsrc.NewGate(shape.n), func(int64) error { return nil }),
+	j, err = actors.Start(context.Background(), shape.build(2, testsrc.NewGate(shape.n), func(int64) error { return nil }), actors.WithInlineStateLimit(0),
 		actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithListener(ev.listen))
 	if err != nil {
 		t.Fatalf("restart: %v", err)
@@ -310,7 +310,7 @@ func TestStopWithSavepointThenPlainRestart(t *testing.T) {
 	shape := rescaleShape{job: "plain-restart", n: 8000, maxP: 16}
 	store := snapshots.NewMem()
 	gate := testsrc.NewGate(3000)
-	j, err := actors.Start(context.Background(), shape.build(2, gate, func(int64) error { return nil }),
+	j, err := actors.Start(context.Background(), shape.build(2, gate, func(int64) error { return nil }), actors.WithInlineStateLimit(0),
 		actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithCheckpointInterval(0))
 	if err != nil {
 		t.Fatal(err)
@@ -324,7 +324,7 @@ func TestStopWithSavepointThenPlainRestart(t *testing.T) {
 	gate.WaitReached(t, 5000)
 	id := stopWithSavepoint(t, j, "stopped")
 	var ev events
-	j, err = actors.Start(context.Background(), shape.build(2, testsrc.NewGate(shape.n), func(int64) error { return nil }),
+	j, err = actors.Start(context.Background(), shape.build(2, testsrc.NewGate(shape.n), func(int64) error { return nil }), actors.WithInlineStateLimit(0),
 		actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithListener(ev.listen))
 	if err != nil {
 		t.Fatal(err)
