@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/messages"
+	"github.com/snapflow/snapflow/snapshots"
 )
 
 // snapshot takes the task's part of checkpoint id: a synchronous copy of the
@@ -53,15 +54,8 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 		if tracked && savepoint == "" {
 			root.Send(self, &uploadedMsg{epoch: epoch, id: id, handle: h})
 		}
-		full, uploaded := h.GetSize(), h.GetSize()
-		if h.GetStateSize() > 0 {
-			full = h.GetStateSize()
-		}
-		if len(h.GetInline()) > 0 {
-			uploaded = 0
-		}
 		root.Send(sh.jobPID, &messages.AckCheckpoint{
-			Epoch: epoch, CheckpointId: id, TaskId: taskID, State: h, StateBytes: full, UploadedBytes: uploaded,
+			Epoch: epoch, CheckpointId: id, TaskId: taskID, State: h, StateBytes: snapshots.StateSize(h), UploadedBytes: snapshots.UploadedSize(h),
 			AlignmentNanos: aligned.Nanoseconds(), SyncNanos: syncTime.Nanoseconds(), AsyncNanos: time.Since(t0).Nanoseconds(),
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/snapflow/snapflow/messages"
+	"github.com/snapflow/snapflow/snapshots"
 )
 
 // DefaultRewriteEvery is the default of RewriteEvery (see New): every key
@@ -174,7 +175,7 @@ func (t *Tracker) Aborted(id uint64) {
 
 // setSections records h's index, with resolved keys, on s.
 func (t *Tracker) setSections(s *snap, h *messages.StateHandle) {
-	secs, ok := sections(h)
+	secs, ok := snapshots.Sections(h)
 	if !ok {
 		return
 	}
@@ -243,23 +244,6 @@ func (t *Tracker) trim() {
 		}
 		i++
 	}
-}
-
-// sections returns copies of h's key-group index with every section's
-// object key resolved, or ok false when h cannot be referenced.
-func sections(h *messages.StateHandle) ([]*messages.KeyGroupSection, bool) {
-	if h == nil || !h.GetIndexed() || len(h.GetInline()) > 0 || h.GetKey() == "" {
-		return nil, false
-	}
-	out := make([]*messages.KeyGroupSection, len(h.GetKeyGroups()))
-	for i, sec := range h.GetKeyGroups() {
-		c := &messages.KeyGroupSection{KeyGroup: sec.GetKeyGroup(), Offset: sec.GetOffset(), Length: sec.GetLength(), Crc32C: sec.GetCrc32C(), Key: sec.GetKey()}
-		if c.Key == "" {
-			c.Key = h.GetKey()
-		}
-		out[i] = c
-	}
-	return out, true
 }
 
 func has(b []uint64, kg uint32) bool { return b[kg/64]&(1<<(kg%64)) != 0 }
