@@ -43,6 +43,7 @@ type Checkpoints struct {
 	mu       sync.Mutex
 	verified map[uint64][]string           // usable checkpoints: the object keys their manifests reference
 	written  map[uint64]*messages.Manifest // manifests written by PutManifest, not yet read back
+	unusable map[uint64]error              // complete checkpoints a restore found unusable (MarkUnusable)
 	refs     map[uint64][]string           // complete checkpoints: the object keys their manifests reference
 }
 

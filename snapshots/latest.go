@@ -15,11 +15,16 @@ import (
 const maxParallelReads = 16
 
 // Restorable is a complete checkpoint whose objects all read back and
-// verified.
+// verified (or, when Heads is set, whose states' heads did; see
+// LoadLatestHeadsSince).
 type Restorable struct {
 	Manifest *messages.Manifest
 	// States holds each task's state by task id.
 	States map[string]*messages.TaskState
+	// Heads says that States hold each task's state without the entries of
+	// its key groups: every key group its handle indexes is listed, empty.
+	// Read the entries with StreamKeyGroups from the manifest's handles.
+	Heads bool
 }
 
 // unusable reports whether err makes one checkpoint unusable, rather than
@@ -56,6 +61,48 @@ func (c *Checkpoints) LoadLatest(ctx context.Context) (*Restorable, error) {
 // messages.Origin), so that recovery never restores a checkpoint of the
 // history before it.
 func (c *Checkpoints) LoadLatestSince(ctx context.Context, first uint64) (*Restorable, error) {
+	return c.loadLatest(ctx, first, false)
+}
+
+// LoadLatestHeadsSince is LoadLatestSince, except that it reads only the
+// head of each task's state (see ReadTaskStateHead), not the entries of
+// its key groups, which are listed empty: the returned Restorable has
+// Heads set. The checkpoint's manifest and heads are checked; its key
+// groups are checked as a restore streams them (StreamKeyGroups). Should
+// that find one missing or corrupt, MarkUnusable makes the next call pass
+// over the checkpoint, as LoadLatestSince would have; once a restore has
+// read everything, MarkUsable spares retention reading it again.
+func (c *Checkpoints) LoadLatestHeadsSince(ctx context.Context, first uint64) (*Restorable, error) {
+	return c.loadLatest(ctx, first, true)
+}
+
+// MarkUnusable records that complete checkpoint id proved unusable (a
+// restore found an object missing or corrupt, err): LoadLatestSince and
+// LoadLatestHeadsSince pass over it from now on, as over any unusable
+// checkpoint. It lasts as long as c.
+func (c *Checkpoints) MarkUnusable(id uint64, err error) {
+	c.mu.Lock()
+	if c.unusable == nil {
+		c.unusable = map[uint64]error{}
+	}
+	c.unusable[id] = err
+	delete(c.verified, id)
+	c.mu.Unlock()
+}
+
+// MarkUsable records that checkpoint id, whose manifest is m, read back
+// whole and verified (a restore streamed all its key groups): retention
+// does not read it again.
+func (c *Checkpoints) MarkUsable(id uint64, m *messages.Manifest) {
+	c.mu.Lock()
+	_, bad := c.unusable[id]
+	c.mu.Unlock()
+	if !bad {
+		c.markVerified(id, m)
+	}
+}
+
+func (c *Checkpoints) loadLatest(ctx context.Context, first uint64, heads bool) (*Restorable, error) {
 	chks, err := c.scan(ctx)
 	if err != nil {
 		return nil, err
@@ -65,9 +112,20 @@ func (c *Checkpoints) LoadLatestSince(ctx context.Context, first uint64) (*Resto
 		if !chk.complete || chk.id < first {
 			continue
 		}
-		r, key, err := c.load(ctx, chk.id)
+		c.mu.Lock()
+		marked := c.unusable[chk.id]
+		c.mu.Unlock()
+		if marked != nil {
+			c.log.ErrorContext(ctx, "snapshots: checkpoint unusable (a restore found it so), trying an older one",
+				"checkpoint", chk.id, "err", marked)
+			bad = append(bad, unusableCheckpoint{id: chk.id, err: marked})
+			continue
+		}
+		r, key, err := c.load(ctx, chk.id, heads)
 		if err == nil {
-			c.markVerified(chk.id, r.Manifest)
+			if !heads {
+				c.markVerified(chk.id, r.Manifest)
+			}
 			return r, nil
 		}
 		if !unusable(ctx, err) {
@@ -132,7 +190,7 @@ func (e *noUsableError) Unwrap() []error {
 // wrapping ErrNotFound or ErrCorrupt that names the checkpoint and the key;
 // an incomplete checkpoint is a missing manifest.
 func (c *Checkpoints) LoadCheckpoint(ctx context.Context, id uint64) (*Restorable, error) {
-	r, _, err := c.load(ctx, id)
+	r, _, err := c.load(ctx, id, false)
 	if err != nil {
 		return nil, fmt.Errorf("snapshots: load checkpoint %d of job %q: %w", id, c.job, err)
 	}
@@ -141,20 +199,20 @@ func (c *Checkpoints) LoadCheckpoint(ctx context.Context, id uint64) (*Restorabl
 }
 
 // load reads checkpoint id; on failure it also returns the key at fault.
-func (c *Checkpoints) load(ctx context.Context, id uint64) (*Restorable, string, error) {
+func (c *Checkpoints) load(ctx context.Context, id uint64, heads bool) (*Restorable, string, error) {
 	m, err := c.ReadManifest(ctx, id)
 	if err != nil {
 		return nil, ManifestKey(c.job, id), err
 	}
-	return c.loadStates(ctx, m)
+	return c.loadStates(ctx, m, heads)
 }
 
 // loadStates reads and verifies the states of manifest m; on failure it
 // also returns the key at fault.
-func (c *Checkpoints) loadStates(ctx context.Context, m *messages.Manifest) (*Restorable, string, error) {
+func (c *Checkpoints) loadStates(ctx context.Context, m *messages.Manifest, heads bool) (*Restorable, string, error) {
 	tasks := m.GetTasks()
 	states := make([]*messages.TaskState, len(tasks))
-	if err := c.eachState(ctx, tasks, states); err != nil {
+	if err := c.eachState(ctx, tasks, states, heads); err != nil {
 		var se *stateError
 		if errors.As(err, &se) {
 			return nil, se.key, se.err
@@ -165,7 +223,7 @@ func (c *Checkpoints) loadStates(ctx context.Context, m *messages.Manifest) (*Re
 	for i, t := range tasks {
 		out[t.GetTaskId()] = states[i]
 	}
-	return &Restorable{Manifest: m, States: out}, "", nil
+	return &Restorable{Manifest: m, States: out, Heads: heads}, "", nil
 }
 
 // stateError is the first failure of eachState, with its key.
@@ -180,7 +238,7 @@ func (e *stateError) Unwrap() error { return e.err }
 // eachState reads and verifies the tasks' states in parallel, storing state
 // i in into[i] when into is not nil (verification alone keeps nothing). The
 // first failure cancels the other reads and is returned as a *stateError.
-func (c *Checkpoints) eachState(ctx context.Context, tasks []*messages.TaskStateEntry, into []*messages.TaskState) error {
+func (c *Checkpoints) eachState(ctx context.Context, tasks []*messages.TaskStateEntry, into []*messages.TaskState, heads bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -192,7 +250,7 @@ func (c *Checkpoints) eachState(ctx context.Context, tasks []*messages.TaskState
 	for range min(len(tasks), maxParallelReads) {
 		wg.Go(func() {
 			for i := range next {
-				st, err := c.readEntry(ctx, tasks[i])
+				st, err := c.readEntry(ctx, tasks[i], heads)
 				if err != nil {
 					mu.Lock()
 					if first == nil {
@@ -237,10 +295,19 @@ func faultyKey(key string, err error) string {
 
 // readEntry reads one manifest entry's state and checks that it is the
 // state of that task.
-func (c *Checkpoints) readEntry(ctx context.Context, t *messages.TaskStateEntry) (*messages.TaskState, error) {
-	st, err := c.ReadTaskState(ctx, t.GetState())
+func (c *Checkpoints) readEntry(ctx context.Context, t *messages.TaskStateEntry, heads bool) (*messages.TaskState, error) {
+	read := c.ReadTaskState
+	if heads {
+		read = c.ReadTaskStateHead
+	}
+	st, err := read(ctx, t.GetState())
 	if err != nil {
 		return nil, err
+	}
+	if heads && len(st.GetKeyGroups()) == 0 { // the key groups, listed empty
+		for _, s := range t.GetState().GetKeyGroups() {
+			st.KeyGroups = append(st.KeyGroups, &messages.KeyGroupState{KeyGroup: s.GetKeyGroup()})
+		}
 	}
 	if st.GetTaskId() != t.GetTaskId() {
 		return nil, fmt.Errorf("snapshots: state %s: task %q, want %q: %w",
@@ -259,7 +326,7 @@ func (c *Checkpoints) Verify(ctx context.Context, id uint64) error {
 	}
 	var errs []error
 	for _, t := range m.GetTasks() {
-		if _, err := c.readEntry(ctx, t); err != nil {
+		if _, err := c.readEntry(ctx, t, false); err != nil {
 			if ctx.Err() != nil {
 				return fmt.Errorf("snapshots: verify checkpoint %d: %w", id, err)
 			}

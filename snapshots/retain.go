@@ -335,7 +335,7 @@ func (c *Checkpoints) checkUsable(ctx context.Context, id uint64) ([]string, err
 	}
 	refs = stateKeys(m)
 	if written == nil || !proto.Equal(written, m) {
-		if err := c.eachState(ctx, m.GetTasks(), nil); err != nil {
+		if err := c.eachState(ctx, m.GetTasks(), nil, false); err != nil {
 			return refs, err
 		}
 	}

@@ -178,7 +178,7 @@ func (c *Checkpoints) LoadSavepoint(ctx context.Context, name string) (*Restorab
 	m, err := c.ReadSavepointManifest(ctx, name)
 	if err == nil {
 		var r *Restorable
-		if r, _, err = c.loadStates(ctx, m); err == nil {
+		if r, _, err = c.loadStates(ctx, m, false); err == nil {
 			return r, nil
 		}
 	}
@@ -252,7 +252,7 @@ func (c *Checkpoints) VerifySavepoint(ctx context.Context, name string) error {
 	}
 	var errs []error
 	for _, t := range m.GetTasks() {
-		if _, err := c.readEntry(ctx, t); err != nil {
+		if _, err := c.readEntry(ctx, t, false); err != nil {
 			if ctx.Err() != nil {
 				return fmt.Errorf("snapshots: verify savepoint %q of job %q: %w", name, c.job, err)
 			}
