@@ -2,6 +2,7 @@ package actors_test
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"strings"
 	"sync/atomic"
@@ -217,5 +218,85 @@ func TestIncrementalOptionRefused(t *testing.T) {
 	_, err = actors.Start(context.Background(), g, actors.WithStore(snapshots.NewMem()), actors.WithInlineStateLimit(-5))
 	if err == nil || !strings.Contains(err.Error(), "WithInlineStateLimit(-5)") {
 		t.Fatalf("Start with WithInlineStateLimit(-5) = %v", err)
+	}
+}
+
+// TestRestoreFallsBackOnCorruptKeyGroup: a restore streams each task's key
+// groups and checks them; one corrupt key group in the newest checkpoint
+// (whose manifest and state heads are intact) fails that restore, and
+// recovery falls back to the checkpoint before it, so that the job still
+// ends with a failure-free run's state.
+func TestRestoreFallsBackOnCorruptKeyGroup(t *testing.T) {
+	ctx := context.Background()
+	const n, keys = 3000, 1000
+	store := snapshots.NewMem()
+	gate := testsrc.NewGate(1000)
+	j, err := actors.Start(ctx, incrementalJob(n, keys, gate, 0), actors.WithStore(store), actors.WithLogger(testLogger(t)),
+		actors.WithCheckpointInterval(0), actors.WithInlineStateLimit(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate.WaitReached(t, 1000)
+	if _, err := j.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gate.SetLimit(2000)
+	gate.WaitReached(t, 2000)
+	newest, err := j.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Stop(); !errors.Is(err, actors.ErrStopped) {
+		t.Fatalf("Stop: %v", err)
+	}
+	m, err := j.Checkpoints().ReadManifest(ctx, newest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h *messages.StateHandle
+	for _, e := range m.GetTasks() {
+		if e.GetTaskId() == "sum#1" {
+			h = e.GetState()
+		}
+	}
+	if h == nil || len(h.GetKeyGroups()) == 0 {
+		t.Fatalf("checkpoint %d holds no key groups for sum#1", newest)
+	}
+	data, err := store.Get(ctx, h.GetKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := h.GetKeyGroups()[len(h.GetKeyGroups())/2]
+	data = append([]byte(nil), data...)
+	data[sec.GetOffset()+sec.GetLength()-1] ^= 0xff // the last byte of one key group's entries
+	if err := store.Put(ctx, h.GetKey(), data); err != nil {
+		t.Fatal(err)
+	}
+	var ev events
+	j2, err := actors.Start(ctx, incrementalJob(n, keys, testsrc.NewGate(n), 0), actors.WithStore(store), actors.WithLogger(testLogger(t)),
+		actors.WithCheckpointInterval(0), actors.WithInlineStateLimit(0), actors.WithListener(ev.listen))
+	if err != nil {
+		t.Fatalf("Start: %v (the manifest and the heads are intact: the damage shows when the key groups are read)", err)
+	}
+	if err := j2.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	var from []uint64
+	for _, e := range ev.of(actors.EventRestoring) {
+		from = append(from, e.Checkpoint)
+	}
+	if len(from) == 0 || from[len(from)-1] != newest-1 {
+		t.Fatalf("restores from checkpoints %v; want the last from %d, the one before the damaged %d", from, newest-1, newest)
+	}
+	failed := ev.of(actors.EventTaskFailed)
+	if len(failed) == 0 || failed[0].Cause != actors.CauseRestore || !errors.Is(failed[0].Err, snapshots.ErrCorrupt) {
+		t.Fatalf("failures %+v; want a restore failure wrapping ErrCorrupt first", failed)
+	}
+	r, err := j2.Checkpoints().LoadLatest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sums(t, j2.Checkpoints(), r.Manifest); !maps.Equal(got, wantSums(n, keys)) {
+		t.Fatal("after falling back, the final sums differ from those of a failure-free run")
 	}
 }

@@ -241,6 +241,11 @@ func (j *jobActor) onRestored(m *messages.TaskRestored) {
 		return
 	}
 	j.phase = phaseRunning
+	if rp := j.restore; rp != nil && rp.Heads && j.sh.inc.Load().assign == nil {
+		// Every task streamed its key groups, each checked: the whole
+		// checkpoint read back.
+		j.sh.cps.MarkUsable(rp.Manifest.GetCheckpointId(), rp.Manifest)
+	}
 	run := &messages.RunTasks{Epoch: j.epoch}
 	for _, pid := range j.sh.pids {
 		j.send(pid, run)

@@ -82,6 +82,7 @@ func (j *jobActor) onFailureOf(cause error, fc FailureCause) {
 	}
 	attrs = append(attrs, "cause", fc)
 	j.log.Error("task failed", attrs...)
+	j.markUnusable(cause, fc)
 	if reason, ok := permanent(cause); ok {
 		j.fail(cause, reason)
 		return
@@ -154,7 +155,7 @@ func (j *jobActor) loadRestorePoint() {
 	doubt := j.inDoubtSavepoints()
 	sh.goUploadCtx(sh.uploadCtx, func(ctx context.Context) {
 		landed := savepointsLanded(ctx, sh.cps, doubt)
-		rp, named, err := loadPoint(ctx, sh.cps, sh.origin)
+		rp, named, err := loadPoint(ctx, sh.cps, sh.origin, sh.cfg.cluster == nil)
 		root.Send(self, &restorePointMsg{epoch: epoch, restore: rp, named: named, err: err, savepoints: landed})
 	})
 }
@@ -200,4 +201,19 @@ func (j *jobActor) onRestorePoint(m *restorePointMsg) {
 		return
 	}
 	j.sup.RestartChildren(j.sh.pids...)
+}
+
+// markUnusable makes recovery pass over the checkpoint being restored when
+// a task's restore found one of its objects missing or corrupt: the tasks
+// stream their key groups from the store, so that is where a damaged
+// checkpoint shows (see loadPoint).
+func (j *jobActor) markUnusable(cause error, fc FailureCause) {
+	rp := j.restore
+	if fc != CauseRestore || rp == nil || !rp.Heads ||
+		!(errors.Is(cause, snapshots.ErrCorrupt) || errors.Is(cause, snapshots.ErrNotFound)) {
+		return
+	}
+	id := rp.Manifest.GetCheckpointId()
+	j.log.Error("the checkpoint being restored is unusable: recovery falls back to an older one", "checkpoint", id, "err", cause)
+	j.sh.cps.MarkUnusable(id, cause)
 }

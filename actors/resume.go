@@ -61,25 +61,43 @@ func resume(ctx context.Context, cfg *config, plan *topology.Plan, declared map[
 	if r.origin != nil { // ids of the current history start at FirstId
 		r.maxID = max(r.maxID, r.origin.GetFirstId()-1)
 	}
-	rp, named, err := loadPoint(ctx, r.cps, r.origin)
-	switch {
-	case errors.Is(err, snapshots.ErrNoUsableCheckpoint):
-		return nil, fmt.Errorf("actors: job %q: the store %s holds complete checkpoints, but none can be restored; refusing to start the job over from the beginning (inspect them with `snapflow checkpoints verify`, or start with WithStartOver to discard them): %w",
-			job, cfg.store, err)
-	case err != nil:
-		return nil, fmt.Errorf("actors: job %q: load the newest checkpoint: %w", job, err)
-	case rp == nil:
-		r.retain = true
-		return r, nil
+	// In one process the heads of the newest checkpoint's states are read,
+	// and the tasks stream their key groups (see loadPoint). A checkpoint
+	// that Start would refuse is verified whole first: the refusal must not
+	// come from damage that only its key groups show, where full
+	// verification falls back to an older checkpoint or the origin.
+	heads := cfg.cluster == nil
+	var rp *snapshots.Restorable
+	var named bool
+	for {
+		rp, named, err = loadPoint(ctx, r.cps, r.origin, heads)
+		switch {
+		case errors.Is(err, snapshots.ErrNoUsableCheckpoint):
+			return nil, fmt.Errorf("actors: job %q: the store %s holds complete checkpoints, but none can be restored; refusing to start the job over from the beginning (inspect them with `snapflow checkpoints verify`, or start with WithStartOver to discard them): %w",
+				job, cfg.store, err)
+		case err != nil:
+			return nil, fmt.Errorf("actors: job %q: load the newest checkpoint: %w", job, err)
+		case rp == nil:
+			r.retain = true
+			return r, nil
+		}
+		m := rp.Manifest
+		if m.GetFinal() && !named {
+			err = fmt.Errorf("%w: job %q: its newest checkpoint, %d in %s, is the final one, taken after every source ended; start it with WithStartOver to discard its checkpoints and run it again from the beginning",
+				ErrAlreadyFinished, job, m.GetCheckpointId(), cfg.store)
+		} else if r.assign, err = planRestore(cfg, plan, declared, rp, named, log); err != nil {
+			err = fmt.Errorf("actors: job %q: %w", job, err)
+		}
+		if err == nil {
+			break
+		}
+		if !heads {
+			return nil, err
+		}
+		log.Info("the newest checkpoint cannot be resumed from; verifying it whole before refusing", "checkpoint", m.GetCheckpointId(), "err", err)
+		heads = false
 	}
 	m := rp.Manifest
-	if m.GetFinal() && !named {
-		return nil, fmt.Errorf("%w: job %q: its newest checkpoint, %d in %s, is the final one, taken after every source ended; start it with WithStartOver to discard its checkpoints and run it again from the beginning",
-			ErrAlreadyFinished, job, m.GetCheckpointId(), cfg.store)
-	}
-	if r.assign, err = planRestore(cfg, plan, declared, rp, named, log); err != nil {
-		return nil, fmt.Errorf("actors: job %q: %w", job, err)
-	}
 	warnUndescribed(rp, log)
 	r.point, r.epoch = rp, m.GetEpoch()+1
 	log.Info("resuming from checkpoint", "checkpoint", m.GetCheckpointId(), "savepoint", m.GetSavepoint(), "epoch", r.epoch)
@@ -122,8 +140,16 @@ func resumeFrom(ctx context.Context, r *resumed, cfg *config, plan *topology.Pla
 // complete checkpoint of its current history (ids from origin's FirstId
 // on), or, when it has none, the origin itself (named is then true). It
 // returns nil when there is neither.
-func loadPoint(ctx context.Context, cps *snapshots.Checkpoints, origin *messages.Origin) (rp *snapshots.Restorable, named bool, err error) {
-	rp, err = cps.LoadLatestSince(ctx, origin.GetFirstId())
+//
+// With heads (a job in one process), it reads only the heads of the newest
+// checkpoint's states, and the tasks stream their key groups from the store
+// (see task.restore); a cluster's workers read their tasks' states whole.
+func loadPoint(ctx context.Context, cps *snapshots.Checkpoints, origin *messages.Origin, heads bool) (rp *snapshots.Restorable, named bool, err error) {
+	if heads {
+		rp, err = cps.LoadLatestHeadsSince(ctx, origin.GetFirstId())
+	} else {
+		rp, err = cps.LoadLatestSince(ctx, origin.GetFirstId())
+	}
 	if rp != nil || origin == nil || (err != nil && !errors.Is(err, snapshots.ErrNoUsableCheckpoint)) {
 		return rp, false, err
 	}

@@ -30,7 +30,7 @@ func TestPanickingCloseDoesNotHang(t *testing.T) {
 	out := newLatest()
 	store := snapshots.NewMem()
 	topology.Sink(keyedSum(topology.KeyBy(src, func(v int64) int64 { return v % 2 }), "sum", 2, newFailures(5000)), "sink", out.put)
-	j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(testLogger(t)))
+	j, err := actors.Start(context.Background(), g, actors.WithInlineStateLimit(0), actors.WithStore(store), actors.WithLogger(testLogger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestManualCheckpointFailsOnFailover(t *testing.T) {
 	gate := testsrc.NewGate(1000)
 	g, _ := paritySumJob("manual", n, gate, newFailures(1500))
 	store := newBlockingStore(snapshots.NewMem(), "chk-00000000000000000001/sum#0")
-	j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithCheckpointInterval(0))
+	j, err := actors.Start(context.Background(), g, actors.WithInlineStateLimit(0), actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithCheckpointInterval(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestFailoverWaitsForManifest(t *testing.T) {
 	store := newBlockingStore(mem, "_manifest")
 	var ev events
 	failed := ev.subscribe()
-	j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(testLogger(t)),
+	j, err := actors.Start(context.Background(), g, actors.WithInlineStateLimit(0), actors.WithStore(store), actors.WithLogger(testLogger(t)),
 		actors.WithCheckpointInterval(0), actors.WithListener(ev.listen))
 	if err != nil {
 		t.Fatal(err)

@@ -39,7 +39,7 @@ func TestSoak(t *testing.T) {
 	srv := miniotest.Start(t)
 	srv.MakeBucket(t, "soak")
 	t.Run("shapes", func(t *testing.T) { soakShapes(t, seed, srv, nil) })
-	t.Run("incremental", func(t *testing.T) { soakIncremental(t, seed, srv) })
+	t.Run("incremental", func(t *testing.T) { soakIncremental(t, seed+1, srv) })
 	t.Run("rescale", func(t *testing.T) { soakRescale(t, seed, srv) })
 }
 
@@ -93,7 +93,7 @@ func soakShapes(t *testing.T, seed uint64, srv *miniotest.Server, p *soakParams)
 		sh := chaos.Shapes[runs%len(chaos.Shapes)]
 		store, storeName := snapshots.Store(snapshots.NewMem()), "mem"
 		if runs%2 == 1 {
-			store, storeName = srv.Store(t, "soak", fmt.Sprintf("run-%d", runs)), "minio"
+			store, storeName = srv.Store(t, "soak", fmt.Sprintf("%s/run-%d", strings.ReplaceAll(t.Name(), "/", "-"), runs)), "minio"
 		}
 		runSeed := rng.Uint64()
 		// Half the runs store every state as an object; the others let
@@ -230,7 +230,7 @@ func TestSavepointRetrySameName(t *testing.T) {
 	sink := chaos.NewSink(v)
 	topology.Sink(chaos.Check(src, "check", 2, nil, v), "sink", sink.Write)
 	completed := make(chan struct{}, 1)
-	j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(testLogger(t)),
+	j, err := actors.Start(context.Background(), g, actors.WithInlineStateLimit(0), actors.WithStore(store), actors.WithLogger(testLogger(t)),
 		actors.WithCheckpointInterval(10*time.Millisecond), actors.WithTolerableCheckpointFailures(-1),
 		actors.WithListener(func(e actors.Event) {
 			if e.Kind == actors.EventCheckpointCompleted {

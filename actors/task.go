@@ -225,6 +225,7 @@ func (t *task) onStarted(ctx actor.Context) {
 	t.epoch, t.ctx = inc.epoch, inc.ctx
 	inst, err := t.sh.plan.NewInstance(t.idx, topology.InstanceContext{
 		Job: t.sh.job, BatchSize: t.sh.cfg.batchSize, BatchBytes: t.sh.cfg.batchBytes, Sender: t, Logger: t.log, Context: t.ctx,
+		SkipDirtyKeyGroups: !t.sh.cfg.incremental, // full checkpoints need no record of what was written
 	})
 	if err != nil {
 		t.fail(err)
@@ -239,7 +240,7 @@ func (t *task) onStarted(ctx actor.Context) {
 		if f := t.sh.cfg.faults; f != nil && f.Restore != nil {
 			f.Restore(t.plan.ID, inc.restore.Manifest.GetCheckpointId())
 		}
-		if err := inst.Restore(st); err != nil {
+		if err := t.restore(inc, st); err != nil {
 			t.fail(fmt.Errorf("restore from checkpoint %d: %w", inc.restore.Manifest.GetCheckpointId(), err))
 		}
 		t.restoring = false
@@ -398,4 +399,46 @@ func (t *task) setupIncremental(inc *incarnation) {
 			tr.Restored(inc.restore.Manifest.GetCheckpointId(), e.GetState())
 		}
 	}
+}
+
+// restore loads st, the task's state in the incarnation's checkpoint, into
+// its instance. When the checkpoint was loaded as heads (see loadPoint),
+// st holds no entries: the instance restores the head, then the key
+// groups of the task's range, streamed from the store from each stored
+// state the task's state comes from, checked and decoded in parallel,
+// never the whole state at once.
+func (t *task) restore(inc *incarnation, st *messages.TaskState) error {
+	if !inc.restore.Heads {
+		return t.inst.Restore(st)
+	}
+	kr, ok := t.inst.(topology.KeyGroupRestorer)
+	if !ok {
+		if len(st.GetKeyGroups()) > 0 {
+			return fmt.Errorf("the operator's instance (%T) holds keyed state but cannot restore it key group by key group (topology.KeyGroupRestorer)", t.inst)
+		}
+		return t.inst.Restore(st)
+	}
+	if err := t.inst.Restore(st); err != nil {
+		return err
+	}
+	parts := []string{t.plan.ID}
+	if inc.assign != nil {
+		parts = inc.assign.Task(t.idx).Parts
+	}
+	handles := make(map[string]*messages.StateHandle, len(inc.restore.Manifest.GetTasks()))
+	for _, e := range inc.restore.Manifest.GetTasks() {
+		handles[e.GetTaskId()] = e.GetState()
+	}
+	ctx, cancel := context.WithTimeout(inc.ctx, t.sh.timeout())
+	defer cancel()
+	for _, id := range parts {
+		h := handles[id]
+		if h == nil {
+			continue
+		}
+		if _, err := t.sh.cps.StreamKeyGroups(ctx, h, t.plan.KeyGroupStart, t.plan.KeyGroupEnd, kr.RestoreKeyGroup); err != nil {
+			return err
+		}
+	}
+	return nil
 }
