@@ -29,13 +29,20 @@ func remove(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	if err != nil {
 		return err
 	}
-	infos, err := c.List(ctx)
+	s, err := surveyCheckpoints(ctx, c)
 	if err != nil {
 		return err
 	}
+	infos := s.infos
 	i := slices.IndexFunc(infos, func(info snapshots.Info) bool { return info.ID == id })
 	if i < 0 {
 		return notFound("job %s has no checkpoint %d", c.Job(), id)
+	}
+	keys := s.keys[id]
+	if by, n := s.referencedBy(id, keys); !infos[i].Complete && n > 0 && n == len(keys) {
+		return fmt.Errorf("checkpoint %d of job %s has no manifest and holds only objects that %s "+
+			"(incremental checkpoints share the key groups that did not change): there is nothing to delete; "+
+			"retention deletes them once no retained checkpoint references them", id, c.Job(), referencing(by))
 	}
 	if !*force {
 		why, err := restoredBy(ctx, c, infos, id)
@@ -54,7 +61,20 @@ func remove(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	if err := c.Delete(ctx, id); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "deleted checkpoint %d of job %s (%d objects)\n", id, c.Job(), infos[i].Objects)
+	// Delete keeps the objects that other checkpoints reference.
+	left, err := c.Store().List(ctx, snapshots.CheckpointPrefix(c.Job(), id))
+	if err != nil {
+		return err
+	}
+	what := "checkpoint"
+	if !infos[i].Complete {
+		what = "incomplete checkpoint"
+	}
+	detail := plural(max(len(keys)-len(left), 0), "object")
+	if by, _ := s.referencedBy(id, left); len(left) > 0 && len(by) > 0 {
+		detail += fmt.Sprintf("; kept %s that %s", plural(len(left), "object"), referencing(by))
+	}
+	_, err = fmt.Fprintf(stdout, "deleted %s %d of job %s (%s)\n", what, id, c.Job(), detail)
 	return err
 }
 

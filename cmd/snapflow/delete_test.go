@@ -27,7 +27,7 @@ func TestDelete(t *testing.T) {
 		out  string
 	}{
 		{"old", []string{"1"}, []string{"2", "3"}, "deleted checkpoint 1 of job wc (4 objects)\n"},
-		{"incomplete", []string{"3"}, []string{"1", "2"}, "deleted checkpoint 3 of job wc (1 objects)\n"},
+		{"incomplete", []string{"3"}, []string{"1", "2"}, "deleted incomplete checkpoint 3 of job wc (1 object)\n"},
 		{"newest complete forced", []string{"--force", "2"}, []string{"1", "3"}, "deleted checkpoint 2 of job wc (4 objects)\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

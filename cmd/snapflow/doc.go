@@ -33,19 +33,33 @@
 // exits 0.
 //
 // checkpoints list prints one checkpoint per line in ascending id order,
-// as "ID TIME TASKS BYTES STATUS": TIME is RFC 3339 in UTC and STATUS is
-// complete, incomplete (no manifest; TIME and BYTES are "-" and TASKS
-// counts the objects written so far) or corrupt (the manifest does not
-// verify). show prints the manifest and the state object of each task, with
-// the operators, operator ids and key-group ranges when the manifest
-// records them, or, with --json, the manifest as protojson. verify
-// re-reads every object of a checkpoint and checks sizes and CRC-32C
-// checksums, printing "ok KEY ..." or "FAIL KEY ..." per object. delete
-// refuses, unless --force is given, the checkpoints that recovery needs:
-// the newest complete one, and the newest usable one when no newer
-// complete checkpoint verifies (recovery restores the newest checkpoint
-// whose objects all verify). delete latest is refused without --force like
-// any newest complete checkpoint.
+// as "ID TIME TASKS STATE STORED STATUS NOTE": TIME is RFC 3339 in UTC,
+// STATE sums the tasks' whole states (snapshots.StateSize) and STORED what
+// the checkpoint wrote for them (snapshots.UploadedSize: an incremental
+// state stores only the key groups that changed and references the others
+// in earlier checkpoints' objects; an inline state travels in the
+// manifest). STATUS is complete, incomplete (no manifest; TIME, STATE and
+// STORED are "-" and TASKS counts the objects written so far), kept (no
+// manifest, and every object is one that complete checkpoints reference:
+// what deleting a checkpoint leaves while newer incremental checkpoints
+// build on it) or corrupt (the manifest does not verify). NOTE names the
+// checkpoints that a checkpoint references and those that reference it,
+// and counts its inline states. show prints the manifest, the state and
+// stored sizes, the key groups referenced in earlier checkpoints, and each
+// task's state (key, state size, stored bytes or "inline", CRC-32C,
+// references), with the operators, operator ids and key-group ranges when
+// the manifest records them, or, with --json, the manifest as protojson.
+// verify re-reads every task state of a checkpoint (its object or its
+// inline bytes, and the sections of earlier objects it references) and
+// checks sizes and CRC-32C checksums, printing "ok KEY ..." or "FAIL KEY
+// ..." per state. delete deletes a checkpoint but keeps the objects that
+// other complete checkpoints reference, saying which; it refuses, unless
+// --force is given, the checkpoints that recovery needs: the newest
+// complete one, and the newest usable one when no newer complete
+// checkpoint verifies (recovery restores the newest checkpoint whose
+// objects all verify). delete latest is refused without --force like any
+// newest complete checkpoint. A kept directory has nothing to delete: it
+// goes once nothing references it.
 //
 // savepoints list prints one savepoint per line sorted by name, as
 // "NAME ID TIME TASKS BYTES STATUS", where ID is the checkpoint id the
@@ -53,10 +67,10 @@
 // that holds white space or starts with a quote is printed Go-quoted.
 // savepoints show prints the job, name, checkpoint id, epoch, time, max
 // parallelism, every operator (id, name, kind, parallelism, keyed, splits)
-// and its state descriptors, and each task's state object (task id,
-// operator, operator id, subtask, key-group range [start,end), key, size,
-// CRC-32C), with "-" for what an older manifest does not record. verify
-// works as for checkpoints. delete deletes a savepoint, complete or not,
+// and its state descriptors, and each task's state (task id, operator,
+// operator id, subtask, key-group range [start,end), key, state size,
+// stored bytes or "inline", CRC-32C), with "-" for what an older manifest
+// does not record. verify works as for checkpoints. delete deletes a savepoint, complete or not,
 // without --force (retention never deletes one, so it is the way to), and
 // prints what it deleted.
 //

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -13,7 +14,8 @@ import (
 
 const listSynopsis = "snapflow checkpoints list --store URL [--job NAME]"
 
-// list prints one line per checkpoint: ID TIME TASKS BYTES STATUS.
+// list prints one line per checkpoint: ID TIME TASKS STATE STORED STATUS
+// NOTE.
 func list(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	f := newFlags("list", listSynopsis)
 	if _, err := f.parse(args, stderr, false); err != nil {
@@ -24,18 +26,18 @@ func list(ctx context.Context, args []string, stdout, stderr io.Writer) (err err
 		return err
 	}
 	defer closeStore(c, &err)
-	infos, err := c.List(ctx)
+	s, err := surveyCheckpoints(ctx, c)
 	if err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	for _, info := range infos {
-		fmt.Fprintln(tw, listLine(info))
+	for _, info := range s.infos {
+		fmt.Fprintln(tw, s.listLine(c.Job(), info))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	for _, info := range infos {
+	for _, info := range s.infos {
 		if info.Err != nil {
 			fmt.Fprintf(stderr, "snapflow: warning: checkpoint %d: %v\n", info.ID, info.Err)
 		}
@@ -43,17 +45,55 @@ func list(ctx context.Context, args []string, stdout, stderr io.Writer) (err err
 	return nil
 }
 
-// listLine formats info as tab-separated columns.
-func listLine(info snapshots.Info) string {
-	status, when, tasks, size := "complete", "-", strconv.Itoa(info.Tasks), strconv.FormatInt(info.Bytes, 10)
+// listLine formats info as tab-separated columns: ID TIME TASKS STATE
+// STORED STATUS and a note, which may be empty.
+//
+// A complete checkpoint's STATE sums its tasks' whole states and STORED
+// what the checkpoint wrote for them (an incremental state references the
+// rest, an inline state is in the manifest); its note names the
+// checkpoints it references and those that reference it. A checkpoint
+// without a manifest whose every object a complete checkpoint references
+// was deleted while incremental checkpoints still build on it: it is
+// "kept", not incomplete.
+func (s *survey) listLine(job string, info snapshots.Info) string {
+	when, tasks, state, stored, status := "-", strconv.Itoa(info.Tasks), "-", "-", "complete"
+	var notes []string
+	keys := s.keys[info.ID]
+	by, n := s.referencedBy(info.ID, keys)
+	m := s.manifests[info.ID]
 	switch {
 	case !info.Complete:
-		status, tasks, size = "incomplete", strconv.Itoa(info.Objects), "-"
+		tasks, status = strconv.Itoa(info.Objects), "incomplete"
+		switch {
+		case n > 0 && n == len(keys):
+			status = "kept"
+			notes = append(notes, "a deleted checkpoint's objects, referenced by "+idList(by))
+		case n > 0:
+			notes = append(notes, fmt.Sprintf("%d of %s referenced by %s", n, plural(len(keys), "object"), idList(by)))
+		}
 	case info.Err != nil:
-		status, tasks, size = "corrupt", "-", "-"
+		tasks, status = "-", "corrupt"
+	case m == nil: // deleted or damaged since the listing
+		status = "deleted"
+	default:
+		z := sizesOf(job, m.GetTasks())
+		state, stored = strconv.FormatUint(z.state, 10), strconv.FormatUint(z.stored, 10)
+		if len(z.refCheckps) > 0 {
+			notes = append(notes, "references "+idList(z.refCheckps))
+		}
+		if len(by) > 0 {
+			notes = append(notes, "referenced by "+idList(by))
+		}
+		if z.inline > 0 {
+			notes = append(notes, fmt.Sprintf("%d of %d states inline", z.inline, len(m.GetTasks())))
+		}
 	}
 	if !info.Time.IsZero() {
 		when = info.Time.UTC().Format(time.RFC3339)
 	}
-	return fmt.Sprintf("%d\t%s\t%s\t%s\t%s", info.ID, when, tasks, size, status)
+	line := fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%s", info.ID, when, tasks, state, stored, status)
+	if len(notes) > 0 {
+		line += "\t" + strings.Join(notes, "; ")
+	}
+	return line
 }

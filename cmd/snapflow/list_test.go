@@ -23,9 +23,9 @@ func TestList(t *testing.T) {
 				r := runCLI(args...)
 				r.want(t, exitOK)
 				want := [][]string{
-					{"1", "2026-03-01T10:00:01Z", "3", fmt.Sprint(f.bytes(1)), "complete"},
-					{"2", "2026-03-01T10:00:02Z", "3", fmt.Sprint(f.bytes(2)), "complete"},
-					{"3", "-", "1", "-", "incomplete"},
+					{"1", "2026-03-01T10:00:01Z", "3", fmt.Sprint(f.bytes(1)), fmt.Sprint(f.bytes(1)), "complete"},
+					{"2", "2026-03-01T10:00:02Z", "3", fmt.Sprint(f.bytes(2)), fmt.Sprint(f.bytes(2)), "complete"},
+					{"3", "-", "1", "-", "-", "incomplete"},
 				}
 				if got := lines(r.stdout); !slices.EqualFunc(got, want, slices.Equal) {
 					t.Errorf("%q printed\n%s\nwant the fields %q", args, r.stdout, want)
@@ -62,7 +62,7 @@ func TestListCorruptManifest(t *testing.T) {
 	}
 	r := runCLI("checkpoints", "list", "--store", f.url)
 	r.want(t, exitOK, "snapflow: warning: checkpoint 2: ", key)
-	if got := lines(r.stdout); len(got) != 3 || !slices.Equal(got[1], []string{"2", "-", "-", "-", "corrupt"}) {
+	if got := lines(r.stdout); len(got) != 3 || !slices.Equal(got[1], []string{"2", "-", "-", "-", "-", "corrupt"}) {
 		t.Errorf("printed\n%s\nwant checkpoint 2 listed as corrupt", r.stdout)
 	}
 }

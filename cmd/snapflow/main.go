@@ -32,23 +32,41 @@ snapflow jobs status --addr http://127.0.0.1:8080
 Commands:
   checkpoints list --store URL [--job NAME]
       One checkpoint per line, in ascending id order:
-        ID TIME TASKS BYTES STATUS
-      TIME is RFC 3339 in UTC. STATUS is complete, incomplete (no manifest:
-      aborted or still in flight; TIME and BYTES are "-" and TASKS counts
-      the objects written so far) or corrupt (the manifest does not verify).
+        ID TIME TASKS STATE STORED STATUS NOTE
+      TIME is RFC 3339 in UTC. STATE sums the tasks' whole states and
+      STORED what the checkpoint wrote for them: an incremental checkpoint
+      stores the key groups that changed and references the others in
+      earlier checkpoints' objects, and a small state travels inline in
+      the manifest. STATUS is complete, incomplete (no manifest: aborted
+      or still in flight; TIME, STATE and STORED are "-" and TASKS counts
+      the objects written so far), kept (no manifest: a deleted
+      checkpoint whose objects newer incremental checkpoints still
+      reference; retention deletes them once none does) or corrupt (the
+      manifest does not verify). NOTE, when there is one, names the
+      checkpoints a checkpoint references and those that reference it,
+      and its inline states.
   checkpoints show --store URL [--job NAME] [--json] ID
       The manifest of checkpoint ID: job, id, epoch, time, topology
       fingerprint, final flag, the max parallelism and the operators when
-      the manifest records them, and the state object of each task (task
-      id, operator, operator id and key-group range when recorded, subtask,
-      key, size, CRC-32C). --json prints it as protojson.
+      the manifest records them, the size of the state, what the
+      checkpoint stored (bytes, objects, inline states) and what it
+      references in earlier checkpoints, and the state of each task (task
+      id, operator, operator id and key-group range when recorded,
+      subtask, key, STATE size, STORED bytes or "inline", CRC-32C, and the
+      key groups it references). --json prints it as protojson.
   checkpoints verify --store URL [--job NAME] ID
-      Re-reads every object of checkpoint ID and checks its size and
-      CRC-32C. Prints one line per object, "ok KEY ..." or "FAIL KEY ...".
+      Re-reads every task state of checkpoint ID, its object or its bytes
+      inline in the manifest and the key groups it references in earlier
+      checkpoints' objects, and checks sizes and CRC-32C. Prints one line
+      per state, "ok KEY ..." or "FAIL KEY ...".
   checkpoints delete --store URL [--job NAME] [--force] ID
-      Deletes checkpoint ID. Recovery restores the newest usable complete
-      checkpoint, so deleting the newest complete one, or the one recovery
-      would fall back to when no newer one verifies, needs --force.
+      Deletes checkpoint ID, but keeps the objects that other complete
+      checkpoints reference, and says so. Recovery restores the newest
+      usable complete checkpoint, so deleting the newest complete one, or
+      the one recovery would fall back to when no newer one verifies,
+      needs --force (with incremental checkpoints, never force the newest
+      of a running job: its next checkpoints build on it). A kept
+      directory (see list) has nothing to delete.
   savepoints list --store URL [--job NAME]
       One savepoint per line, sorted by name:
         NAME ID TIME TASKS BYTES STATUS
@@ -59,13 +77,15 @@ Commands:
   savepoints show --store URL [--job NAME] [--json] NAME
       The manifest of savepoint NAME: job, name, checkpoint id, epoch, time,
       max parallelism, each operator (id, name, kind, parallelism, keyed,
-      splits) and its state descriptors, and the state object of each task
-      (task id, operator, operator id, subtask, key-group range
-      [start,end), key, size, CRC-32C); "-" where the manifest records
-      nothing. --json prints it as protojson.
+      splits) and its state descriptors, and the state of each task (task
+      id, operator, operator id, subtask, key-group range [start,end),
+      key, STATE size, STORED bytes or "inline", CRC-32C; a savepoint is
+      self-contained and references nothing); "-" where the manifest
+      records nothing. --json prints it as protojson.
   savepoints verify --store URL [--job NAME] NAME
-      Re-reads every object of savepoint NAME and checks its size and
-      CRC-32C. Prints one line per object, "ok KEY ..." or "FAIL KEY ...".
+      Re-reads every task state of savepoint NAME, its object or its bytes
+      inline in the manifest, and checks its size and CRC-32C. Prints one
+      line per state, "ok KEY ..." or "FAIL KEY ...".
   savepoints delete --store URL [--job NAME] NAME
       Deletes savepoint NAME, complete or not, and says what it deleted.
       Retention never deletes a savepoint: it is yours to delete.

@@ -188,7 +188,8 @@ func TestSavepointsShow(t *testing.T) {
 		{"job", "wc"}, {"savepoint", "v1"}, {"checkpoint", "7"}, {"epoch", "3"},
 		{"time", "2026-03-01T10:00:07Z"}, {"fingerprint", "fp-1234"}, {"final", "false"},
 		{"max", "parallelism", "128"}, {"operators", "2"},
-		{"tasks", "3", fmt.Sprintf("(%d", size(m)), "bytes)"},
+		{"tasks", "3"}, {"state", fmt.Sprint(size(m)), "bytes"},
+		{"stored", fmt.Sprint(size(m)), "bytes", "(3", "objects,", "0", "states", "inline)"},
 		{},
 		{"OPERATOR-ID", "NAME", "KIND", "PARALLELISM", "KEYED", "SPLITS", "STATES"},
 		{"src", "source", "source", "1", "false", "true", "0"},
@@ -198,13 +199,13 @@ func TestSavepointsShow(t *testing.T) {
 		{"summer", "total", "value", "string", "-", "-", "int64", "varint"},
 		{"summer", "seen", "map", "string", "string", "string", "bool", "gob"},
 		{},
-		{"TASK", "OPERATOR", "OPERATOR-ID", "SUBTASK", "KEY-GROUPS", "OBJECT", "SIZE", "CRC32C"},
+		{"TASK", "OPERATOR", "OPERATOR-ID", "SUBTASK", "KEY-GROUPS", "OBJECT", "STATE", "STORED", "CRC32C", "REFERENCES"},
 	}
 	for _, e := range m.GetTasks() {
 		h := e.GetState()
 		want = append(want, []string{e.GetTaskId(), e.GetOperator(), e.GetOperatorId(), fmt.Sprint(e.GetSubtask()),
 			map[string]string{"source#0": "-", "sum#0": "[0,64)", "sum#1": "[64,128)"}[e.GetTaskId()],
-			h.GetKey(), fmt.Sprint(h.GetSize()), fmt.Sprintf("%08x", h.GetCrc32C())})
+			h.GetKey(), fmt.Sprint(h.GetSize()), fmt.Sprint(h.GetSize()), fmt.Sprintf("%08x", h.GetCrc32C()), "-"})
 	}
 	if got := lines(r.stdout); !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("show v1 printed\n%s\nwant the fields\n%q", r.stdout, want)
@@ -235,9 +236,10 @@ func TestSavepointsShowWithoutIDs(t *testing.T) {
 		{"job", "wc"}, {"savepoint", "old"}, {"checkpoint", "7"}, {"epoch", "3"},
 		{"time", "2026-03-01T10:00:07Z"}, {"fingerprint", "fp-1234"}, {"final", "false"},
 		{"max", "parallelism", "-"}, {"operators", "-"},
-		{"tasks", "3", fmt.Sprintf("(%d", size(m)), "bytes)"},
+		{"tasks", "3"}, {"state", fmt.Sprint(size(m)), "bytes"},
+		{"stored", fmt.Sprint(size(m)), "bytes", "(3", "objects,", "0", "states", "inline)"},
 		{},
-		{"TASK", "OPERATOR", "OPERATOR-ID", "SUBTASK", "KEY-GROUPS", "OBJECT", "SIZE", "CRC32C"},
+		{"TASK", "OPERATOR", "OPERATOR-ID", "SUBTASK", "KEY-GROUPS", "OBJECT", "STATE", "STORED", "CRC32C", "REFERENCES"},
 	}
 	if len(got) != len(header)+3 || !slices.EqualFunc(got[:len(header)], header, slices.Equal) {
 		t.Fatalf("show old printed\n%s\nwant it to start with the fields %q and list 3 tasks", r.stdout, header)
@@ -281,7 +283,7 @@ func TestSavepointsVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = runCLI("savepoints", "verify", "--store", f.url, "v1")
-	r.want(t, exitFailed, "snapflow: savepoint v1 of job wc: 1 of 4 objects failed verification")
+	r.want(t, exitFailed, "snapflow: savepoint v1 of job wc: 1 of 3 task states failed verification")
 	if !strings.Contains(r.stdout, "FAIL  "+bad+"  task sum#1: ") || strings.Count(r.stdout, "ok    ") != 3 {
 		t.Errorf("verify printed\n%s\nwant a FAIL line for %s and ok for the rest", r.stdout, bad)
 	}
@@ -344,7 +346,7 @@ func TestShowOperators(t *testing.T) {
 		{"operators", "2"},
 		{"summer", "sum", "operator", "2", "true", "false", "2"},
 		{"summer", "seen", "map", "string", "string", "string", "bool", "gob"},
-		{"TASK", "OPERATOR", "OPERATOR-ID", "SUBTASK", "KEY-GROUPS", "OBJECT", "SIZE", "CRC32C"},
+		{"TASK", "OPERATOR", "OPERATOR-ID", "SUBTASK", "KEY-GROUPS", "OBJECT", "STATE", "STORED", "CRC32C", "REFERENCES"},
 		{"source#0", "source", "source-id", "0", "-", snapshots.StateKey("wc", 4, "source#0")},
 		{"sum#1", "sum", "sum-id", "1", "[64,128)", snapshots.StateKey("wc", 4, "sum#1")},
 	} {

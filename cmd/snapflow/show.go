@@ -61,7 +61,7 @@ func readManifest(ctx context.Context, c *snapshots.Checkpoints, id uint64) (*me
 		return nil, err
 	}
 	if !complete {
-		return nil, incomplete(c, id)
+		return nil, incompleteErr(ctx, c, id)
 	}
 	m, err := c.ReadManifest(ctx, id)
 	if errors.Is(err, snapshots.ErrNotFound) && ctx.Err() == nil {
@@ -81,10 +81,7 @@ func printManifest(w io.Writer, m *messages.Manifest) error {
 	if ns := m.GetTimestampUnixNano(); ns != 0 {
 		when = time.Unix(0, ns).UTC().Format(time.RFC3339Nano)
 	}
-	var total uint64
-	for _, t := range m.GetTasks() {
-		total += t.GetState().GetSize()
-	}
+	z := sizesOf(m.GetJob(), m.GetTasks())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "job\t%s\n", m.GetJob())
 	if savepoint {
@@ -101,7 +98,12 @@ func printManifest(w io.Writer, m *messages.Manifest) error {
 	if savepoint || len(m.GetOperators()) > 0 {
 		fmt.Fprintf(tw, "operators\t%s\n", countOrDash(uint32(len(m.GetOperators()))))
 	}
-	fmt.Fprintf(tw, "tasks\t%d (%d bytes)\n", len(m.GetTasks()), total)
+	fmt.Fprintf(tw, "tasks\t%d\n", len(m.GetTasks()))
+	fmt.Fprintf(tw, "state\t%d bytes\n", z.state)
+	fmt.Fprintf(tw, "stored\t%d bytes (%s, %s inline)\n", z.stored, plural(z.objects, "object"), plural(z.inline, "state"))
+	if z.refGroups > 0 {
+		fmt.Fprintf(tw, "references\t%s, %d bytes, in %s\n", plural(z.refGroups, "key group"), z.refBytes, idList(z.refCheckps))
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -141,9 +143,12 @@ func printOperators(w io.Writer, ops []*messages.OperatorEntry) error {
 	return tw.Flush()
 }
 
-// printTasks prints the table of the tasks' state objects after an empty
-// line, with the operator id and key-group range columns when wide is set
-// or any task records them.
+// printTasks prints the table of the tasks' states after an empty line,
+// with the operator id and key-group range columns when wide is set or any
+// task records them. STATE is the whole state's size and STORED what the
+// checkpoint wrote for it: its own object's size, or inline when it lies
+// in the manifest. CRC32C is that of the state's own bytes, and REFERENCES
+// counts the key groups it references in earlier checkpoints' objects.
 func printTasks(w io.Writer, m *messages.Manifest, wide bool) error {
 	for _, t := range m.GetTasks() {
 		wide = wide || t.GetOperatorId() != "" || t.GetKeyGroupStart() != 0 || t.GetKeyGroupEnd() != 0
@@ -151,20 +156,31 @@ func printTasks(w io.Writer, m *messages.Manifest, wide bool) error {
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if wide {
-		fmt.Fprintln(tw, "TASK\tOPERATOR\tOPERATOR-ID\tSUBTASK\tKEY-GROUPS\tOBJECT\tSIZE\tCRC32C")
+		fmt.Fprintln(tw, "TASK\tOPERATOR\tOPERATOR-ID\tSUBTASK\tKEY-GROUPS\tOBJECT\tSTATE\tSTORED\tCRC32C\tREFERENCES")
 	} else {
-		fmt.Fprintln(tw, "TASK\tOPERATOR\tSUBTASK\tOBJECT\tSIZE\tCRC32C")
+		fmt.Fprintln(tw, "TASK\tOPERATOR\tSUBTASK\tOBJECT\tSTATE\tSTORED\tCRC32C\tREFERENCES")
 	}
 	for _, t := range m.GetTasks() {
 		h := t.GetState()
+		cols := fmt.Sprintf("%s\t%d\t%s\t%08x\t%s", h.GetKey(), snapshots.StateSize(h), storedOf(h), h.GetCrc32C(), refsOf(m.GetJob(), h))
 		if wide {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%d\t%08x\n", t.GetTaskId(), orDash(t.GetOperator()), orDash(t.GetOperatorId()),
-				t.GetSubtask(), keyGroups(t), h.GetKey(), h.GetSize(), h.GetCrc32C())
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", t.GetTaskId(), orDash(t.GetOperator()), orDash(t.GetOperatorId()),
+				t.GetSubtask(), keyGroups(t), cols)
 		} else {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%08x\n", t.GetTaskId(), t.GetOperator(), t.GetSubtask(), h.GetKey(), h.GetSize(), h.GetCrc32C())
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", t.GetTaskId(), orDash(t.GetOperator()), t.GetSubtask(), cols)
 		}
 	}
 	return tw.Flush()
+}
+
+// refsOf formats the key groups that h references in earlier checkpoints'
+// objects, or "-" for none.
+func refsOf(job string, h *messages.StateHandle) string {
+	groups, bytes, ids := handleRefs(job, h)
+	if groups == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s (%d bytes) in %s", plural(groups, "key group"), bytes, idList(ids))
 }
 
 // keyGroups formats the key-group range of a task, [start,end), or "-"

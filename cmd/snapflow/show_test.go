@@ -24,9 +24,10 @@ func TestShow(t *testing.T) {
 		header := [][]string{
 			{"job", "wc"}, {"checkpoint", "2"}, {"epoch", "2"},
 			{"time", "2026-03-01T10:00:02Z"}, {"fingerprint", "fp-1234"}, {"final", "true"},
-			{"tasks", "3", fmt.Sprintf("(%d", f.bytes(2)), "bytes)"},
+			{"tasks", "3"}, {"state", fmt.Sprint(f.bytes(2)), "bytes"},
+			{"stored", fmt.Sprint(f.bytes(2)), "bytes", "(3", "objects,", "0", "states", "inline)"},
 			{},
-			{"TASK", "OPERATOR", "SUBTASK", "OBJECT", "SIZE", "CRC32C"},
+			{"TASK", "OPERATOR", "SUBTASK", "OBJECT", "STATE", "STORED", "CRC32C", "REFERENCES"},
 		}
 		if len(got) < len(header) || !slices.EqualFunc(got[:len(header)], header, slices.Equal) {
 			t.Fatalf("show %s printed\n%s\nwant it to start with the fields %q", id, r.stdout, header)
@@ -35,7 +36,7 @@ func TestShow(t *testing.T) {
 		for _, e := range f.manifests[2].GetTasks() {
 			h := e.GetState()
 			rows = append(rows, []string{e.GetTaskId(), e.GetOperator(), fmt.Sprint(e.GetSubtask()),
-				h.GetKey(), fmt.Sprint(h.GetSize()), fmt.Sprintf("%08x", h.GetCrc32C())})
+				h.GetKey(), fmt.Sprint(h.GetSize()), fmt.Sprint(h.GetSize()), fmt.Sprintf("%08x", h.GetCrc32C()), "-"})
 		}
 		if !slices.EqualFunc(got[len(header):], rows, slices.Equal) {
 			t.Errorf("show %s printed the tasks\n%q\nwant\n%q", id, got[len(header):], rows)

@@ -33,7 +33,7 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		return err
 	}
 	if !complete {
-		return incomplete(c, id)
+		return incompleteErr(ctx, c, id)
 	}
 	m, err := c.ReadManifest(ctx, id)
 	return verifyObjects(ctx, c, stdout, snapshots.ManifestKey(c.Job(), id), m, err,
@@ -41,8 +41,9 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 }
 
 // verifyObjects prints a line for manifest m, read from key with error
-// merr, and then, when it read, for each state object that it references,
-// re-reading and checking each. what names the checkpoint or savepoint in
+// merr, and then, when it read, for each task's state, re-reading and
+// checking its object (or its inline bytes) and the sections of earlier
+// objects that it references. what names the checkpoint or savepoint in
 // errors. Missing or corrupt objects make it fail after it has printed
 // every line; a store failure stops it.
 func verifyObjects(ctx context.Context, c *snapshots.Checkpoints, stdout io.Writer, key string, m *messages.Manifest, merr error, what string) error {
@@ -60,7 +61,7 @@ func verifyObjects(ctx context.Context, c *snapshots.Checkpoints, stdout io.Writ
 		err := verifyEntry(ctx, c, t)
 		switch {
 		case err == nil:
-			fmt.Fprintf(stdout, "ok    %s  task %s, %d bytes, crc32c %08x\n", h.GetKey(), t.GetTaskId(), h.GetSize(), h.GetCrc32C())
+			fmt.Fprintf(stdout, "ok    %s  task %s, %s\n", h.GetKey(), t.GetTaskId(), verified(m.GetJob(), h))
 		case objectProblem(ctx, err):
 			failed++
 			fmt.Fprintf(stdout, "FAIL  %s  task %s: %v\n", h.GetKey(), t.GetTaskId(), err)
@@ -69,9 +70,24 @@ func verifyObjects(ctx context.Context, c *snapshots.Checkpoints, stdout io.Writ
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("%s: %d of %d objects failed verification", what, failed, len(m.GetTasks())+1)
+		return fmt.Errorf("%s: %d of %s failed verification", what, failed, plural(len(m.GetTasks()), "task state"))
 	}
 	return nil
+}
+
+// verified describes what verifying the state h points at checked: its
+// own bytes, in an object or inline in the manifest, and the sections it
+// references in earlier checkpoints' objects.
+func verified(job string, h *messages.StateHandle) string {
+	where := "in its object"
+	if len(h.GetInline()) > 0 {
+		where = "inline in the manifest"
+	}
+	out := fmt.Sprintf("%d bytes %s, crc32c %08x", h.GetSize(), where, h.GetCrc32C())
+	if groups, bytes, ids := handleRefs(job, h); groups > 0 {
+		out += fmt.Sprintf(", and %s (%d bytes) referenced in %s", plural(groups, "key group"), bytes, idList(ids))
+	}
+	return out
 }
 
 // verifyEntry reads and checks the state of one task of a manifest.

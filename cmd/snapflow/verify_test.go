@@ -61,7 +61,7 @@ func TestVerifyFinds(t *testing.T) {
 			bad := f.manifests[2].GetTasks()[1].GetState().GetKey()
 			tc.damage(t, f, bad)
 			r := runCLI("checkpoints", "verify", "--store", f.url, "2")
-			r.want(t, exitFailed, "snapflow: checkpoint 2 of job wc: 1 of 4 objects failed verification")
+			r.want(t, exitFailed, "snapflow: checkpoint 2 of job wc: 1 of 3 task states failed verification")
 			fails := 0
 			for l := range strings.Lines(r.stdout) {
 				switch {
@@ -112,7 +112,7 @@ func TestVerifyLatest(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = runCLI("checkpoints", "verify", "--store", f.url, "latest")
-	r.want(t, exitFailed, "latest is checkpoint 2", "1 of 4 objects failed verification")
+	r.want(t, exitFailed, "latest is checkpoint 2", "1 of 3 task states failed verification")
 	if !strings.Contains(r.stdout, "FAIL  "+key) {
 		t.Errorf("verify latest printed\n%s\nwant a FAIL line for %s", r.stdout, key)
 	}
