@@ -11,15 +11,18 @@
 // [Checkpoints] keeps the checkpoints and savepoints of one job under
 // these keys:
 //
-//	<job>/checkpoints/chk-<id, 20 digits>/<task-id>.state   one per task
-//	<job>/checkpoints/chk-<id, 20 digits>/_manifest         written last
-//	<job>/savepoints/<name>/<task-id>.state                 one per task
-//	<job>/savepoints/<name>/_manifest                       written last
-//	<job>/lease                                             the coordinator lease
-//	<job>/origin                                            where the job was started from
+//	<job>/checkpoints/chk-<id, 20 digits>/<task-id>.state       one per task, unless inline
+//	<job>/checkpoints/chk-<id, 20 digits>/_manifest             written last
+//	<job>/savepoints/<name>/chk-<id, 20 digits>/<task-id>.state one per task, unless inline
+//	<job>/savepoints/<name>/_manifest                           written last
+//	<job>/lease                                                 the coordinator lease
+//	<job>/origin                                                where the job was started from
 //
-// Ids start at 1 and are zero-padded so that key order is id order. No key
-// is a prefix directory of another, so a directory store holds them all.
+// Ids start at 1 and are zero-padded so that key order is id order. A
+// savepoint's states lie under the id it was taken as, so that a failed
+// attempt at the same name never touches them. An inline state (see
+// [Checkpoints.SetInlineLimit]) has no object: its bytes are in the manifest. No key is
+// a prefix directory of another, so a directory store holds them all.
 //
 // Every object is a messages.StoredObject envelope that names the kind of
 // its payload and carries the payload's CRC-32C ([EncodeObject],
