@@ -40,8 +40,10 @@ const (
 	hashUint64
 )
 
-func keyHashOf[K Key]() keyHash {
+func keyHashOf[K Key](c keyCodec[K]) keyHash {
 	switch t := reflect.TypeFor[K](); {
+	case c.custom: // KeyByHash: the user's hash places the keys
+		return hashByCodec
 	case t.Kind() == reflect.String:
 		return hashString
 	case t.Size() == 8:

@@ -17,7 +17,10 @@ type Key interface {
 // keyCodec hashes and encodes keys of one Key type. The functions are chosen
 // once from the key's kind, so nothing on the per-record path switches on types.
 type keyCodec[K Key] struct {
-	hash   func(K) uint64
+	hash func(K) uint64
+	// custom says that hash is the user's (KeyByHash), not the frozen
+	// key hash: key groups must be found through it.
+	custom bool
 	append func([]byte, K) []byte
 	decode func([]byte) (K, error)
 }

@@ -33,7 +33,7 @@ type KeyedSetup[K Key] struct {
 func newKeyedSetup[K Key](task *TaskPlan, codec keyCodec[K]) *KeyedSetup[K] {
 	maxP := max(1, task.maxParallelism())
 	return &KeyedSetup[K]{
-		task: task, codec: codec, keyType: typeName(reflect.TypeFor[K]()), maxP: uint64(maxP), keyHash: keyHashOf[K](),
+		task: task, codec: codec, keyType: typeName(reflect.TypeFor[K]()), maxP: uint64(maxP), keyHash: keyHashOf[K](codec),
 		cur: isolated[current[K]](), dirty: isolatedSlice[uint64](KeyGroupWords(maxP)), // written per record
 	}
 }

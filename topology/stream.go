@@ -78,7 +78,9 @@ func KeyBy[T any, K Key](s Stream[T], key func(T) K) KeyedStream[T, K] {
 // one; the key group is hash(key) modulo the max parallelism. Use it to place
 // keys deterministically, as the parity example does.
 func KeyByHash[T any, K Key](s Stream[T], key func(T) K, hash func(K) uint64) KeyedStream[T, K] {
-	return keyBy(s, key, hash, newKeyCodec[K]())
+	c := newKeyCodec[K]()
+	c.custom = true
+	return keyBy(s, key, hash, c)
 }
 
 func keyBy[T any, K Key](s Stream[T], key func(T) K, hash func(K) uint64, c keyCodec[K]) KeyedStream[T, K] {
