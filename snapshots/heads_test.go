@@ -68,3 +68,26 @@ func TestLoadLatestHeads(t *testing.T) {
 		t.Fatalf("with both marked unusable: %v, want ErrNoUsableCheckpoint", err)
 	}
 }
+
+// TestRetainPassesOverMarkedUnusable: a checkpoint a restore marked
+// unusable does not count towards retention, so the older one recovery
+// fell back to is kept, and the marked one's objects stay too.
+func TestRetainPassesOverMarkedUnusable(t *testing.T) {
+	ctx := context.Background()
+	store := snapshots.NewMem()
+	c := snapshots.NewCheckpoints(store, "j", nil)
+	putCheckpoint(t, c, 1)
+	putCheckpoint(t, c, 2)
+	c.MarkUnusable(2, snapshots.ErrCorrupt)
+	if err := c.Retain(ctx, 1, 3); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []uint64{1, 2} {
+		if _, err := c.ReadManifest(ctx, id); err != nil {
+			t.Fatalf("checkpoint %d after retention keeping 1 with 2 marked unusable: %v", id, err)
+		}
+	}
+	if r, err := c.LoadLatestSince(ctx, 0); err != nil || r.Manifest.GetCheckpointId() != 1 {
+		t.Fatalf("LoadLatestSince = %v, %v; want checkpoint 1", r, err)
+	}
+}

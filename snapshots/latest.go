@@ -87,6 +87,7 @@ func (c *Checkpoints) MarkUnusable(id uint64, err error) {
 	}
 	c.unusable[id] = err
 	delete(c.verified, id)
+	delete(c.written, id)
 	c.mu.Unlock()
 }
 

@@ -325,8 +325,9 @@ func (c *Checkpoints) checkUsable(ctx context.Context, id uint64) ([]string, err
 	c.mu.Lock()
 	refs, ok := c.verified[id]
 	written := c.written[id]
+	bad := c.unusable[id]
 	c.mu.Unlock()
-	if ok {
+	if ok && bad == nil {
 		return refs, nil
 	}
 	m, err := c.ReadManifest(ctx, id)
@@ -334,6 +335,9 @@ func (c *Checkpoints) checkUsable(ctx context.Context, id uint64) ([]string, err
 		return nil, err
 	}
 	refs = stateKeys(m)
+	if bad != nil { // a restore found it damaged (MarkUnusable): its objects stay, it does not count
+		return refs, bad
+	}
 	if written == nil || !proto.Equal(written, m) {
 		if err := c.eachState(ctx, m.GetTasks(), nil, false); err != nil {
 			return refs, err
