@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/restart"
 	"github.com/snapflow/snapflow/internal/testsrc"
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
@@ -219,13 +220,18 @@ func TestIncrementalOptionRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "WithInlineStateLimit(-5)") {
 		t.Fatalf("Start with WithInlineStateLimit(-5) = %v", err)
 	}
+	_, err = actors.Start(context.Background(), g, actors.WithStore(snapshots.NewMem()), actors.WithInlineStateLimit(actors.MaxInlineStateLimit+1))
+	if err == nil || !strings.Contains(err.Error(), "WithInlineStateLimit(") {
+		t.Fatalf("Start with WithInlineStateLimit above the maximum = %v", err)
+	}
 }
 
 // TestRestoreFallsBackOnCorruptKeyGroup: a restore streams each task's key
 // groups and checks them; one corrupt key group in the newest checkpoint
 // (whose manifest and state heads are intact) fails that restore, and
-// recovery falls back to the checkpoint before it, so that the job still
-// ends with a failure-free run's state.
+// recovery falls back to the checkpoint before it, without counting a
+// failure against the restart strategy, so that the job still ends with a
+// failure-free run's state.
 func TestRestoreFallsBackOnCorruptKeyGroup(t *testing.T) {
 	ctx := context.Background()
 	const n, keys = 3000, 1000
@@ -273,8 +279,11 @@ func TestRestoreFallsBackOnCorruptKeyGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ev events
+	// No restart allowed: falling back from a damaged checkpoint is not a
+	// failure of the job.
 	j2, err := actors.Start(ctx, incrementalJob(n, keys, testsrc.NewGate(n), 0), actors.WithStore(store), actors.WithLogger(testLogger(t)),
-		actors.WithCheckpointInterval(0), actors.WithInlineStateLimit(0), actors.WithListener(ev.listen))
+		actors.WithCheckpointInterval(0), actors.WithInlineStateLimit(0), actors.WithListener(ev.listen),
+		actors.WithRestartPolicy(restart.Policy{MaxFailures: restart.NoRestarts}))
 	if err != nil {
 		t.Fatalf("Start: %v (the manifest and the heads are intact: the damage shows when the key groups are read)", err)
 	}

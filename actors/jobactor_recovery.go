@@ -82,7 +82,7 @@ func (j *jobActor) onFailureOf(cause error, fc FailureCause) {
 	}
 	attrs = append(attrs, "cause", fc)
 	j.log.Error("task failed", attrs...)
-	j.markUnusable(cause, fc)
+	fellBack := j.markUnusable(cause, fc)
 	if reason, ok := permanent(cause); ok {
 		j.fail(cause, reason)
 		return
@@ -95,7 +95,15 @@ func (j *jobActor) onFailureOf(cause error, fc FailureCause) {
 		j.apply(j.coord.Reset(now))
 	}
 	j.stopTimer()
-	delay, ok := j.strategy.OnFailure(now, rand.Float64())
+	// A restore that found its checkpoint damaged is not the job's failure:
+	// it falls back to an older checkpoint at once, as a load that found
+	// the damage would have, without counting against the restart strategy.
+	// Each checkpoint is marked once, so this ends.
+	var delay time.Duration
+	ok := true
+	if !fellBack {
+		delay, ok = j.strategy.OnFailure(now, rand.Float64())
+	}
 	if !ok {
 		p := j.strategy.Policy()
 		reason := fmt.Sprintf("restart strategy exhausted (more than %d failures within %v)", p.MaxFailures, p.Window)
@@ -207,13 +215,15 @@ func (j *jobActor) onRestorePoint(m *restorePointMsg) {
 // a task's restore found one of its objects missing or corrupt: the tasks
 // stream their key groups from the store, so that is where a damaged
 // checkpoint shows (see loadPoint).
-func (j *jobActor) markUnusable(cause error, fc FailureCause) {
+// It reports whether it marked one.
+func (j *jobActor) markUnusable(cause error, fc FailureCause) bool {
 	rp := j.restore
-	if fc != CauseRestore || rp == nil || !rp.Heads ||
+	if fc != CauseRestore || rp == nil || !rp.Heads || j.phase != phaseRestoring ||
 		!(errors.Is(cause, snapshots.ErrCorrupt) || errors.Is(cause, snapshots.ErrNotFound)) {
-		return
+		return false
 	}
 	id := rp.Manifest.GetCheckpointId()
 	j.log.Error("the checkpoint being restored is unusable: recovery falls back to an older one", "checkpoint", id, "err", cause)
 	j.sh.cps.MarkUnusable(id, cause)
+	return true
 }

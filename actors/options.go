@@ -250,6 +250,10 @@ const (
 	// manifest: each task's limit is at most InlineManifestBudget divided by
 	// the number of tasks.
 	InlineManifestBudget = 8 << 20
+	// MaxInlineStateLimit bounds WithInlineStateLimit: an inline state
+	// travels in its task's ack (over the network in a cluster) and in
+	// every manifest.
+	MaxInlineStateLimit = 4 << 20
 )
 
 // WithInlineStateLimit sets the size up to which a task's stored state
@@ -272,8 +276,8 @@ func (c *config) inlineLimit(plan *topology.Plan) int {
 }
 
 func (c *config) finish() error {
-	if c.inlineSet && c.inline < 0 {
-		return fmt.Errorf("actors: WithInlineStateLimit(%d): the limit must be at least 0", c.inline)
+	if c.inlineSet && (c.inline < 0 || c.inline > MaxInlineStateLimit) {
+		return fmt.Errorf("actors: WithInlineStateLimit(%d): the limit must be between 0 and %d bytes", c.inline, MaxInlineStateLimit)
 	}
 	if c.incremental && c.rewriteEvery < 0 {
 		return fmt.Errorf("actors: WithIncrementalCheckpoints(%d): rewriteEvery must be at least 1, or 0 for the default %d", c.rewriteEvery, incremental.DefaultRewriteEvery)
