@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"math"
 	"sync"
 	"unsafe"
 )
@@ -18,150 +19,180 @@ type Collector[T any] struct {
 	// is also the byte bound, turned into records: such records are never
 	// sized one by one.
 	batchSize int
-	// size estimates the bytes of the record at a pointer when they vary
-	// per record and batches are bounded in bytes; it is nil otherwise.
-	size       func(unsafe.Pointer) int
-	batchBytes int
-	pool       *sync.Pool
+	// sizer estimates the bytes of a record when they vary per record and
+	// batches are bounded in bytes; it is nil otherwise.
+	sizer *sizer
+	// byteBound is the byte bound of a batch: batchBytes when records are
+	// sized, otherwise never reached.
+	byteBound int
+	pool      *sync.Pool
 }
 
-// route is one outgoing edge: its partitioning and a buffer per target task.
+// route is one outgoing edge: its partitioning and a batch being filled per
+// target task.
 type route[T any] struct {
 	partition Partition
 	first     int // index of the first target in the task's outputs
 	keyGroup  func(T) int
-	maxP      int
-	next      int // rebalance: the target currently being filled
-	bufs      [][]T
-	bytes     []int // estimated bytes per buffer, when the Collector sizes records
+	scale     uint64 // hash: a key group's target is kg*scale>>32 (see targetScale)
+	next      int    // rebalance: the target currently being filled
+	// outs holds a batch per target. They are written per record: on cache
+	// lines of their own (see isolated).
+	outs []outBatch[T]
+}
+
+// outBatch is the batch being filled for one target, nil when none is, and
+// its estimated bytes when the Collector sizes records.
+type outBatch[T any] struct {
+	recs  []T
+	bytes int
+}
+
+// targetScale returns the factor that maps the key groups of a hash edge to
+// its targets without a division: for every key group kg < maxP,
+// kg*scale>>32 equals kg*targets/maxP (TaskForKeyGroup). scale is
+// targets*2^32/maxP rounded up, and the product is exact while kg*maxP <
+// 2^32, which MaxParallelismLimit guarantees.
+func targetScale(targets, maxP int) uint64 {
+	return (uint64(targets)<<32 + uint64(maxP) - 1) / uint64(maxP)
 }
 
 func newCollector[T any](ic *InstanceContext) (*Collector[T], error) {
-	c := &Collector[T]{sender: ic.Sender, batchBytes: ic.BatchBytes, pool: poolOf[T]()}
-	c.batchSize, c.size = byteLimits[T](ic.BatchSize, ic.BatchBytes)
-	for _, o := range ic.Task.Routes {
-		// Written per record: on cache lines of their own (see isolated).
-		r := route[T]{partition: o.Partition, first: o.First, maxP: o.MaxParallelism, bufs: isolatedSlice[[]T](o.Targets)}
-		if c.size != nil {
-			r.bytes = isolatedSlice[int](o.Targets)
-		}
+	// Read per record, and its routes written per batch: on cache lines of
+	// their own (see isolated).
+	c := isolated[Collector[T]]()
+	*c = Collector[T]{sender: ic.Sender, pool: poolOf[T](), routes: isolatedSlice[route[T]](len(ic.Task.Routes))}
+	c.batchSize, c.sizer = batchLimits[T](ic.BatchSize, ic.BatchBytes)
+	c.byteBound = math.MaxInt
+	if c.sizer != nil {
+		c.byteBound = ic.BatchBytes
+	}
+	for i, o := range ic.Task.Routes {
+		r := route[T]{partition: o.Partition, first: o.First, outs: isolatedSlice[outBatch[T]](o.Targets)}
 		if o.Partition == PartitionHash {
 			kg, ok := o.keyGroup.(func(T) int)
 			if !ok {
 				return nil, errorf("task %s: key group function of type %T does not match the stream", ic.Task.ID, o.keyGroup)
 			}
-			r.keyGroup = kg
+			if o.MaxParallelism < 1 || o.MaxParallelism > MaxParallelismLimit {
+				return nil, errorf("task %s: route to %s: max parallelism %d is outside 1..%d", ic.Task.ID, o.To, o.MaxParallelism, MaxParallelismLimit)
+			}
+			r.keyGroup, r.scale = kg, targetScale(o.Targets, o.MaxParallelism)
 		}
-		c.routes = append(c.routes, r)
+		c.routes[i] = r
 	}
 	return c, nil
 }
 
+// target returns the target of v on a hash route.
+func (r *route[T]) target(v *T) int {
+	return int(uint64(r.keyGroup(*v)) * r.scale >> 32)
+}
+
 // Emit sends v downstream. It allocates nothing except when a batch is full.
-func (c *Collector[T]) Emit(v T) {
-	if c.size != nil {
-		c.emitSized(v, -1)
+func (c *Collector[T]) Emit(v T) { c.emit(&v, -1) }
+
+// emitSized is Emit of a record whose estimated size the caller knows.
+func (c *Collector[T]) emitSized(v T, size int) { c.emit(&v, size) }
+
+// emit appends the record at v to its batch on every route. size is its
+// estimated size or, when negative, not known yet: the record is then sized
+// once, in the first batch it is appended to, so that v does not escape.
+func (c *Collector[T]) emit(v *T, size int) {
+	if len(c.routes) == 1 && c.routes[0].partition != PartitionBroadcast {
+		// The usual output: one route, one target per record. This is
+		// add, inlined: the record is copied once, and nothing is called
+		// but the key group function.
+		r := &c.routes[0]
+		t := r.next // rebalance; 0 for forward
+		if r.partition == PartitionHash {
+			t = r.target(v)
+		}
+		o := &r.outs[t]
+		if o.recs == nil {
+			o.recs = takeBatch[T](c.pool, c.batchSize)
+		}
+		o.recs = append(o.recs, *v)
+		if c.sizer != nil {
+			if size < 0 {
+				size = c.sizer.recordSize(unsafe.Pointer(&o.recs[len(o.recs)-1]))
+			}
+			o.bytes += size
+		}
+		if len(o.recs) >= c.batchSize || o.bytes >= c.byteBound {
+			c.send(r, t)
+			if r.partition == PartitionRebalance {
+				r.advance()
+			}
+		}
 		return
 	}
 	for i := range c.routes {
 		r := &c.routes[i]
 		switch r.partition {
+		case PartitionHash:
+			size, _ = c.add(r, r.target(v), v, size)
 		case PartitionForward:
-			c.add(r, 0, v)
+			size, _ = c.add(r, 0, v, size)
 		case PartitionRebalance:
-			if c.add(r, r.next, v) {
-				r.next++
-				if r.next == len(r.bufs) {
-					r.next = 0
-				}
+			var sent bool
+			if size, sent = c.add(r, r.next, v, size); sent {
+				r.advance()
 			}
 		case PartitionBroadcast:
-			for t := range r.bufs {
-				c.add(r, t, v)
+			for t := range r.outs {
+				size, _ = c.add(r, t, v, size)
 			}
-		case PartitionHash:
-			c.add(r, r.keyGroup(v)*len(r.bufs)/r.maxP, v)
 		}
 	}
 }
 
-// add appends v to target t's buffer and sends the buffer when it holds
-// batchSize records; it reports whether it sent.
-func (c *Collector[T]) add(r *route[T], t int, v T) bool {
-	b := r.bufs[t]
-	if b == nil {
-		b = takeBatch[T](c.pool, c.batchSize)
+// add appends the record at v to target t's batch and sends the batch once
+// it holds batchSize records or, when records are sized, once its bytes
+// reach batchBytes. It returns the record's size, computed when size is
+// negative and records are sized, and whether it sent.
+func (c *Collector[T]) add(r *route[T], t int, v *T, size int) (int, bool) {
+	o := &r.outs[t]
+	if o.recs == nil {
+		o.recs = takeBatch[T](c.pool, c.batchSize)
 	}
-	b = append(b, v)
-	if len(b) >= c.batchSize {
-		c.sender.Send(r.first+t, b)
-		r.bufs[t] = nil
-		return true
-	}
-	r.bufs[t] = b
-	return false
-}
-
-// emitSized is Emit for records sized one by one. size is v's estimated
-// size or, when negative, not known yet: v is then sized once, in the first
-// buffer it is appended to.
-func (c *Collector[T]) emitSized(v T, size int) {
-	for i := range c.routes {
-		r := &c.routes[i]
-		switch r.partition {
-		case PartitionForward:
-			c.addSized(r, 0, v, &size)
-		case PartitionRebalance:
-			if c.addSized(r, r.next, v, &size) {
-				r.next++
-				if r.next == len(r.bufs) {
-					r.next = 0
-				}
-			}
-		case PartitionBroadcast:
-			for t := range r.bufs {
-				c.addSized(r, t, v, &size)
-			}
-		case PartitionHash:
-			c.addSized(r, r.keyGroup(v)*len(r.bufs)/r.maxP, v, &size)
+	o.recs = append(o.recs, *v)
+	if c.sizer != nil {
+		if size < 0 {
+			size = c.sizer.recordSize(unsafe.Pointer(&o.recs[len(o.recs)-1]))
 		}
+		o.bytes += size
+	}
+	if len(o.recs) < c.batchSize && o.bytes < c.byteBound {
+		return size, false
+	}
+	c.send(r, t)
+	return size, true
+}
+
+// advance moves a rebalance route to its next target.
+func (r *route[T]) advance() {
+	r.next++
+	if r.next == len(r.outs) {
+		r.next = 0
 	}
 }
 
-// addSized is add for records sized one by one: it also sends the buffer
-// once its estimated bytes reach batchBytes. The record is sized in place,
-// in the buffer, so that v does not escape.
-func (c *Collector[T]) addSized(r *route[T], t int, v T, size *int) bool {
-	b := r.bufs[t]
-	if b == nil {
-		b = takeBatch[T](c.pool, c.batchSize)
-	}
-	b = append(b, v)
-	if *size < 0 {
-		*size = c.size(unsafe.Pointer(&b[len(b)-1]))
-	}
-	r.bytes[t] += *size
-	if len(b) >= c.batchSize || r.bytes[t] >= c.batchBytes {
-		c.sender.Send(r.first+t, b)
-		r.bufs[t] = nil
-		r.bytes[t] = 0
-		return true
-	}
-	r.bufs[t] = b
-	return false
+// send sends target t's batch and starts a new one.
+func (c *Collector[T]) send(r *route[T], t int) {
+	o := &r.outs[t]
+	b := o.recs
+	o.recs, o.bytes = nil, 0
+	c.sender.Send(r.first+t, b)
 }
 
-// flush sends every non-empty buffer.
+// flush sends every non-empty batch.
 func (c *Collector[T]) flush() {
 	for i := range c.routes {
 		r := &c.routes[i]
-		for t, b := range r.bufs {
-			if len(b) > 0 {
-				c.sender.Send(r.first+t, b)
-				r.bufs[t] = nil
-				if r.bytes != nil {
-					r.bytes[t] = 0
-				}
+		for t := range r.outs {
+			if len(r.outs[t].recs) > 0 {
+				c.send(r, t)
 			}
 		}
 	}

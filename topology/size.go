@@ -40,16 +40,69 @@ type sizer struct {
 	// interfaces, slices and maps; it is nil for types without indirect
 	// parts.
 	more func(p unsafe.Pointer, budget, depth int) (bytes, left int)
+	// flat says that all the value refers to is the bytes of a few strings
+	// and the backing arrays of a few slices of elements without indirect
+	// parts (a string, a []byte, a struct of such fields): recordSize adds
+	// them up itself, with no call per record. The offsets are in the
+	// sizer, so that a copy of it holds all it reads.
+	flat     bool
+	strs     []uintptr   // flat: the offsets of the strings, in strBuf
+	slices   []flatSlice // flat: the slices, in sliceBuf
+	strBuf   [flatFields]uintptr
+	sliceBuf [flatFields]flatSlice
+}
+
+// flatFields is the most strings, and the most slices, of a flat sizer.
+const flatFields = 4
+
+// flatSlice is a slice at offset whose elements of elem bytes have no
+// indirect parts: it refers to its backing array, cap*elem bytes.
+type flatSlice struct {
+	offset uintptr
+	elem   int
 }
 
 // recordSize estimates the bytes of the value at p, which must point to a
 // value of the sizer's type.
 func (s *sizer) recordSize(p unsafe.Pointer) int {
+	if s.flat {
+		n := s.fixed
+		for _, off := range s.strs {
+			n += len(*(*string)(unsafe.Add(p, off)))
+		}
+		for _, f := range s.slices {
+			if h := (*sliceHeader)(unsafe.Add(p, f.offset)); h.data != nil {
+				n += h.cap * f.elem
+			}
+		}
+		return n
+	}
 	if s.more == nil {
 		return s.fixed
 	}
 	n, _ := s.more(p, sizeBudget, sizeDepth)
 	return s.fixed + n
+}
+
+// copyTo copies s to dst, pointing the copy's flat offsets at its own
+// arrays.
+func (s *sizer) copyTo(dst *sizer) {
+	*dst = *s
+	if s.flat {
+		dst.strs = dst.strBuf[:len(s.strs)]
+		dst.slices = dst.sliceBuf[:len(s.slices)]
+	}
+}
+
+// setFlat makes s flat with the given strings and slices, when they are few
+// enough.
+func (s *sizer) setFlat(strs []uintptr, slices []flatSlice) {
+	if len(strs) > flatFields || len(slices) > flatFields {
+		return
+	}
+	s.flat = true
+	s.strs = s.strBuf[:copy(s.strBuf[:], strs)]
+	s.slices = s.sliceBuf[:copy(s.sliceBuf[:], slices)]
 }
 
 // sizers caches a *sizer per reflect.Type.
@@ -74,17 +127,27 @@ func sizerOf(t reflect.Type) *sizer {
 // per record (nil when the limit alone is the bound). For a type of static
 // size s the limit is min(batchSize, max(1, batchBytes/s)).
 func byteLimits[T any](batchSize, batchBytes int) (limit int, size func(unsafe.Pointer) int) {
+	limit, s := batchLimits[T](batchSize, batchBytes)
+	if s == nil {
+		return limit, nil
+	}
+	return limit, s.recordSize
+}
+
+// batchLimits is byteLimits with the sizer itself: a copy of its own, nil
+// when records are not sized one by one.
+func batchLimits[T any](batchSize, batchBytes int) (limit int, own *sizer) {
 	limit = max(1, batchSize)
 	if batchBytes <= 0 {
 		return limit, nil
 	}
 	s := sizerOf(reflect.TypeFor[T]())
 	if s.more != nil {
-		// Read per record by every task: each collector gets a copy of
-		// its own, away from what other tasks write (see isolated).
-		own := isolated[sizer]()
-		*own = *s
-		return limit, own.recordSize
+		// Read per record by every task: each gets a copy of its own,
+		// away from what other tasks write (see isolated).
+		own = isolated[sizer]()
+		s.copyTo(own)
+		return limit, own
 	}
 	if s.fixed > 0 {
 		limit = min(limit, max(1, batchBytes/s.fixed))
@@ -128,8 +191,12 @@ func buildSizer(t reflect.Type, built map[reflect.Type]*sizer) *sizer {
 	switch t.Kind() {
 	case reflect.String:
 		s.more = sizeString
+		s.setFlat([]uintptr{0}, nil)
 	case reflect.Slice:
 		s.more = sliceSizer(t, built)
+		if !variable(t.Elem()) {
+			s.setFlat(nil, []flatSlice{{0, int(t.Elem().Size())}})
+		}
 	case reflect.Pointer:
 		s.more = pointerSizer(t, built)
 	case reflect.Map:
@@ -139,7 +206,7 @@ func buildSizer(t reflect.Type, built map[reflect.Type]*sizer) *sizer {
 	case reflect.Array:
 		s.more = arraySizer(t, built)
 	case reflect.Struct:
-		s.more = structSizer(t, built)
+		s.more = structSizer(t, built, s)
 	}
 	return s
 }
@@ -215,15 +282,12 @@ func arraySizer(t reflect.Type, built map[reflect.Type]*sizer) func(unsafe.Point
 
 // structSizer adds what each field with indirect parts refers to. String
 // fields and slices of elements without indirect parts, the common cases,
-// are sized inline rather than through their own sizers.
-func structSizer(t reflect.Type, built map[reflect.Type]*sizer) func(unsafe.Pointer, int, int) (int, int) {
+// are sized inline rather than through their own sizers; a struct with no
+// other indirect fields makes s flat.
+func structSizer(t reflect.Type, built map[reflect.Type]*sizer, s *sizer) func(unsafe.Pointer, int, int) (int, int) {
 	type field struct {
 		offset uintptr
 		s      *sizer
-	}
-	type flatSlice struct {
-		offset uintptr
-		elem   int
 	}
 	var strs []uintptr
 	var flats []flatSlice
@@ -239,6 +303,9 @@ func structSizer(t reflect.Type, built map[reflect.Type]*sizer) func(unsafe.Poin
 		default:
 			fields = append(fields, field{f.Offset, buildSizer(f.Type, built)})
 		}
+	}
+	if len(fields) == 0 {
+		s.setFlat(strs, flats)
 	}
 	return func(p unsafe.Pointer, budget, depth int) (int, int) {
 		total := 0

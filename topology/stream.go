@@ -2,7 +2,9 @@ package topology
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
+	"unsafe"
 )
 
 // Stream is a typed stream of records of type T produced by one or more
@@ -71,19 +73,24 @@ type KeyedStream[T any, K Key] struct {
 // MaxParallelism); each downstream task owns a contiguous range of them.
 func KeyBy[T any, K Key](s Stream[T], key func(T) K) KeyedStream[T, K] {
 	c := newKeyCodec[K]()
-	return keyBy(s, key, c.hash, c)
+	maxP := keyGroups(s.g)
+	kg := keyGroupFunc(key, c.hash, maxP)
+	if wordKey[K]() {
+		kg = wordKeyGroup(key, maxP)
+	}
+	return keyBy(s, key, c.hash, c, kg)
 }
 
 // KeyByHash is KeyBy with the user's hash of the key instead of the default
 // one; the key group is hash(key) modulo the max parallelism. Use it to place
 // keys deterministically, as the parity example does.
 func KeyByHash[T any, K Key](s Stream[T], key func(T) K, hash func(K) uint64) KeyedStream[T, K] {
-	c := newKeyCodec[K]()
-	c.custom = true
-	return keyBy(s, key, hash, c)
+	return keyBy(s, key, hash, newKeyCodec[K](), keyGroupFunc(key, hash, keyGroups(s.g)))
 }
 
-func keyBy[T any, K Key](s Stream[T], key func(T) K, hash func(K) uint64, c keyCodec[K]) KeyedStream[T, K] {
+// keyBy partitions s with kg, the key group of a record: hash(key(v))
+// modulo the max parallelism.
+func keyBy[T any, K Key](s Stream[T], key func(T) K, hash func(K) uint64, c keyCodec[K], kg func(T) int) KeyedStream[T, K] {
 	if key == nil {
 		s.g.problem("%s: KeyBy of its output has a nil key function", producers(s.parts))
 	}
@@ -91,12 +98,44 @@ func keyBy[T any, K Key](s Stream[T], key func(T) K, hash func(K) uint64, c keyC
 		s.g.problem("%s: KeyByHash of its output has a nil hash function", producers(s.parts))
 	}
 	c.hash = hash
-	maxP := uint64(s.g.maxParallelism)
-	if maxP == 0 {
-		maxP = 1
-	}
-	kg := func(v T) int { return int(hash(key(v)) % maxP) }
 	return KeyedStream[T, K]{Stream: s.with(PartitionHash, kg), key: key, codec: c}
+}
+
+// keyGroups is the number of key groups of g's keyed edges, at least 1.
+func keyGroups(g *Graph) uint64 { return uint64(max(1, g.maxParallelism)) }
+
+// keyGroupFunc returns the key group of a record: hash(key(v)) modulo maxP,
+// a mask when maxP is a power of two (the default), so that routing a
+// record costs no division.
+func keyGroupFunc[T any, K Key](key func(T) K, hash func(K) uint64, maxP uint64) func(T) int {
+	if maxP&(maxP-1) == 0 {
+		mask := maxP - 1
+		return func(v T) int { return int(hash(key(v)) & mask) }
+	}
+	return func(v T) int { return int(hash(key(v)) % maxP) }
+}
+
+// wordKey reports whether K is an integer of 8 bytes, whose default hash is
+// HashUint64 of its bits (newKeyCodec).
+func wordKey[K Key]() bool {
+	t := reflect.TypeFor[K]()
+	return t.Kind() != reflect.String && t.Size() == 8
+}
+
+// wordKeyGroup is keyGroupFunc with the default hash of an 8-byte integer
+// key inlined.
+func wordKeyGroup[T any, K Key](key func(T) K, maxP uint64) func(T) int {
+	if maxP&(maxP-1) == 0 {
+		mask := maxP - 1
+		return func(v T) int {
+			k := key(v)
+			return int(HashUint64(*(*uint64)(unsafe.Pointer(&k))) & mask)
+		}
+	}
+	return func(v T) int {
+		k := key(v)
+		return int(HashUint64(*(*uint64)(unsafe.Pointer(&k))) % maxP)
+	}
 }
 
 // producers names the operators producing a stream, for error messages.
