@@ -96,8 +96,8 @@ type Row struct {
 	// is stopped after its window and started again from its newest
 	// checkpoint. RestoreMs is from actors.Start to EventRunning;
 	// RestoreReadBytes and RestoreReads what it read from the store
-	// meanwhile (Get and GetRange, whatever for: manifests, states, and
-	// the checks of retained checkpoints), RestoreReadParallelism the most
+	// meanwhile (Get and GetRange, whatever for: manifests, state heads and
+	// streamed key groups; retention runs once the job runs), RestoreReadParallelism the most
 	// reads under way at once. RestoredCkptBytes is the bytes of the
 	// checkpoint restored (manifest, the tasks' state objects, the sections
 	// of earlier objects they reference), and RawReadMs the time to read
