@@ -147,6 +147,50 @@ func (c *Collector[T]) emit(v *T, size int) {
 	}
 }
 
+// emitAll emits the records of vs in order, as Emit of each would, and
+// returns their estimated bytes (0 when records are not sized). A source
+// emits what it reads with it: on the usual output, one route to one
+// target per record, the loop runs here, with no call per record but the
+// key group's.
+func (c *Collector[T]) emitAll(vs []T) (bytes int) {
+	if len(c.routes) != 1 || c.routes[0].partition == PartitionBroadcast {
+		for i := range vs {
+			size := -1
+			if c.sizer != nil {
+				size = c.sizer.recordSize(unsafe.Pointer(&vs[i]))
+				bytes += size
+			}
+			c.emit(&vs[i], size)
+		}
+		return bytes
+	}
+	r := &c.routes[0]
+	for i := range vs {
+		v := &vs[i]
+		t := r.next // rebalance; 0 for forward
+		if r.partition == PartitionHash {
+			t = r.target(v)
+		}
+		o := &r.outs[t]
+		if o.recs == nil {
+			o.recs = takeBatch[T](c.pool, c.batchSize)
+		}
+		o.recs = append(o.recs, *v)
+		if c.sizer != nil {
+			size := c.sizer.recordSize(unsafe.Pointer(v))
+			bytes += size
+			o.bytes += size
+		}
+		if len(o.recs) >= c.batchSize || o.bytes >= c.byteBound {
+			c.send(r, t)
+			if r.partition == PartitionRebalance {
+				r.advance()
+			}
+		}
+	}
+	return bytes
+}
+
 // add appends the record at v to target t's batch and sends the batch once
 // it holds batchSize records or, when records are sized, once its bytes
 // reach batchBytes. It returns the record's size, computed when size is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"unsafe"
 )
 
 // The benchmarks below run the stages of the bench's parity job on one
@@ -166,4 +167,42 @@ func BenchmarkCollectorEmitStatic(b *testing.B) {
 		k++
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
+// benchSourceEmit emits reads of 256 parity records as a source does, with
+// emit.
+func benchSourceEmit(b *testing.B, emit func(c *Collector[parityRecord], size func(unsafe.Pointer) int, buf []parityRecord)) {
+	p := mustPlan(b, parityGraph(discard[parityOutput]))
+	r := &recycler[parityRecord]{pool: poolOf[parityRecord]()}
+	c, err := newCollector[parityRecord](&InstanceContext{Task: mustTask(b, p, "source#0"), BatchSize: 256, BatchBytes: 1 << 20, Sender: r})
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, size := byteLimits[parityRecord](256, 1<<20)
+	buf := make([]parityRecord, 256)
+	src := &paritySource{}
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		k, _ := src.Read(buf)
+		emit(c, size, buf[:k])
+		n += k
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "records/s")
+}
+
+// BenchmarkSourceEmitEach sizes and emits a read record by record.
+func BenchmarkSourceEmitEach(b *testing.B) {
+	benchSourceEmit(b, func(c *Collector[parityRecord], size func(unsafe.Pointer) int, buf []parityRecord) {
+		for i := range buf {
+			c.emitSized(buf[i], size(unsafe.Pointer(&buf[i])))
+		}
+	})
+}
+
+// BenchmarkSourceEmitAll emits a read at once (emitAll).
+func BenchmarkSourceEmitAll(b *testing.B) {
+	benchSourceEmit(b, func(c *Collector[parityRecord], _ func(unsafe.Pointer) int, buf []parityRecord) {
+		c.emitAll(buf)
+	})
 }

@@ -244,3 +244,50 @@ func TestFlatSizers(t *testing.T) {
 		}
 	}
 }
+
+// TestCollectorEmitAll checks that emitting a read buffer at once sends the
+// same batches, to the same outputs and in the same order, as emitting its
+// records one by one, on every kind of output, with records of a static
+// size and records sized one by one, and that it returns their bytes.
+func TestCollectorEmitAll(t *testing.T) {
+	outputs := map[string]func(Stream[withString]){
+		"forward":   func(s Stream[withString]) { Sink(s, "sink", discard[withString]) },
+		"rebalance": func(s Stream[withString]) { Sink(Rebalance(s), "sink", discard[withString], Parallelism(3)) },
+		"broadcast": func(s Stream[withString]) { Sink(Broadcast(s), "sink", discard[withString], Parallelism(2)) },
+		"hash": func(s Stream[withString]) {
+			Sink(KeyBy(s, func(v withString) int64 { return v.ID }).Stream, "sink", discard[withString], Parallelism(3))
+		},
+		"two routes": func(s Stream[withString]) {
+			Sink(Rebalance(s), "a", discard[withString], Parallelism(2))
+			Sink(KeyBy(s, func(v withString) int64 { return v.ID % 5 }).Stream, "b", discard[withString], Parallelism(2))
+		},
+	}
+	recs := make([]withString, 300)
+	for i := range recs {
+		recs[i] = withString{ID: int64(i), Payload: strings.Repeat("p", i%7*1000)}
+	}
+	for name, out := range outputs {
+		for _, batchBytes := range []int{0, 20 << 10} {
+			g := New("job")
+			out(Generate(g, "src", 1, func(int64) withString { return withString{} }))
+			one, fOne := byteCollector[withString](t, g, "src#0", 16, batchBytes)
+			all, fAll := byteCollector[withString](t, g, "src#0", 16, batchBytes)
+			want := 0
+			for i := range recs {
+				one.Emit(recs[i])
+				if batchBytes > 0 {
+					want += sizeOf(recs[i])
+				}
+			}
+			got := all.emitAll(recs[:100]) + all.emitAll(recs[100:])
+			one.flush()
+			all.flush()
+			if got != want {
+				t.Errorf("%s, batch bytes %d: emitAll returned %d bytes, want %d", name, batchBytes, got, want)
+			}
+			if !reflect.DeepEqual(fOne.sends, fAll.sends) {
+				t.Errorf("%s, batch bytes %d: emitAll sent %d batches, Emit %d, or not the same ones", name, batchBytes, len(fAll.sends), len(fOne.sends))
+			}
+		}
+	}
+}
