@@ -85,7 +85,9 @@ func KeyBy[T any, K Key](s Stream[T], key func(T) K) KeyedStream[T, K] {
 // one; the key group is hash(key) modulo the max parallelism. Use it to place
 // keys deterministically, as the parity example does.
 func KeyByHash[T any, K Key](s Stream[T], key func(T) K, hash func(K) uint64) KeyedStream[T, K] {
-	return keyBy(s, key, hash, newKeyCodec[K](), keyGroupFunc(key, hash, keyGroups(s.g)))
+	c := newKeyCodec[K]()
+	c.custom = true // state writes find key groups through hash, not the frozen key hash
+	return keyBy(s, key, hash, c, keyGroupFunc(key, hash, keyGroups(s.g)))
 }
 
 // keyBy partitions s with kg, the key group of a record: hash(key(v))
