@@ -138,17 +138,7 @@ func (s *sourceInstance[T]) Produce(maxRecords int) (int, SourceStatus, error) {
 		buf = buf[:max(0, maxRecords)]
 	}
 	n, err := s.read(buf)
-	if s.size == nil {
-		for i := 0; i < n; i++ {
-			s.out.Emit(buf[i])
-		}
-	} else {
-		bytes := 0
-		for i := 0; i < n; i++ {
-			size := s.size(unsafe.Pointer(&buf[i]))
-			bytes += size
-			s.out.emitSized(buf[i], size)
-		}
+	if bytes := s.out.emitAll(buf[:n]); s.size != nil {
 		s.adapt(n, bytes)
 	}
 	clear(buf[:n])
