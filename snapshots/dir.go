@@ -97,13 +97,17 @@ func (d *Dir) Put(ctx context.Context, key string, data []byte) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("snapshots: put %s: %w", key, err)
 	}
-	if err := d.put(ctx, key, data); err != nil {
+	if err := d.write(ctx, key, data, false); err != nil {
 		return fmt.Errorf("snapshots: put %s: %w", key, err)
 	}
 	return nil
 }
 
-func (d *Dir) put(ctx context.Context, key string, data []byte) error {
+// write writes data to a temporary file next to key's, fsyncs it and moves
+// it into place: renamed over any object there, or, with create, linked
+// to key, which fails with an error wrapping ErrExists when key holds an
+// object.
+func (d *Dir) write(ctx context.Context, key string, data []byte, create bool) error {
 	target := d.path(key)
 	dir := filepath.Dir(target)
 	var (
@@ -129,7 +133,18 @@ func (d *Dir) put(ctx context.Context, key string, data []byte) error {
 	if err := ctx.Err(); err != nil {
 		return errors.Join(err, removeIfExists(tmp))
 	}
-	if err := os.Rename(tmp, target); err != nil {
+	if create {
+		err := os.Link(tmp, target)
+		if rerr := removeIfExists(tmp); err == nil && rerr != nil {
+			return rerr
+		}
+		switch {
+		case errors.Is(err, fs.ErrExist):
+			return ErrExists
+		case err != nil:
+			return err
+		}
+	} else if err := os.Rename(tmp, target); err != nil {
 		return errors.Join(err, removeIfExists(tmp))
 	}
 	for _, p := range append(created, dir) {

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"time"
 
@@ -23,14 +24,44 @@ func (m *MinIO) Put(ctx context.Context, key string, data []byte) error {
 
 func (m *MinIO) put(ctx context.Context, op, object string, data []byte) error {
 	return m.doWrite(ctx, op, func(ctx context.Context) error {
-		_, err := m.client.PutObject(ctx, m.bucket, object, bytes.NewReader(data), int64(len(data)),
-			// Objects carry their own CRC-32C, verified on every read, and
-			// minio-go sends a trailing CRC-32C that the server checks when
-			// the payload is not signed: signing it with SHA-256 as well (the
-			// default over plain HTTP) would only cost throughput.
-			minio.PutObjectOptions{ContentType: "application/octet-stream", DisableContentSha256: true})
+		_, err := m.client.PutObject(ctx, m.bucket, object, bytes.NewReader(data), int64(len(data)), putOptions())
 		return err
 	})
+}
+
+// putOptions are the options of every PutObject. Objects carry their own
+// CRC-32C, verified on every read, and minio-go sends a trailing CRC-32C
+// that the server checks when the payload is not signed: signing it with
+// SHA-256 as well (the default over plain HTTP) would only cost
+// throughput.
+func putOptions() minio.PutObjectOptions {
+	return minio.PutObjectOptions{ContentType: "application/octet-stream", DisableContentSha256: true}
+}
+
+// Create uploads data as Put does, with If-None-Match: *, so that the
+// server stores it only where no object is (S3 since 2024, MinIO since
+// RELEASE.2024-05-07). A failed condition (412 PreconditionFailed) is
+// ErrExists; a conflict with a concurrent conditional write (409) is
+// retried, as is a lost answer, after which the object the retry finds
+// may be the one this call created (see Creator).
+func (m *MinIO) Create(ctx context.Context, key string, data []byte) error {
+	if err := validateKey(key); err != nil {
+		return err
+	}
+	op, object := "create "+key, m.object(key)
+	err := m.retry(ctx, op, func(err error) bool {
+		resp, ok := errorResponse(err)
+		return (ok && resp.StatusCode == http.StatusConflict) || transientWrite(err)
+	}, func(ctx context.Context) error {
+		opts := putOptions()
+		opts.SetMatchETagExcept("*")
+		_, err := m.client.PutObject(ctx, m.bucket, object, bytes.NewReader(data), int64(len(data)), opts)
+		return err
+	})
+	if resp, ok := errorResponse(err); ok && (resp.Code == "PreconditionFailed" || resp.StatusCode == http.StatusPreconditionFailed) {
+		return fmt.Errorf("snapshots: minio %s: %s: %w", m, op, ErrExists)
+	}
+	return err
 }
 
 // Get downloads the object under key; a missing one gives ErrNotFound.
