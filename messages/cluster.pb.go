@@ -1205,34 +1205,33 @@ func (x *JobDoneAck) GetWorkerId() string {
 	return ""
 }
 
-// Lease names the coordinator incarnation that owns a job in cluster mode.
-// A coordinator claims it when it starts and checks it before every
-// manifest it writes, so that a superseded coordinator stops.
-type Lease struct {
-	state  protoimpl.MessageState `protogen:"open.v1"`
-	Holder string                 `protobuf:"bytes,1,opt,name=holder,proto3" json:"holder,omitempty"`
-	// first_epoch is the first epoch of the holder; its epochs are above those
-	// of every earlier holder.
-	FirstEpoch    uint64 `protobuf:"varint,2,opt,name=first_epoch,json=firstEpoch,proto3" json:"first_epoch,omitempty"`
-	TakenUnixNano int64  `protobuf:"varint,3,opt,name=taken_unix_nano,json=takenUnixNano,proto3" json:"taken_unix_nano,omitempty"`
+// ConfirmDeploy asks the coordinator whether a deployment is still the
+// newest, before the worker starts its tasks: a worker that was paused
+// (SIGSTOP, a long GC, a frozen VM) may read a Deploy that the coordinator
+// has since replaced, and its tasks must not touch the store or a sink.
+type ConfirmDeploy struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WorkerId      string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Coordinator   string                 `protobuf:"bytes,2,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *Lease) Reset() {
-	*x = Lease{}
+func (x *ConfirmDeploy) Reset() {
+	*x = ConfirmDeploy{}
 	mi := &file_messages_cluster_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *Lease) String() string {
+func (x *ConfirmDeploy) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*Lease) ProtoMessage() {}
+func (*ConfirmDeploy) ProtoMessage() {}
 
-func (x *Lease) ProtoReflect() protoreflect.Message {
+func (x *ConfirmDeploy) ProtoReflect() protoreflect.Message {
 	mi := &file_messages_cluster_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -1244,30 +1243,92 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use Lease.ProtoReflect.Descriptor instead.
-func (*Lease) Descriptor() ([]byte, []int) {
+// Deprecated: Use ConfirmDeploy.ProtoReflect.Descriptor instead.
+func (*ConfirmDeploy) Descriptor() ([]byte, []int) {
 	return file_messages_cluster_proto_rawDescGZIP(), []int{17}
 }
 
-func (x *Lease) GetHolder() string {
+func (x *ConfirmDeploy) GetWorkerId() string {
 	if x != nil {
-		return x.Holder
+		return x.WorkerId
 	}
 	return ""
 }
 
-func (x *Lease) GetFirstEpoch() uint64 {
+func (x *ConfirmDeploy) GetCoordinator() string {
 	if x != nil {
-		return x.FirstEpoch
+		return x.Coordinator
+	}
+	return ""
+}
+
+func (x *ConfirmDeploy) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
 	}
 	return 0
 }
 
-func (x *Lease) GetTakenUnixNano() int64 {
+// DeployConfirmed answers a ConfirmDeploy: current is true only while the
+// epoch is the coordinator's and the worker is live in it.
+type DeployConfirmed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Coordinator   string                 `protobuf:"bytes,1,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Current       bool                   `protobuf:"varint,3,opt,name=current,proto3" json:"current,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeployConfirmed) Reset() {
+	*x = DeployConfirmed{}
+	mi := &file_messages_cluster_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeployConfirmed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeployConfirmed) ProtoMessage() {}
+
+func (x *DeployConfirmed) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_cluster_proto_msgTypes[18]
 	if x != nil {
-		return x.TakenUnixNano
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeployConfirmed.ProtoReflect.Descriptor instead.
+func (*DeployConfirmed) Descriptor() ([]byte, []int) {
+	return file_messages_cluster_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *DeployConfirmed) GetCoordinator() string {
+	if x != nil {
+		return x.Coordinator
+	}
+	return ""
+}
+
+func (x *DeployConfirmed) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
 	}
 	return 0
+}
+
+func (x *DeployConfirmed) GetCurrent() bool {
+	if x != nil {
+		return x.Current
+	}
+	return false
 }
 
 var File_messages_cluster_proto protoreflect.FileDescriptor
@@ -1365,12 +1426,15 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\")\n" +
 	"\n" +
 	"JobDoneAck\x12\x1b\n" +
-	"\tworker_id\x18\x01 \x01(\tR\bworkerId\"h\n" +
-	"\x05Lease\x12\x16\n" +
-	"\x06holder\x18\x01 \x01(\tR\x06holder\x12\x1f\n" +
-	"\vfirst_epoch\x18\x02 \x01(\x04R\n" +
-	"firstEpoch\x12&\n" +
-	"\x0ftaken_unix_nano\x18\x03 \x01(\x03R\rtakenUnixNanoB'Z%github.com/snapflow/snapflow/messagesb\x06proto3"
+	"\tworker_id\x18\x01 \x01(\tR\bworkerId\"d\n" +
+	"\rConfirmDeploy\x12\x1b\n" +
+	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12 \n" +
+	"\vcoordinator\x18\x02 \x01(\tR\vcoordinator\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\"c\n" +
+	"\x0fDeployConfirmed\x12 \n" +
+	"\vcoordinator\x18\x01 \x01(\tR\vcoordinator\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x18\n" +
+	"\acurrent\x18\x03 \x01(\bR\acurrentB'Z%github.com/snapflow/snapflow/messagesb\x06proto3"
 
 var (
 	file_messages_cluster_proto_rawDescOnce sync.Once
@@ -1384,7 +1448,7 @@ func file_messages_cluster_proto_rawDescGZIP() []byte {
 	return file_messages_cluster_proto_rawDescData
 }
 
-var file_messages_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_messages_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_messages_cluster_proto_goTypes = []any{
 	(*TaskRestored)(nil),    // 0: snapflow.v1.TaskRestored
 	(*TaskExhausted)(nil),   // 1: snapflow.v1.TaskExhausted
@@ -1403,16 +1467,17 @@ var file_messages_cluster_proto_goTypes = []any{
 	(*TaskFailed)(nil),      // 14: snapflow.v1.TaskFailed
 	(*JobDone)(nil),         // 15: snapflow.v1.JobDone
 	(*JobDoneAck)(nil),      // 16: snapflow.v1.JobDoneAck
-	(*Lease)(nil),           // 17: snapflow.v1.Lease
-	(*StateHandle)(nil),     // 18: snapflow.v1.StateHandle
+	(*ConfirmDeploy)(nil),   // 17: snapflow.v1.ConfirmDeploy
+	(*DeployConfirmed)(nil), // 18: snapflow.v1.DeployConfirmed
+	(*StateHandle)(nil),     // 19: snapflow.v1.StateHandle
 }
 var file_messages_cluster_proto_depIdxs = []int32{
 	11, // 0: snapflow.v1.TaskFinished.counters:type_name -> snapflow.v1.TaskCounters
 	5,  // 1: snapflow.v1.RegisterWorker.jobs:type_name -> snapflow.v1.JobFingerprint
 	7,  // 2: snapflow.v1.Registered.settings:type_name -> snapflow.v1.RuntimeSettings
 	11, // 3: snapflow.v1.HeartbeatAck.tasks:type_name -> snapflow.v1.TaskCounters
-	18, // 4: snapflow.v1.DeployTask.state:type_name -> snapflow.v1.StateHandle
-	18, // 5: snapflow.v1.DeployTask.parts:type_name -> snapflow.v1.StateHandle
+	19, // 4: snapflow.v1.DeployTask.state:type_name -> snapflow.v1.StateHandle
+	19, // 5: snapflow.v1.DeployTask.parts:type_name -> snapflow.v1.StateHandle
 	12, // 6: snapflow.v1.Deploy.tasks:type_name -> snapflow.v1.DeployTask
 	7,  // [7:7] is the sub-list for method output_type
 	7,  // [7:7] is the sub-list for method input_type
@@ -1433,7 +1498,7 @@ func file_messages_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_cluster_proto_rawDesc), len(file_messages_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

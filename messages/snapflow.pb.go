@@ -1592,7 +1592,12 @@ type TaskState struct {
 	// was taken: those pre-committed at this or an earlier barrier and not
 	// yet known committed (committed on restore), and the one open after the
 	// barrier (aborted on restore).
-	Transactions  []*Transaction `protobuf:"bytes,15,rep,name=transactions,proto3" json:"transactions,omitempty"`
+	Transactions []*Transaction `protobuf:"bytes,15,rep,name=transactions,proto3" json:"transactions,omitempty"`
+	// epoch is the incarnation that took the snapshot (0 in states that
+	// predate it): a state's key names it, so that no incarnation, of this
+	// holder of the job or of another, writes where another's manifest
+	// points.
+	Epoch         uint64 `protobuf:"varint,16,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1730,6 +1735,13 @@ func (x *TaskState) GetTransactions() []*Transaction {
 		return x.Transactions
 	}
 	return nil
+}
+
+func (x *TaskState) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
 }
 
 // Transaction is one transaction of a transactional sink task.
@@ -1964,8 +1976,12 @@ type Origin struct {
 	// first_id is the first checkpoint id of the history started there.
 	FirstId           uint64 `protobuf:"varint,3,opt,name=first_id,json=firstId,proto3" json:"first_id,omitempty"`
 	TimestampUnixNano int64  `protobuf:"varint,4,opt,name=timestamp_unix_nano,json=timestampUnixNano,proto3" json:"timestamp_unix_nano,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// epoch is the epoch of the holder that recorded it (0 in origins that
+	// predate it): an origin recorded by a holder that another has
+	// superseded since counts only if the newer one found it (LeaseSeal).
+	Epoch         uint64 `protobuf:"varint,5,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Origin) Reset() {
@@ -2024,6 +2040,336 @@ func (x *Origin) GetTimestampUnixNano() int64 {
 		return x.TimestampUnixNano
 	}
 	return 0
+}
+
+func (x *Origin) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+// Lease is a claim on a job in a store: generation n of the job's lease,
+// created only if absent at <job>/leases/<n, 20 digits>.claim, so that of
+// two claimants of one generation exactly one wins. The newest generation
+// holds the job; an older one is superseded and must stop writing.
+type Lease struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// holder names one incarnation of the holder (a job's process, or a
+	// cluster's coordinator): unique among all holders ever.
+	Holder string `protobuf:"bytes,1,opt,name=holder,proto3" json:"holder,omitempty"`
+	// first_epoch is the first epoch of the holder; it may use the epochs
+	// below first_epoch + EpochsPerLease, which lie above every epoch of an
+	// earlier generation.
+	FirstEpoch    uint64 `protobuf:"varint,2,opt,name=first_epoch,json=firstEpoch,proto3" json:"first_epoch,omitempty"`
+	TakenUnixNano int64  `protobuf:"varint,3,opt,name=taken_unix_nano,json=takenUnixNano,proto3" json:"taken_unix_nano,omitempty"`
+	Generation    uint64 `protobuf:"varint,4,opt,name=generation,proto3" json:"generation,omitempty"`
+	// host, pid and process_start say where the holder runs, for people and
+	// for a claimant on the same host that can tell that the process is
+	// gone (process_start: its start time in clock ticks since boot on
+	// Linux, telling a reused pid apart; 0 when unknown).
+	Host         string `protobuf:"bytes,5,opt,name=host,proto3" json:"host,omitempty"`
+	Pid          int64  `protobuf:"varint,6,opt,name=pid,proto3" json:"pid,omitempty"`
+	ProcessStart uint64 `protobuf:"varint,7,opt,name=process_start,json=processStart,proto3" json:"process_start,omitempty"`
+	// address is the coordinator's address in cluster mode.
+	Address string `protobuf:"bytes,8,opt,name=address,proto3" json:"address,omitempty"`
+	// renew_interval_nanos is how often the holder renews the lease
+	// (LeaseRenewal); ttl_nanos how long a claimant waits for a renewal
+	// before it takes over a holder that seems gone.
+	RenewIntervalNanos int64 `protobuf:"varint,9,opt,name=renew_interval_nanos,json=renewIntervalNanos,proto3" json:"renew_interval_nanos,omitempty"`
+	TtlNanos           int64 `protobuf:"varint,10,opt,name=ttl_nanos,json=ttlNanos,proto3" json:"ttl_nanos,omitempty"`
+	// taken_from names the holder of the previous generation when this one
+	// took over a lease that was not released; empty otherwise.
+	TakenFrom string `protobuf:"bytes,11,opt,name=taken_from,json=takenFrom,proto3" json:"taken_from,omitempty"`
+	// machine identifies the holder's process namespace (on Linux the boot
+	// and the pid namespace): a claimant with the same machine can look the
+	// holder's pid up.
+	Machine       string `protobuf:"bytes,12,opt,name=machine,proto3" json:"machine,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Lease) Reset() {
+	*x = Lease{}
+	mi := &file_messages_snapflow_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Lease) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Lease) ProtoMessage() {}
+
+func (x *Lease) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_snapflow_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Lease.ProtoReflect.Descriptor instead.
+func (*Lease) Descriptor() ([]byte, []int) {
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *Lease) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+func (x *Lease) GetFirstEpoch() uint64 {
+	if x != nil {
+		return x.FirstEpoch
+	}
+	return 0
+}
+
+func (x *Lease) GetTakenUnixNano() int64 {
+	if x != nil {
+		return x.TakenUnixNano
+	}
+	return 0
+}
+
+func (x *Lease) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *Lease) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *Lease) GetPid() int64 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *Lease) GetProcessStart() uint64 {
+	if x != nil {
+		return x.ProcessStart
+	}
+	return 0
+}
+
+func (x *Lease) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *Lease) GetRenewIntervalNanos() int64 {
+	if x != nil {
+		return x.RenewIntervalNanos
+	}
+	return 0
+}
+
+func (x *Lease) GetTtlNanos() int64 {
+	if x != nil {
+		return x.TtlNanos
+	}
+	return 0
+}
+
+func (x *Lease) GetTakenFrom() string {
+	if x != nil {
+		return x.TakenFrom
+	}
+	return ""
+}
+
+func (x *Lease) GetMachine() string {
+	if x != nil {
+		return x.Machine
+	}
+	return ""
+}
+
+// LeaseSeal completes a claim, at <job>/leases/<generation>.seal, once the
+// holder has read the store and before it changes anything: a manifest of
+// an earlier holder (an epoch below first_epoch) whose checkpoint id is
+// above valid_through landed after the holder looked, and is void.
+type LeaseSeal struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Generation   uint64                 `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	FirstEpoch   uint64                 `protobuf:"varint,2,opt,name=first_epoch,json=firstEpoch,proto3" json:"first_epoch,omitempty"`
+	ValidThrough uint64                 `protobuf:"varint,3,opt,name=valid_through,json=validThrough,proto3" json:"valid_through,omitempty"`
+	// origin is the job's origin as the holder found it (unset: none): an
+	// origin that an earlier holder records later does not count.
+	Origin         *Origin `protobuf:"bytes,4,opt,name=origin,proto3" json:"origin,omitempty"`
+	SealedUnixNano int64   `protobuf:"varint,5,opt,name=sealed_unix_nano,json=sealedUnixNano,proto3" json:"sealed_unix_nano,omitempty"`
+	Holder         string  `protobuf:"bytes,6,opt,name=holder,proto3" json:"holder,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *LeaseSeal) Reset() {
+	*x = LeaseSeal{}
+	mi := &file_messages_snapflow_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseSeal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseSeal) ProtoMessage() {}
+
+func (x *LeaseSeal) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_snapflow_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseSeal.ProtoReflect.Descriptor instead.
+func (*LeaseSeal) Descriptor() ([]byte, []int) {
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *LeaseSeal) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *LeaseSeal) GetFirstEpoch() uint64 {
+	if x != nil {
+		return x.FirstEpoch
+	}
+	return 0
+}
+
+func (x *LeaseSeal) GetValidThrough() uint64 {
+	if x != nil {
+		return x.ValidThrough
+	}
+	return 0
+}
+
+func (x *LeaseSeal) GetOrigin() *Origin {
+	if x != nil {
+		return x.Origin
+	}
+	return nil
+}
+
+func (x *LeaseSeal) GetSealedUnixNano() int64 {
+	if x != nil {
+		return x.SealedUnixNano
+	}
+	return 0
+}
+
+func (x *LeaseSeal) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+// LeaseRenewal is the holder's sign of life, at
+// <job>/leases/<generation>.renewal: seq grows with every renewal, and
+// released says that the holder has ended and let the job go.
+type LeaseRenewal struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Generation    uint64                 `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	Seq           uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	Released      bool                   `protobuf:"varint,3,opt,name=released,proto3" json:"released,omitempty"`
+	UnixNano      int64                  `protobuf:"varint,4,opt,name=unix_nano,json=unixNano,proto3" json:"unix_nano,omitempty"`
+	Holder        string                 `protobuf:"bytes,5,opt,name=holder,proto3" json:"holder,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseRenewal) Reset() {
+	*x = LeaseRenewal{}
+	mi := &file_messages_snapflow_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseRenewal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseRenewal) ProtoMessage() {}
+
+func (x *LeaseRenewal) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_snapflow_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseRenewal.ProtoReflect.Descriptor instead.
+func (*LeaseRenewal) Descriptor() ([]byte, []int) {
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *LeaseRenewal) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *LeaseRenewal) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *LeaseRenewal) GetReleased() bool {
+	if x != nil {
+		return x.Released
+	}
+	return false
+}
+
+func (x *LeaseRenewal) GetUnixNano() int64 {
+	if x != nil {
+		return x.UnixNano
+	}
+	return 0
+}
+
+func (x *LeaseRenewal) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
 }
 
 var File_messages_snapflow_proto protoreflect.FileDescriptor
@@ -2154,7 +2500,7 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\aentries\x18\x02 \x03(\v2\x17.snapflow.v1.StateEntryR\aentries\"]\n" +
 	"\rKeyGroupState\x12\x1b\n" +
 	"\tkey_group\x18\x01 \x01(\rR\bkeyGroup\x12/\n" +
-	"\x06states\x18\x02 \x03(\v2\x17.snapflow.v1.NamedStateR\x06states\"\xbb\x04\n" +
+	"\x06states\x18\x02 \x03(\v2\x17.snapflow.v1.NamedStateR\x06states\"\xd1\x04\n" +
 	"\tTaskState\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x1a\n" +
@@ -2174,7 +2520,8 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\x06splits\x18\r \x03(\fR\x06splits\x12\x1d\n" +
 	"\n" +
 	"has_splits\x18\x0e \x01(\bR\thasSplits\x12<\n" +
-	"\ftransactions\x18\x0f \x03(\v2\x18.snapflow.v1.TransactionR\ftransactions\"J\n" +
+	"\ftransactions\x18\x0f \x03(\v2\x18.snapflow.v1.TransactionR\ftransactions\x12\x14\n" +
+	"\x05epoch\x18\x10 \x01(\x04R\x05epoch\"J\n" +
 	"\vTransaction\x12#\n" +
 	"\rcheckpoint_id\x18\x01 \x01(\x04R\fcheckpointId\x12\x16\n" +
 	"\x06handle\x18\x02 \x01(\fR\x06handle\"\xda\x01\n" +
@@ -2192,12 +2539,49 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\fStoredObject\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
 	"\apayload\x18\x02 \x01(\fR\apayload\x12\x16\n" +
-	"\x06crc32c\x18\x03 \x01(\rR\x06crc32c\"\x96\x01\n" +
+	"\x06crc32c\x18\x03 \x01(\rR\x06crc32c\"\xac\x01\n" +
 	"\x06Origin\x12\x1c\n" +
 	"\tsavepoint\x18\x01 \x01(\tR\tsavepoint\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12\x19\n" +
 	"\bfirst_id\x18\x03 \x01(\x04R\afirstId\x12.\n" +
-	"\x13timestamp_unix_nano\x18\x04 \x01(\x03R\x11timestampUnixNanoB'Z%github.com/snapflow/snapflow/messagesb\x06proto3"
+	"\x13timestamp_unix_nano\x18\x04 \x01(\x03R\x11timestampUnixNano\x12\x14\n" +
+	"\x05epoch\x18\x05 \x01(\x04R\x05epoch\"\xf5\x02\n" +
+	"\x05Lease\x12\x16\n" +
+	"\x06holder\x18\x01 \x01(\tR\x06holder\x12\x1f\n" +
+	"\vfirst_epoch\x18\x02 \x01(\x04R\n" +
+	"firstEpoch\x12&\n" +
+	"\x0ftaken_unix_nano\x18\x03 \x01(\x03R\rtakenUnixNano\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x04 \x01(\x04R\n" +
+	"generation\x12\x12\n" +
+	"\x04host\x18\x05 \x01(\tR\x04host\x12\x10\n" +
+	"\x03pid\x18\x06 \x01(\x03R\x03pid\x12#\n" +
+	"\rprocess_start\x18\a \x01(\x04R\fprocessStart\x12\x18\n" +
+	"\aaddress\x18\b \x01(\tR\aaddress\x120\n" +
+	"\x14renew_interval_nanos\x18\t \x01(\x03R\x12renewIntervalNanos\x12\x1b\n" +
+	"\tttl_nanos\x18\n" +
+	" \x01(\x03R\bttlNanos\x12\x1d\n" +
+	"\n" +
+	"taken_from\x18\v \x01(\tR\ttakenFrom\x12\x18\n" +
+	"\amachine\x18\f \x01(\tR\amachine\"\xe0\x01\n" +
+	"\tLeaseSeal\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x01 \x01(\x04R\n" +
+	"generation\x12\x1f\n" +
+	"\vfirst_epoch\x18\x02 \x01(\x04R\n" +
+	"firstEpoch\x12#\n" +
+	"\rvalid_through\x18\x03 \x01(\x04R\fvalidThrough\x12+\n" +
+	"\x06origin\x18\x04 \x01(\v2\x13.snapflow.v1.OriginR\x06origin\x12(\n" +
+	"\x10sealed_unix_nano\x18\x05 \x01(\x03R\x0esealedUnixNano\x12\x16\n" +
+	"\x06holder\x18\x06 \x01(\tR\x06holder\"\x91\x01\n" +
+	"\fLeaseRenewal\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x01 \x01(\x04R\n" +
+	"generation\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x1a\n" +
+	"\breleased\x18\x03 \x01(\bR\breleased\x12\x1b\n" +
+	"\tunix_nano\x18\x04 \x01(\x03R\bunixNano\x12\x16\n" +
+	"\x06holder\x18\x05 \x01(\tR\x06holderB'Z%github.com/snapflow/snapflow/messagesb\x06proto3"
 
 var (
 	file_messages_snapflow_proto_rawDescOnce sync.Once
@@ -2211,7 +2595,7 @@ func file_messages_snapflow_proto_rawDescGZIP() []byte {
 	return file_messages_snapflow_proto_rawDescData
 }
 
-var file_messages_snapflow_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_messages_snapflow_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_messages_snapflow_proto_goTypes = []any{
 	(*RecordBatch)(nil),         // 0: snapflow.v1.RecordBatch
 	(*Barrier)(nil),             // 1: snapflow.v1.Barrier
@@ -2237,6 +2621,9 @@ var file_messages_snapflow_proto_goTypes = []any{
 	(*StateDescriptor)(nil),     // 21: snapflow.v1.StateDescriptor
 	(*StoredObject)(nil),        // 22: snapflow.v1.StoredObject
 	(*Origin)(nil),              // 23: snapflow.v1.Origin
+	(*Lease)(nil),               // 24: snapflow.v1.Lease
+	(*LeaseSeal)(nil),           // 25: snapflow.v1.LeaseSeal
+	(*LeaseRenewal)(nil),        // 26: snapflow.v1.LeaseRenewal
 }
 var file_messages_snapflow_proto_depIdxs = []int32{
 	6,  // 0: snapflow.v1.StateHandle.key_groups:type_name -> snapflow.v1.KeyGroupSection
@@ -2251,11 +2638,12 @@ var file_messages_snapflow_proto_depIdxs = []int32{
 	18, // 9: snapflow.v1.TaskState.key_groups:type_name -> snapflow.v1.KeyGroupState
 	21, // 10: snapflow.v1.TaskState.state_descriptors:type_name -> snapflow.v1.StateDescriptor
 	20, // 11: snapflow.v1.TaskState.transactions:type_name -> snapflow.v1.Transaction
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	23, // 12: snapflow.v1.LeaseSeal.origin:type_name -> snapflow.v1.Origin
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_messages_snapflow_proto_init() }
@@ -2269,7 +2657,7 @@ func file_messages_snapflow_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_snapflow_proto_rawDesc), len(file_messages_snapflow_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   24,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -32,7 +32,7 @@ var (
 // Checkpoints calls its store through a guard: a panic in a Store method
 // becomes an error wrapping ErrStorePanic, logged with its stack.
 type Checkpoints struct {
-	store Store // guarded
+	store *guarded
 	given Store // as given to NewCheckpoints
 	job   string
 	log   *slog.Logger
@@ -45,6 +45,11 @@ type Checkpoints struct {
 	written  map[uint64]*messages.Manifest // manifests written by PutManifest, not yet read back
 	unusable map[uint64]error              // complete checkpoints a restore found unusable (MarkUnusable)
 	refs     map[uint64][]string           // complete checkpoints: the object keys their manifests reference
+
+	good   map[string]bool                // object keys known intact: put by c, or read back and verified
+	epochs map[uint64]uint64              // the epochs of manifests read or written, by checkpoint id
+	hold   *lease                         // the job's lease, while c holds it (see AcquireLease)
+	seals  map[uint64]*messages.LeaseSeal // seals read, by generation: they never change
 }
 
 // NewCheckpoints returns the checkpoints of job in s. Problems that make a
@@ -104,6 +109,12 @@ func (c *Checkpoints) putState(ctx context.Context, key string, st *messages.Tas
 	if err := c.store.Put(ctx, key, data); err != nil {
 		return nil, err
 	}
+	c.mu.Lock()
+	if c.good == nil {
+		c.good = map[string]bool{}
+	}
+	c.good[key] = true
+	c.mu.Unlock()
 	return h, nil
 }
 
@@ -118,69 +129,117 @@ func validateTaskID(id string) error {
 // completes the checkpoint. Call it only once every state it references is
 // stored. The manifest's job must be c's job and its id at least 1.
 //
-// Its result is the truth about the checkpoint: nil means the manifest is
-// in place, so the checkpoint is complete and recovery may restore it. A
-// write can fail after the object is in place (a directory fsync failing
-// after the rename, a lost PUT response, a context ending as the PUT
-// lands), so when the store's Put fails, PutManifest reads the manifest
-// back, with a context of its own bounded by ManifestCheckTimeout:
+// The manifest is created only where none is (Creator), so that two
+// holders of the job can never both complete checkpoint n: when another
+// manifest holds the id, PutManifest returns an error wrapping
+// ErrCheckpointTaken (or ErrLeaseLost, when a newer holder wrote it) and
+// the checkpoint is not complete.
+//
+// When c holds the job's lease, m's epoch must be one of the holder's,
+// and once the manifest is in place PutManifest checks the lease: an
+// error wrapping ErrLeaseLost then says that another holder took the job
+// over, and the caller must not act on the checkpoint (commit
+// transactions, delete older ones): the new holder found it complete, or
+// voids it (see SealLease), and decides.
+//
+// Its result is otherwise the truth about the checkpoint: nil means the
+// manifest is in place, so the checkpoint is complete and recovery may
+// restore it. A write can fail after the object is in place (a directory
+// fsync failing after the rename, a lost PUT response, a context ending as
+// the PUT lands), so when the store's write fails, PutManifest reads the
+// manifest back, with a context of its own bounded by
+// ManifestCheckTimeout:
 //
 //   - the manifest is there and equal to m: it logs a warning and returns
 //     nil;
-//   - it is not there (ErrNotFound): it returns the Put's error, and the
+//   - it is not there (ErrNotFound): it returns the write's error, and the
 //     checkpoint is not complete;
-//   - anything else (the read fails, or another manifest is there): it
-//     returns an error wrapping ErrManifestInDoubt and the Put's error.
-//     Nobody can tell whether recovery will restore this checkpoint.
-//
-// Retain does not read the states of a manifest that PutManifest wrote.
+//   - another manifest is there: ErrCheckpointTaken, as above;
+//   - anything else (the read fails): it returns an error wrapping
+//     ErrManifestInDoubt and the write's error. Nobody can tell whether
+//     recovery will restore this checkpoint. So does a lease check that
+//     fails for the store's sake rather than because the lease is lost.
 func (c *Checkpoints) PutManifest(ctx context.Context, m *messages.Manifest) error {
 	if err := c.validateManifest(m, m.GetCheckpointId()); err != nil {
 		return fmt.Errorf("snapshots: put manifest: %w", err)
 	}
+	if err := c.holderEpoch(m); err != nil {
+		return fmt.Errorf("snapshots: put manifest: %w", err)
+	}
 	id := m.GetCheckpointId()
-	if err := c.putManifest(ctx, ManifestKey(c.job, id), checkpointOf(id), m); err != nil {
+	sub := checkpointOf(id)
+	if err := c.putManifest(ctx, ManifestKey(c.job, id), sub, m); err != nil {
 		return err
 	}
 	c.markWritten(m)
+	return c.confirmHeld(ctx, sub)
+}
+
+// holderEpoch checks that, when c holds the job's lease, manifest m is of
+// one of the holder's epochs.
+func (c *Checkpoints) holderEpoch(m *messages.Manifest) error {
+	l := c.heldLease()
+	if l == nil {
+		return nil
+	}
+	if first, last := HolderEpochs(l.claim); m.GetEpoch() < first || m.GetEpoch() > last {
+		return fmt.Errorf("epoch %d is not one of the lease holder's (%d to %d): %w", m.GetEpoch(), first, last, ErrInvalidLease)
+	}
 	return nil
 }
 
+// confirmHeld checks, after the manifest of sub is in place, that c still
+// holds the job's lease (when it holds one).
+func (c *Checkpoints) confirmHeld(ctx context.Context, sub subject) error {
+	err := c.writable(ctx)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrLeaseLost):
+		return fmt.Errorf("snapshots: the manifest of %s is in place, but %w", sub.what, err)
+	}
+	return fmt.Errorf("snapshots: the manifest of %s is in place, but whether this holder still holds the job is unknown: %w: %w",
+		sub.what, ErrManifestInDoubt, err)
+}
+
 // subject names the checkpoint or savepoint that a manifest completes, for
-// errors (what) and logs (attr).
+// errors (what) and logs (attr); taken is the error wrapped when another
+// manifest is in its place.
 type subject struct {
-	what string
-	attr slog.Attr
+	what  string
+	attr  slog.Attr
+	taken error
 }
 
 func checkpointOf(id uint64) subject {
-	return subject{fmt.Sprintf("checkpoint %d", id), slog.Uint64("checkpoint", id)}
+	return subject{fmt.Sprintf("checkpoint %d", id), slog.Uint64("checkpoint", id), ErrCheckpointTaken}
 }
 
 func savepointOf(name string) subject {
-	return subject{fmt.Sprintf("savepoint %q", name), slog.String("savepoint", name)}
+	return subject{fmt.Sprintf("savepoint %q", name), slog.String("savepoint", name), ErrSavepointExists}
 }
 
-// putManifest writes manifest m of sub under key and, when the Put fails,
-// finds out whether it is in place anyway (see PutManifest).
+// putManifest creates manifest m of sub under key and, when the write
+// fails, finds out whether it is in place anyway (see PutManifest).
 func (c *Checkpoints) putManifest(ctx context.Context, key string, sub subject, m *messages.Manifest) error {
 	data, err := EncodeObject(KindManifest, m)
 	if err != nil {
 		return fmt.Errorf("snapshots: put %s: %w", key, err)
 	}
-	if perr := c.store.Put(ctx, key, data); perr != nil {
+	if perr := createObject(ctx, c.store, key, data); perr != nil {
 		return c.resolveManifest(ctx, key, sub, m, perr)
 	}
 	return nil
 }
 
 // ManifestCheckTimeout bounds the read with which PutManifest finds out
-// whether a manifest whose Put failed is in place.
+// whether a manifest whose write failed is in place.
 const ManifestCheckTimeout = 5 * time.Second
 
-// resolveManifest finds out whether manifest m, whose Put under key failed
-// with perr, is in place anyway: nil when it is, perr when it is not, and
-// an error wrapping ErrManifestInDoubt when that cannot be told.
+// resolveManifest finds out whether manifest m, whose write under key
+// failed with perr, is in place anyway: nil when it is, perr when no
+// manifest is there, an error wrapping sub.taken when another is, and an
+// error wrapping ErrManifestInDoubt when that cannot be told.
 func (c *Checkpoints) resolveManifest(ctx context.Context, key string, sub subject, m *messages.Manifest, perr error) error {
 	what := sub.what
 	if errors.Is(perr, ErrInvalidKey) {
@@ -204,16 +263,22 @@ func (c *Checkpoints) resolveManifest(ctx context.Context, key string, sub subje
 			"so %s may or may not be complete: %w: %w", key, gerr, what, ErrManifestInDoubt, perr)
 	}
 	got := new(messages.Manifest)
-	if err := DecodeObject(data, KindManifest, got); err != nil || !proto.Equal(got, m) {
-		why := "another manifest is in its place"
-		if err != nil {
-			why = fmt.Sprintf("what is in its place does not decode (%v)", err)
-		}
-		return fmt.Errorf("snapshots: put %s: the write failed and %s, so %s may not be "+
-			"the one written here: %w: %w", key, why, what, ErrManifestInDoubt, perr)
+	if err := DecodeObject(data, KindManifest, got); err != nil {
+		return fmt.Errorf("snapshots: put %s: %s is taken: what is in its place does not decode (%v): %w", key, what, err, sub.taken)
 	}
-	c.log.WarnContext(ctx, "snapshots: manifest write reported an error but the manifest is in place; "+
-		"it is complete", sub.attr, "key", key, "err", perr)
+	if !proto.Equal(got, m) {
+		if l := c.heldLease(); l != nil {
+			if _, last := HolderEpochs(l.claim); got.GetEpoch() > last {
+				if err := c.CheckLease(ctx); err != nil {
+					return err
+				}
+			}
+		}
+		return fmt.Errorf("snapshots: put %s: %s is taken: the manifest there is of epoch %d (written %s), not this one's (epoch %d): %w",
+			key, what, got.GetEpoch(), time.Unix(0, got.GetTimestampUnixNano()).UTC().Format(time.RFC3339Nano), m.GetEpoch(), sub.taken)
+	}
+	c.log.WarnContext(ctx, "snapshots: manifest write reported an error but the manifest is in place "+
+		"(a write whose answer was lost, retried); it is complete", sub.attr, "key", key, "err", perr)
 	return nil
 }
 

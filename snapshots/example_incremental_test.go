@@ -55,7 +55,8 @@ func ExampleCheckpoints_PutTaskStateRefs() {
 	checkpoint(2, h2)
 	fmt.Printf("checkpoint 2 uploaded %d of %d bytes\n", snapshots.UploadedSize(h2), snapshots.StateSize(h2))
 
-	if err := chks.Retain(ctx, 1, 3); err != nil { // keep one: checkpoint 2
+	// Deleting checkpoint 1 keeps the object that checkpoint 2 references.
+	if err := chks.Delete(ctx, 1); err != nil {
 		panic(err)
 	}
 	keys, err := chks.Store().List(ctx, "")

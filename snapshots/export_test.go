@@ -19,3 +19,6 @@ func SetStreamLimits(c *Checkpoints, runBytes, gap, workers, inFlight uint64, ad
 
 // CRCCombine is crcCombine.
 var CRCCombine = crcCombine
+
+// MachineID is machineID.
+var MachineID = machineID

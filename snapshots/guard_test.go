@@ -48,6 +48,11 @@ func (p *panickyStore) Delete(ctx context.Context, key string) error {
 	return p.Mem.Delete(ctx, key)
 }
 
+func (p *panickyStore) Create(ctx context.Context, key string, data []byte) error {
+	p.maybePanic("Create")
+	return p.Mem.Create(ctx, key, data)
+}
+
 func (p *panickyStore) Check(ctx context.Context) error {
 	p.maybePanic("Check")
 	return p.Mem.Check(ctx)
@@ -86,6 +91,8 @@ func TestStorePanicBecomesError(t *testing.T) {
 				_, err := c.PutTaskState(ctx, 9, &messages.TaskState{Job: "job", TaskId: "a#0", CheckpointId: 9})
 				return err
 			}},
+		},
+		"Create": {
 			{"PutManifest", func(ctx context.Context, c *snapshots.Checkpoints) error {
 				return c.PutManifest(ctx, &messages.Manifest{Job: "job", CheckpointId: 9})
 			}},
@@ -102,18 +109,18 @@ func TestStorePanicBecomesError(t *testing.T) {
 				_, err := c.MaxID(ctx)
 				return err
 			}},
-			{"Retain", func(ctx context.Context, c *snapshots.Checkpoints) error { return c.Retain(ctx, 1, 3) }},
+			{"Retain", func(ctx context.Context, c *snapshots.Checkpoints) error { return c.Retain(ctx, 1, 4) }},
 			{"DeleteIncomplete", func(ctx context.Context, c *snapshots.Checkpoints) error {
-				_, err := c.DeleteIncomplete(ctx, 3)
+				_, err := c.DeleteIncomplete(ctx, 4)
 				return err
 			}},
 		},
 		"Delete": {
 			{"Delete", func(ctx context.Context, c *snapshots.Checkpoints) error { return c.Delete(ctx, 1) }},
-			{"Retain", func(ctx context.Context, c *snapshots.Checkpoints) error { return c.Retain(ctx, 1, 3) }},
+			{"Retain", func(ctx context.Context, c *snapshots.Checkpoints) error { return c.Retain(ctx, 1, 4) }},
 		},
 		"DeleteMany": {
-			{"Retain", func(ctx context.Context, c *snapshots.Checkpoints) error { return c.Retain(ctx, 1, 3) }},
+			{"Retain", func(ctx context.Context, c *snapshots.Checkpoints) error { return c.Retain(ctx, 1, 4) }},
 		},
 		"Check": {
 			{"Check", func(ctx context.Context, c *snapshots.Checkpoints) error { return c.Check(ctx) }},
@@ -124,8 +131,9 @@ func TestStorePanicBecomesError(t *testing.T) {
 			for _, value := range []any{"index out of range", errBug} {
 				t.Run(method+"/"+tc.name, func(t *testing.T) {
 					mem := snapshots.NewMem()
-					writeCheckpoint(t, snapshots.NewCheckpoints(mem, "job", nil), 1, "a#0", "b#0")
-					writeCheckpoint(t, snapshots.NewCheckpoints(mem, "job", nil), 2, "a#0", "b#0")
+					for id := range uint64(3) { // Retain keeps 3 and its fallback 2
+						writeCheckpoint(t, snapshots.NewCheckpoints(mem, "job", nil), id+1, "a#0", "b#0")
+					}
 					var s snapshots.Store = &panickyStore{Mem: mem, panicIn: method, value: value}
 					if method == "DeleteMany" {
 						s = &batchStore{panickyStore: s.(*panickyStore)}
@@ -171,17 +179,18 @@ func errString(v any) string {
 func TestGuardKeepsBatchDelete(t *testing.T) {
 	b := &batchStore{panickyStore: &panickyStore{Mem: snapshots.NewMem()}}
 	c := snapshots.NewCheckpoints(b, "job", nil)
-	writeCheckpoint(t, c, 1, "a#0", "b#0")
-	writeCheckpoint(t, c, 2, "a#0", "b#0")
-	if err := c.Retain(t.Context(), 1, 3); err != nil {
+	for id := range uint64(3) {
+		writeCheckpoint(t, c, id+1, "a#0", "b#0")
+	}
+	if err := c.Retain(t.Context(), 1, 4); err != nil {
 		t.Fatal(err)
 	}
 	if b.batches.Load() != 1 {
 		t.Errorf("Retain made %d batch deletes, want 1", b.batches.Load())
 	}
 	keys, err := b.List(t.Context(), "")
-	if err != nil || len(keys) != 3 {
-		t.Errorf("after Retain: %q, %v; want checkpoint 2's 3 objects", keys, err)
+	if err != nil || len(keys) != 6 {
+		t.Errorf("after Retain: %q, %v; want the 3 objects of checkpoints 2 and 3", keys, err)
 	}
 	if c.Store() != snapshots.Store(b) {
 		t.Errorf("Store() = %v, want the store given", c.Store())

@@ -48,9 +48,9 @@ func unusable(ctx context.Context, err error) bool {
 // they hold. Other errors, such as an unreachable store or a done context,
 // are returned as they are.
 //
-// LoadLatest is LoadLatestSince(ctx, 0).
+// LoadLatest is Load with no options.
 func (c *Checkpoints) LoadLatest(ctx context.Context) (*Restorable, error) {
-	return c.LoadLatestSince(ctx, 0)
+	return c.Load(ctx, LoadOptions{})
 }
 
 // LoadLatestSince is LoadLatest among the checkpoints whose id is at least
@@ -61,7 +61,7 @@ func (c *Checkpoints) LoadLatest(ctx context.Context) (*Restorable, error) {
 // messages.Origin), so that recovery never restores a checkpoint of the
 // history before it.
 func (c *Checkpoints) LoadLatestSince(ctx context.Context, first uint64) (*Restorable, error) {
-	return c.loadLatest(ctx, first, false)
+	return c.Load(ctx, LoadOptions{First: first})
 }
 
 // LoadLatestHeadsSince is LoadLatestSince, except that it reads only the
@@ -73,7 +73,7 @@ func (c *Checkpoints) LoadLatestSince(ctx context.Context, first uint64) (*Resto
 // over the checkpoint, as LoadLatestSince would have; once a restore has
 // read everything, MarkUsable spares retention reading it again.
 func (c *Checkpoints) LoadLatestHeadsSince(ctx context.Context, first uint64) (*Restorable, error) {
-	return c.loadLatest(ctx, first, true)
+	return c.Load(ctx, LoadOptions{First: first, Heads: true})
 }
 
 // MarkUnusable records that complete checkpoint id proved unusable (a
@@ -86,6 +86,9 @@ func (c *Checkpoints) MarkUnusable(id uint64, err error) {
 		c.unusable = map[uint64]error{}
 	}
 	c.unusable[id] = err
+	for _, k := range c.verified[id] {
+		delete(c.good, k)
+	}
 	delete(c.verified, id)
 	delete(c.written, id)
 	c.mu.Unlock()
@@ -103,38 +106,73 @@ func (c *Checkpoints) MarkUsable(id uint64, m *messages.Manifest) {
 	}
 }
 
-func (c *Checkpoints) loadLatest(ctx context.Context, first uint64, heads bool) (*Restorable, error) {
+// ErrFallbackRefused is wrapped by the error of Load with NoFallback when
+// the newest complete checkpoint is unusable.
+var ErrFallbackRefused = errors.New("snapshots: the newest checkpoint is unusable, and falling back is refused")
+
+// LoadOptions say which checkpoint Load returns.
+type LoadOptions struct {
+	// First ignores the checkpoints with lower ids (see LoadLatestSince).
+	First uint64
+	// Heads reads only the heads of the states (see LoadLatestHeadsSince).
+	Heads bool
+	// NoFallback refuses to fall back: when the newest complete checkpoint
+	// is unusable (or a restore marked it so), Load fails with an error
+	// wrapping ErrFallbackRefused and the cause, naming the object at
+	// fault. A job whose sinks committed output at that checkpoint's
+	// completion would commit it again from an older one.
+	NoFallback bool
+}
+
+// Load returns the newest usable complete checkpoint as o says (see
+// LoadLatest). Void checkpoints (see SealLease) are passed over, as if
+// they were not complete. A checkpoint found unusable stays so for c: it
+// is marked (MarkUnusable), and retention never counts it.
+func (c *Checkpoints) Load(ctx context.Context, o LoadOptions) (*Restorable, error) {
 	chks, err := c.scan(ctx)
+	if err != nil {
+		return nil, err
+	}
+	seals, err := c.fences(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var bad []unusableCheckpoint
 	for _, chk := range slices.Backward(chks) {
-		if !chk.complete || chk.id < first {
+		if !chk.complete || chk.id < o.First {
 			continue
 		}
 		c.mu.Lock()
 		marked := c.unusable[chk.id]
 		c.mu.Unlock()
 		if marked != nil {
+			if o.NoFallback {
+				return nil, fmt.Errorf("snapshots: job %q: checkpoint %d is unusable (a restore found it so): %w: %w", c.job, chk.id, ErrFallbackRefused, marked)
+			}
 			c.log.ErrorContext(ctx, "snapshots: checkpoint unusable (a restore found it so), trying an older one",
 				"checkpoint", chk.id, "err", marked)
 			bad = append(bad, unusableCheckpoint{id: chk.id, err: marked})
 			continue
 		}
-		r, key, err := c.load(ctx, chk.id, heads)
-		if err == nil {
-			if !heads {
+		r, key, err := c.load(ctx, chk.id, o.Heads, seals)
+		switch {
+		case err == nil:
+			if !o.Heads {
 				c.markVerified(chk.id, r.Manifest)
 			}
 			return r, nil
-		}
-		if !unusable(ctx, err) {
+		case errors.Is(err, ErrVoid):
+			c.log.WarnContext(ctx, "snapshots: passing over a void checkpoint", "checkpoint", chk.id, "err", err)
+			continue
+		case !unusable(ctx, err):
 			return nil, err
-		}
-		if key == ManifestKey(c.job, chk.id) && errors.Is(err, ErrNotFound) {
+		case key == ManifestKey(c.job, chk.id) && errors.Is(err, ErrNotFound):
 			c.log.DebugContext(ctx, "snapshots: checkpoint deleted while loading", "checkpoint", chk.id)
 			continue // no longer complete
+		}
+		c.MarkUnusable(chk.id, err)
+		if o.NoFallback {
+			return nil, fmt.Errorf("snapshots: job %q: checkpoint %d is unusable (%s): %w: %w", c.job, chk.id, key, ErrFallbackRefused, err)
 		}
 		c.log.ErrorContext(ctx, "snapshots: checkpoint unusable, trying an older one",
 			"checkpoint", chk.id, "key", key, "err", err)
@@ -189,9 +227,14 @@ func (e *noUsableError) Unwrap() []error {
 // (see LoadLatest): unlike LoadLatest it never falls back to another
 // checkpoint. A missing or corrupt manifest or state object gives an error
 // wrapping ErrNotFound or ErrCorrupt that names the checkpoint and the key;
-// an incomplete checkpoint is a missing manifest.
+// an incomplete checkpoint is a missing manifest, and a void one an error
+// wrapping ErrVoid.
 func (c *Checkpoints) LoadCheckpoint(ctx context.Context, id uint64) (*Restorable, error) {
-	r, _, err := c.load(ctx, id, false)
+	seals, err := c.fences(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("snapshots: load checkpoint %d of job %q: %w", id, c.job, err)
+	}
+	r, _, err := c.load(ctx, id, false, seals)
 	if err != nil {
 		return nil, fmt.Errorf("snapshots: load checkpoint %d of job %q: %w", id, c.job, err)
 	}
@@ -200,10 +243,14 @@ func (c *Checkpoints) LoadCheckpoint(ctx context.Context, id uint64) (*Restorabl
 }
 
 // load reads checkpoint id; on failure it also returns the key at fault.
-func (c *Checkpoints) load(ctx context.Context, id uint64, heads bool) (*Restorable, string, error) {
+// A manifest that seals void (see voidedBy) is an error wrapping ErrVoid.
+func (c *Checkpoints) load(ctx context.Context, id uint64, heads bool, seals []*messages.LeaseSeal) (*Restorable, string, error) {
 	m, err := c.ReadManifest(ctx, id)
 	if err != nil {
 		return nil, ManifestKey(c.job, id), err
+	}
+	if s := voidedBy(seals, m); s != nil {
+		return nil, ManifestKey(c.job, id), voidError(c.job, m, s)
 	}
 	return c.loadStates(ctx, m, heads)
 }

@@ -18,7 +18,13 @@ func TestLayout(t *testing.T) {
 		{snapshots.SavepointStateKey("job", "v1", 7, "sum#1"), "job/savepoints/v1/chk-00000000000000000007/sum#1.state"},
 		{snapshots.SavepointManifestKey("job", "v1"), "job/savepoints/v1/_manifest"},
 		{snapshots.OriginKey("job"), "job/origin"},
-		{snapshots.LeaseKey("job"), "job/lease"},
+		{snapshots.EpochStateKey("job", 7, 3, "sum#1"), "job/checkpoints/chk-00000000000000000007/e00000000000000000003/sum#1.state"},
+		{snapshots.EpochStateKey("job", 7, 0, "sum#1"), "job/checkpoints/chk-00000000000000000007/sum#1.state"},
+		{snapshots.SavepointEpochStateKey("job", "v1", 7, 3, "sum#1"), "job/savepoints/v1/chk-00000000000000000007/e00000000000000000003/sum#1.state"},
+		{snapshots.LeasesPrefix("job"), "job/leases/"},
+		{snapshots.LeaseClaimKey("job", 2), "job/leases/00000000000000000002.claim"},
+		{snapshots.LeaseSealKey("job", 2), "job/leases/00000000000000000002.seal"},
+		{snapshots.LeaseRenewalKey("job", 2), "job/leases/00000000000000000002.renewal"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)

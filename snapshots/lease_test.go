@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -14,30 +16,22 @@ import (
 	"github.com/snapflow/snapflow/snapshots"
 )
 
-// leaseStore wraps a store and interferes with the lease object.
+// leaseStore wraps a store and makes reads or writes of the lease's
+// objects fail. It hides the store's Creator.
 type leaseStore struct {
 	snapshots.Store
-	// afterPut runs after a successful Put of a lease.
-	afterPut func(ctx context.Context)
-	// failGet and failPut make reads and writes of the lease fail.
 	failGet, failPut bool
 }
 
 var errLeaseStore = errors.New("injected lease store fault")
 
-func isLease(key string) bool { return strings.HasSuffix(key, "/lease") }
+func isLease(key string) bool { return strings.Contains(key, "/leases/") }
 
 func (s *leaseStore) Put(ctx context.Context, key string, data []byte) error {
 	if s.failPut && isLease(key) {
 		return errLeaseStore
 	}
-	if err := s.Store.Put(ctx, key, data); err != nil {
-		return err
-	}
-	if s.afterPut != nil && isLease(key) {
-		s.afterPut(ctx)
-	}
-	return nil
+	return s.Store.Put(ctx, key, data)
 }
 
 func (s *leaseStore) Get(ctx context.Context, key string) ([]byte, error) {
@@ -47,138 +41,166 @@ func (s *leaseStore) Get(ctx context.Context, key string) ([]byte, error) {
 	return s.Store.Get(ctx, key)
 }
 
-func putLease(t *testing.T, s snapshots.Store, job string, l *messages.Lease) {
+func (s *leaseStore) List(ctx context.Context, prefix string) ([]string, error) {
+	if s.failGet && isLease(prefix) {
+		return nil, errLeaseStore
+	}
+	return s.Store.List(ctx, prefix)
+}
+
+func putClaim(t *testing.T, s snapshots.Store, job string, l *messages.Lease) {
 	t.Helper()
 	data, err := snapshots.EncodeObject(snapshots.KindLease, l)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Put(t.Context(), snapshots.LeaseKey(job), data); err != nil {
+	if err := s.Put(t.Context(), snapshots.LeaseClaimKey(job, l.GetGeneration()), data); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// TestClaimLeaseOverwrittenAtOnce: a claim that lands between another
-// claim's write and its read-back makes that claim fail with ErrLeaseLost.
-func TestClaimLeaseOverwrittenAtOnce(t *testing.T) {
-	mem := snapshots.NewMem()
-	s := &leaseStore{Store: mem}
-	s.afterPut = func(context.Context) {
-		s.afterPut = nil
-		putLease(t, mem, "job", &messages.Lease{Holder: "other", FirstEpoch: 1, TakenUnixNano: 1})
-	}
-	c := snapshots.NewCheckpoints(s, "job", nil)
-	l, err := c.ClaimLease(t.Context(), "me", 0)
-	if !errors.Is(err, snapshots.ErrLeaseLost) || !strings.Contains(err.Error(), `"other"`) {
-		t.Fatalf("ClaimLease = %v, %v; want ErrLeaseLost naming the other holder", l, err)
-	}
-	if err := c.CheckLease(t.Context(), "me"); !errors.Is(err, snapshots.ErrLeaseLost) {
-		t.Fatalf("CheckLease after the lost claim = %v; want ErrLeaseLost", err)
-	}
-}
-
 // TestLeaseStoreFailures: a store failure is returned as it is, never as a
-// lost lease, and a failed claim leaves the previous lease.
+// lost lease.
 func TestLeaseStoreFailures(t *testing.T) {
 	mem := snapshots.NewMem()
-	prev := &messages.Lease{Holder: "a", FirstEpoch: 1, TakenUnixNano: 1}
-	putLease(t, mem, "job", prev)
-	s := &leaseStore{Store: mem, failGet: true}
+	s := &leaseStore{Store: mem}
 	c := snapshots.NewCheckpoints(s, "job", nil)
+	if _, err := c.AcquireLease(t.Context(), snapshots.LeaseRequest{Holder: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	s.failGet = true
 	check := func(what string, err error) {
 		t.Helper()
 		if !errors.Is(err, errLeaseStore) || errors.Is(err, snapshots.ErrLeaseLost) || !strings.Contains(err.Error(), `"job"`) {
 			t.Errorf("%s = %v; want the store's error, naming the job, not ErrLeaseLost", what, err)
 		}
 	}
-	_, err := c.ReadLease(t.Context())
-	if !errors.Is(err, errLeaseStore) {
-		t.Errorf("ReadLease = %v; want the store's error", err)
-	}
-	check("CheckLease", c.CheckLease(t.Context(), "a"))
-	_, err = c.ClaimLease(t.Context(), "b", 0)
-	check("ClaimLease with a failing read", err)
+	check("CheckLease", c.CheckLease(t.Context()))
+	check("RenewLease", c.RenewLease(t.Context()))
+	_, err := snapshots.NewCheckpoints(s, "job", nil).AcquireLease(t.Context(), snapshots.LeaseRequest{Holder: "b"})
+	check("AcquireLease with failing reads", err)
 	s.failGet, s.failPut = false, true
-	_, err = c.ClaimLease(t.Context(), "b", 0)
-	check("ClaimLease with a failing write", err)
-	if err := c.CheckLease(t.Context(), "a"); err != nil {
-		t.Errorf("CheckLease by the previous holder after the failed claims: %v", err)
+	check("RenewLease with failing writes", c.RenewLease(t.Context()))
+	s.failPut = false
+	if err := c.CheckLease(t.Context()); err != nil {
+		t.Errorf("CheckLease once the store works again: %v", err)
 	}
-
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if err := snapshots.NewCheckpoints(snapshots.NewMem(), "job", nil).CheckLease(ctx, "a"); !errors.Is(err, context.Canceled) ||
-		errors.Is(err, snapshots.ErrLeaseLost) {
-		t.Errorf("CheckLease with a cancelled context on an empty store = %v; want context.Canceled, not ErrLeaseLost", err)
+	if err := c.CheckLease(ctx); !errors.Is(err, context.Canceled) || errors.Is(err, snapshots.ErrLeaseLost) {
+		t.Errorf("CheckLease with a cancelled context = %v; want context.Canceled, not ErrLeaseLost", err)
 	}
 }
 
-// TestClaimLeaseEpochsExhausted: a claim whose first epoch would overflow
-// is refused and leaves the lease alone; the last possible one succeeds.
-func TestClaimLeaseEpochsExhausted(t *testing.T) {
-	s := snapshots.NewMem()
-	c := snapshots.NewCheckpoints(s, "job", nil)
-	last := uint64(math.MaxUint64) - snapshots.EpochsPerLease
-	full := &messages.Lease{Holder: "a", FirstEpoch: last + 1, TakenUnixNano: 1}
-	putLease(t, s, "job", full)
-	if l, err := c.ClaimLease(t.Context(), "b", 0); !errors.Is(err, snapshots.ErrInvalidLease) {
-		t.Fatalf("ClaimLease after first epoch %d = %v, %v; want ErrInvalidLease", full.GetFirstEpoch(), l, err)
-	}
-	if err := c.CheckLease(t.Context(), "a"); err != nil {
-		t.Fatalf("the refused claim changed the lease: %v", err)
-	}
-	putLease(t, s, "job", &messages.Lease{Holder: "a", FirstEpoch: last, TakenUnixNano: 1})
-	if l, err := c.ClaimLease(t.Context(), "b", 0); err != nil || l.GetFirstEpoch() != math.MaxUint64 {
-		t.Fatalf("ClaimLease after first epoch %d = %v, %v; want first epoch %d", last, l, err, uint64(math.MaxUint64))
-	}
-}
-
-// TestClaimLeaseLogs: a claim is logged with the holders and epochs.
-func TestClaimLeaseLogs(t *testing.T) {
+// TestAcquireLeaseWithoutCreator: a store that cannot create objects
+// conditionally still gets a lease, with a warning that says what that
+// costs.
+func TestAcquireLeaseWithoutCreator(t *testing.T) {
 	var logs bytes.Buffer
-	c := snapshots.NewCheckpoints(snapshots.NewMem(), "job", slog.New(slog.NewTextHandler(&logs, nil)))
-	for _, h := range []string{"a", "b"} {
-		if _, err := c.ClaimLease(t.Context(), h, 0); err != nil {
-			t.Fatal(err)
-		}
+	s := &leaseStore{Store: snapshots.NewMem()}
+	a := snapshots.NewCheckpoints(s, "job", slog.New(slog.NewTextHandler(&logs, nil)))
+	if _, err := a.AcquireLease(t.Context(), snapshots.LeaseRequest{Holder: "a"}); err != nil {
+		t.Fatal(err)
 	}
-	want := fmt.Sprintf("job=job holder=b first_epoch=%d previous_holder=a previous_first_epoch=1", 1+snapshots.EpochsPerLease)
-	if !strings.Contains(logs.String(), "lease claimed") || !strings.Contains(logs.String(), want) {
-		t.Errorf("log:\n%s\nwant a line with %q", logs.String(), want)
+	if !strings.Contains(logs.String(), "cannot create objects conditionally") {
+		t.Errorf("no warning about the missing conditional writes:\n%s", logs.String())
+	}
+	b := snapshots.NewCheckpoints(s, "job", nil)
+	if _, err := b.AcquireLease(t.Context(), snapshots.LeaseRequest{Holder: "b"}); !errors.Is(err, snapshots.ErrLeaseHeld) {
+		t.Errorf("a second claimant: %v, want ErrLeaseHeld", err)
 	}
 }
 
-// A coordinator claims the job's lease when it starts, passing the epoch
-// its newest checkpoint calls for, and checks the lease before each
-// manifest it writes; once a new coordinator has claimed it, the old one
-// stops.
-func ExampleCheckpoints_ClaimLease() {
+// TestAcquireLeaseEpochsExhausted: a claim whose epochs would overflow is
+// refused.
+func TestAcquireLeaseEpochsExhausted(t *testing.T) {
+	s := snapshots.NewMem()
+	putClaim(t, s, "job", &messages.Lease{Holder: "a", FirstEpoch: math.MaxUint64 - snapshots.EpochsPerLease, Generation: 3, TakenUnixNano: 1})
+	data, _ := snapshots.EncodeObject(snapshots.KindLeaseRenewal, &messages.LeaseRenewal{Generation: 3, Released: true})
+	if err := s.Put(t.Context(), snapshots.LeaseRenewalKey("job", 3), data); err != nil {
+		t.Fatal(err)
+	}
+	c := snapshots.NewCheckpoints(s, "job", nil)
+	if l, err := c.AcquireLease(t.Context(), snapshots.LeaseRequest{Holder: "b"}); !errors.Is(err, snapshots.ErrInvalidLease) {
+		t.Fatalf("AcquireLease with no epochs left = %v, %v; want ErrInvalidLease", l, err)
+	}
+}
+
+// TestAcquireLeaseAboveLegacy: the first generation's epochs lie above
+// those of a coordinator lease of an earlier version (<job>/lease).
+func TestAcquireLeaseAboveLegacy(t *testing.T) {
+	s := snapshots.NewMem()
+	data, _ := snapshots.EncodeObject(snapshots.KindLease, &messages.Lease{Holder: "old", FirstEpoch: 5 * snapshots.EpochsPerLease})
+	if err := s.Put(t.Context(), "job/lease", data); err != nil {
+		t.Fatal(err)
+	}
+	l, err := snapshots.NewCheckpoints(s, "job", nil).AcquireLease(t.Context(), snapshots.LeaseRequest{Holder: "new"})
+	if err != nil || l.GetGeneration() != 1 || l.GetFirstEpoch() != 6*snapshots.EpochsPerLease {
+		t.Fatalf("AcquireLease over a legacy lease = %v, %v; want generation 1 at first epoch %d", l, err, 6*snapshots.EpochsPerLease)
+	}
+}
+
+// TestAcquireLeaseProcessGone: a holder on this machine whose process has
+// exited is taken over at once, without waiting for its TTL.
+func TestAcquireLeaseProcessGone(t *testing.T) {
+	if snapshots.MachineID() == "" {
+		t.Skip("this system cannot tell whether a process runs")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	s := snapshots.NewMem()
+	putClaim(t, s, "job", &messages.Lease{Holder: "gone", FirstEpoch: 1, Generation: 1, TakenUnixNano: 1, Host: "here",
+		Pid: int64(cmd.Process.Pid), Machine: snapshots.MachineID(), TtlNanos: math.MaxInt64})
+	var logs bytes.Buffer
+	c := snapshots.NewCheckpoints(s, "job", slog.New(slog.NewTextHandler(&logs, nil)))
+	l, err := c.AcquireLease(t.Context(), snapshots.LeaseRequest{Holder: "next"})
+	if err != nil || l.GetGeneration() != 2 || l.GetTakenFrom() != "" {
+		t.Fatalf("AcquireLease after the holder's process exited = %v, %v; want generation 2", l, err)
+	}
+	if want := fmt.Sprintf("its process %d on this host is gone", cmd.Process.Pid); !strings.Contains(logs.String(), want) {
+		t.Errorf("log:\n%s\nwant %q", logs.String(), want)
+	}
+}
+
+// A job's holder acquires the lease when it starts, seals it once it has
+// read the store, renews it while it runs and checks it before it acts on
+// a checkpoint; once another has taken the job over, it stops.
+func ExampleCheckpoints_AcquireLease() {
 	ctx := context.Background()
 	store := snapshots.NewMem()
 	old := snapshots.NewCheckpoints(store, "wordcount", nil)
-	l, err := old.ClaimLease(ctx, "coordinator@10.0.0.1:7000#1", 1)
+	l, err := old.AcquireLease(ctx, snapshots.LeaseRequest{Holder: "wordcount"})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("first epoch of the first coordinator:", l.GetFirstEpoch())
+	fmt.Println("first holder: generation", l.GetGeneration(), "first epoch", l.GetFirstEpoch())
+	if err := old.SealLease(ctx, 0, nil); err != nil {
+		fmt.Println(err)
+		return
+	}
 
-	// The first coordinator hangs; a new one starts on the same store.
-	cps := snapshots.NewCheckpoints(store, "wordcount", nil)
-	l, err = cps.ClaimLease(ctx, "coordinator@10.0.0.2:7000#1", 5)
+	// A second instance is refused while the first runs...
+	next := snapshots.NewCheckpoints(store, "wordcount", nil)
+	_, err = next.AcquireLease(ctx, snapshots.LeaseRequest{Holder: "wordcount"})
+	fmt.Println("second refused:", errors.Is(err, snapshots.ErrLeaseHeld))
+
+	// ... unless it takes over on purpose.
+	l, err = next.AcquireLease(ctx, snapshots.LeaseRequest{Holder: "wordcount", TakeOver: true})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("first epoch of the second coordinator:", l.GetFirstEpoch())
-	fmt.Println("second may write a manifest:", cps.CheckLease(ctx, "coordinator@10.0.0.2:7000#1") == nil)
+	fmt.Println("second holder: generation", l.GetGeneration(), "first epoch", l.GetFirstEpoch())
 
-	// The first one wakes up and checks before its next manifest.
-	err = old.CheckLease(ctx, "coordinator@10.0.0.1:7000#1")
+	// The first one checks before its next write.
+	err = old.CheckLease(ctx)
 	fmt.Println("first has lost the lease:", errors.Is(err, snapshots.ErrLeaseLost))
 	// Output:
-	// first epoch of the first coordinator: 1
-	// first epoch of the second coordinator: 1048577
-	// second may write a manifest: true
+	// first holder: generation 1 first epoch 1
+	// second refused: true
+	// second holder: generation 2 first epoch 1048577
 	// first has lost the lease: true
 }

@@ -19,7 +19,8 @@ type Info struct {
 	Bytes int64
 	// Objects counts the checkpoint's keys, the manifest included.
 	Objects int
-	// Err is set when the manifest exists but is corrupt.
+	// Err is set when the manifest exists but is corrupt, or when the
+	// checkpoint is void (an error wrapping ErrVoid, see SealLease).
 	Err error
 }
 
@@ -59,6 +60,10 @@ func (c *Checkpoints) List(ctx context.Context) ([]Info, error) {
 	if err != nil {
 		return nil, err
 	}
+	seals, err := c.fences(ctx)
+	if err != nil {
+		return nil, err
+	}
 	infos := make([]Info, 0, len(chks))
 	for _, chk := range chks {
 		info := Info{ID: chk.id, Complete: chk.complete, Objects: len(chk.keys)}
@@ -72,6 +77,9 @@ func (c *Checkpoints) List(ctx context.Context) ([]Info, error) {
 			case err != nil:
 				return nil, err
 			default:
+				if s := voidedBy(seals, m); s != nil {
+					info.Err = voidError(c.job, m, s)
+				}
 				if ns := m.GetTimestampUnixNano(); ns != 0 {
 					info.Time = time.Unix(0, ns)
 				}

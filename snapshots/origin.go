@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/snapflow/snapflow/messages"
+	"google.golang.org/protobuf/proto"
 )
 
 // KindOrigin is the kind of the origin marker object (see OriginKey).
@@ -20,10 +21,22 @@ const KindOrigin = "snapflow.v1.Origin"
 //
 // o's savepoint name must pass ValidateSavepointName; without one, its
 // checkpoint id must be at least 1; and FirstId must be at least 1.
+//
+// When c holds the job's lease, PutOrigin checks it first, and records
+// the holder's first epoch in an origin that names none: an origin
+// recorded by a holder that another has superseded does not count (see
+// EffectiveOrigin).
 func (c *Checkpoints) PutOrigin(ctx context.Context, o *messages.Origin) error {
 	key := OriginKey(c.job)
 	if err := validateOrigin(o); err != nil {
 		return fmt.Errorf("snapshots: job %q: put origin %s: %w", c.job, key, err)
+	}
+	if err := c.writable(ctx); err != nil {
+		return err
+	}
+	if l := c.heldLease(); l != nil && o.GetEpoch() == 0 {
+		o = proto.CloneOf(o)
+		o.Epoch = l.claim.GetFirstEpoch()
 	}
 	data, err := EncodeObject(KindOrigin, o)
 	if err != nil {
@@ -74,5 +87,8 @@ func (c *Checkpoints) ReadOrigin(ctx context.Context) (*messages.Origin, error) 
 // DeleteOrigin deletes the job's origin marker; deleting a missing one is
 // not an error. DeleteAll deletes it too.
 func (c *Checkpoints) DeleteOrigin(ctx context.Context) error {
+	if err := c.writable(ctx); err != nil {
+		return err
+	}
 	return c.store.Delete(ctx, OriginKey(c.job))
 }

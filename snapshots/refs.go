@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/snapflow/snapflow/messages"
 )
@@ -36,7 +35,7 @@ func (c *Checkpoints) PutTaskStateRefs(ctx context.Context, id uint64, st *messa
 	if err := validateTaskID(st.GetTaskId()); err != nil {
 		return nil, err
 	}
-	key := StateKey(c.job, id, st.GetTaskId())
+	key := EpochStateKey(c.job, id, st.GetEpoch(), st.GetTaskId())
 	if err := c.validateRefs(id, st, refs); err != nil {
 		return nil, fmt.Errorf("snapshots: put %s: %w", key, err)
 	}
@@ -94,7 +93,7 @@ func (c *Checkpoints) validateRefKey(key string, below uint64) error {
 		return err
 	}
 	ref, name, ok := parseCheckpointKey(c.job, key)
-	task, isState := strings.CutSuffix(name, stateSuffix)
+	_, task, isState := parseStateName(name)
 	switch {
 	case !ok || !isState || validateTaskID(task) != nil:
 		return fmt.Errorf("references %s, which is not the state of a checkpoint of job %q (only those may be referenced: savepoints are self-contained): %w", key, c.job, ErrInvalidKey)

@@ -20,10 +20,14 @@ import (
 // of an older history without the origin that rules them out. It returns
 // how many checkpoints it deleted.
 //
-// It leaves the job's lease (see LeaseKey), since starting a job over must
-// not let a superseded coordinator take it back, and every savepoint: a
-// savepoint is the user's, deleted only by name (DeleteSavepoint).
+// It leaves the job's lease (see LeasesPrefix), since starting a job over
+// must not let a superseded holder take it back, and every savepoint: a
+// savepoint is the user's, deleted only by name (DeleteSavepoint). When c
+// holds the lease, it checks it first.
 func (c *Checkpoints) DeleteAll(ctx context.Context) (deleted int, err error) {
+	if err := c.writable(ctx); err != nil {
+		return 0, err
+	}
 	chks, err := c.scan(ctx)
 	if err != nil {
 		return 0, err
@@ -58,6 +62,9 @@ func (c *Checkpoints) DeleteAll(ctx context.Context) (deleted int, err error) {
 // stay, in a directory without a manifest, until Retain or
 // DeleteIncomplete finds them referenced no more.
 func (c *Checkpoints) Delete(ctx context.Context, id uint64) error {
+	if err := c.writable(ctx); err != nil {
+		return err
+	}
 	chks, referenced, err := c.scanReferences(ctx, id, func([]checkpoint) bool { return true })
 	if err != nil {
 		return err
@@ -84,6 +91,7 @@ func (c *Checkpoints) deleteKeys(ctx context.Context, id uint64, keys []string, 
 			rest = append(rest, k)
 		}
 	}
+	c.dropGood(rest)
 	return deleteMany(ctx, c.store, rest)
 }
 
@@ -94,15 +102,15 @@ func (c *Checkpoints) deleteKeys(ctx context.Context, id uint64, keys []string, 
 // alone. Pass inFlight 0 to delete no incomplete checkpoint, or MaxID()+1
 // when none is in flight.
 //
-// A checkpoint is usable when its manifest reads and validates and every
-// state object it references reads back with the recorded size and
-// CRC-32C and names its task: what LoadLatest checks. Retain verifies the
-// complete checkpoints newest first until it has found keep usable ones.
-// Objects never change once written, so a checkpoint verified once by c
-// (by Retain, or by a LoadLatest that returned it) is not read again, and
-// the states of one written by a successful PutManifest of c are not read:
-// Retain reads its manifest once, and the states only if the manifest is
-// not the one written.
+// A checkpoint is usable when its manifest reads and validates, it is not
+// void (see SealLease), and every state object it references reads back
+// with the recorded size and CRC-32C and names its task: what LoadLatest
+// checks. Retain verifies the complete checkpoints newest first until it
+// has found keep usable ones. It reads only the objects it does not know
+// intact: those c stored itself (a job in one process), or read back and
+// verified before. So a checkpoint whose states other processes uploaded
+// (the workers of a cluster) is read back before it counts, and one that a
+// load or a restore found unusable (MarkUnusable) never counts.
 //
 // Retention is reference-aware: an incremental checkpoint references
 // objects of older checkpoints (see PutTaskStateRefs), and Retain keeps
@@ -111,6 +119,15 @@ func (c *Checkpoints) deleteKeys(ctx context.Context, id uint64, keys []string, 
 // a manifest, which is not an aborted checkpoint: Retain deletes them once
 // no retained manifest references them any more.
 //
+// So that one damaged object cannot leave the job without a usable
+// checkpoint, Retain also keeps a fallback that shares no object with the
+// newest usable checkpoint: the newest usable checkpoint that shares none
+// (with full checkpoints, the one before the newest, which keep 2 retains
+// anyway), and, until such a checkpoint exists or while it ages, the
+// oldest usable checkpoint newer than it, which will share none once the
+// incremental checkpoints after it have stored its key groups again. At
+// most keep+2 usable checkpoints are retained.
+//
 // An unusable complete checkpoint newer than the oldest retained usable one
 // is kept, for inspection, but does not count towards keep; older ones are
 // deleted. So Retain never deletes the newest usable checkpoint (when there
@@ -118,72 +135,72 @@ func (c *Checkpoints) deleteKeys(ctx context.Context, id uint64, keys []string, 
 // retained manifest references. A store failure (anything but a missing or
 // corrupt object) stops it before it deletes anything.
 //
-// When the job's origin (see PutOrigin) is one of its checkpoints, Retain
-// also keeps that checkpoint, without counting it, until it keeps a usable
-// checkpoint of the job's own (an id of at least the origin's FirstId):
-// until then recovery restores the origin. A corrupt origin stops it
-// before it deletes anything.
+// When the job's origin (see EffectiveOrigin) is one of its checkpoints,
+// Retain also keeps that checkpoint, without counting it, until it keeps a
+// usable checkpoint of the job's own (an id of at least the origin's
+// FirstId): until then recovery restores the origin. A corrupt origin
+// stops it before it deletes anything.
+//
+// When c holds the job's lease, Retain checks it first, and deletes
+// neither a manifest nor an object of a later holder's epochs.
 //
 // Retain, like DeleteIncomplete and DeleteAll, never touches a savepoint:
 // savepoints lie outside CheckpointsPrefix(job).
 func (c *Checkpoints) Retain(ctx context.Context, keep int, inFlight uint64) error {
 	keep = max(keep, 1)
+	if err := c.writable(ctx); err != nil {
+		return fmt.Errorf("snapshots: retain: %w", err)
+	}
 	chks, err := c.scan(ctx)
 	if err != nil {
 		return err
 	}
-	origin, err := c.ReadOrigin(ctx)
+	origin, err := c.EffectiveOrigin(ctx)
 	if err != nil {
 		return fmt.Errorf("snapshots: retain: %w", err)
 	}
-	referenced := make(map[string]bool)
-	retained := make(map[uint64]bool)
-	retain := func(id uint64) (usable bool, err error) {
-		retained[id] = true
-		refs, err := c.checkUsable(ctx, id)
-		for _, k := range refs {
-			referenced[k] = true
-		}
-		switch {
-		case err != nil && unusable(ctx, err):
-			c.log.WarnContext(ctx, "snapshots: retention keeps an unusable checkpoint without counting it",
-				"checkpoint", id, "err", err)
-			return false, nil
-		case err != nil:
-			return false, fmt.Errorf("snapshots: retain: %w", err)
-		}
-		return true, nil
-	}
-	kept, own := 0, false
+	r := &retention{c: c, referenced: map[string]bool{}, retained: map[uint64]bool{}, keys: map[uint64][]string{}, void: map[uint64]bool{}}
+	var usable []uint64 // newest first
+	own := false
 	for _, chk := range slices.Backward(chks) {
-		if !chk.complete || kept == keep {
+		if !chk.complete || len(usable) == keep {
 			continue
 		}
-		ok, err := retain(chk.id)
+		ok, err := r.retain(ctx, chk.id)
 		if err != nil {
 			return err
 		}
 		if ok {
-			kept++
+			usable = append(usable, chk.id)
 			own = own || chk.id >= origin.GetFirstId()
 		}
 	}
-	if id := origin.GetCheckpointId(); origin != nil && origin.GetSavepoint() == "" && !own && !retained[id] &&
+	if id := origin.GetCheckpointId(); origin != nil && origin.GetSavepoint() == "" && !own && !r.retained[id] &&
 		slices.ContainsFunc(chks, func(chk checkpoint) bool { return chk.id == id && chk.complete }) {
-		if _, err := retain(id); err != nil {
+		if _, err := r.retain(ctx, id); err != nil {
 			return err
 		}
 	}
+	if err := r.keepFallback(ctx, chks, usable, origin.GetFirstId()); err != nil {
+		return err
+	}
+	limit := c.maxDeletable()
 	var errs []error
 	for _, chk := range chks {
-		if retained[chk.id] || (!chk.complete && chk.id >= inFlight) {
-			continue
+		if (r.retained[chk.id] && !r.void[chk.id]) || (!(chk.complete && !r.void[chk.id]) && chk.id >= inFlight) {
+			continue // retained, or perhaps the checkpoint in flight (a void manifest may share its id)
 		}
-		if !chk.complete && !slices.ContainsFunc(chk.keys, func(k string) bool { return !referenced[k] }) {
+		if !chk.complete && !slices.ContainsFunc(chk.keys, func(k string) bool { return !r.referenced[k] }) {
 			continue // the objects of a deleted checkpoint that retained ones still reference
 		}
+		if ok, err := c.deletable(ctx, chk, limit); err != nil || !ok {
+			if err != nil && ctx.Err() != nil {
+				return errors.Join(append(errs, err)...)
+			}
+			continue
+		}
 		c.log.DebugContext(ctx, "snapshots: deleting checkpoint", "checkpoint", chk.id, "complete", chk.complete)
-		if err := c.deleteKeys(ctx, chk.id, chk.keys, referenced); err != nil {
+		if err := c.deleteKeys(ctx, chk.id, chk.keys, r.referenced); err != nil {
 			if ctx.Err() != nil {
 				return errors.Join(append(errs, err)...)
 			}
@@ -191,6 +208,131 @@ func (c *Checkpoints) Retain(ctx context.Context, keep int, inFlight uint64) err
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// retention is one pass of Retain: the checkpoints it keeps and the
+// objects they reference.
+type retention struct {
+	c          *Checkpoints
+	referenced map[string]bool
+	retained   map[uint64]bool
+	keys       map[uint64][]string // the objects of the checkpoints checked, by id
+	void       map[uint64]bool     // checkpoints found void: never kept
+}
+
+// check verifies checkpoint id (see checkUsable): a missing, corrupt or
+// void checkpoint is not usable, a store failure is an error.
+func (r *retention) check(ctx context.Context, id uint64) (bool, error) {
+	keys, err := r.c.checkUsable(ctx, id)
+	if keys != nil {
+		r.keys[id] = keys
+	}
+	switch {
+	case errors.Is(err, ErrVoid):
+		r.void[id] = true
+		return false, nil
+	case err != nil && unusable(ctx, err):
+		r.c.log.WarnContext(ctx, "snapshots: retention passes over an unusable checkpoint", "checkpoint", id, "err", err)
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("snapshots: retain: %w", err)
+	}
+	return true, nil
+}
+
+// retain keeps checkpoint id and what it references, and reports whether
+// it is usable.
+func (r *retention) retain(ctx context.Context, id uint64) (bool, error) {
+	r.retained[id] = true
+	ok, err := r.check(ctx, id)
+	if !r.void[id] {
+		for _, k := range r.keys[id] {
+			r.referenced[k] = true
+		}
+	}
+	return ok, err
+}
+
+// keepFallback keeps a usable checkpoint that shares no object with the
+// newest usable one, usable[0], and, while none does or as it ages, the
+// oldest usable checkpoint newer than it (see Retain). Only checkpoints of
+// the job's current history count, from first on: recovery restores no
+// older one.
+func (r *retention) keepFallback(ctx context.Context, chks []checkpoint, usable []uint64, first uint64) error {
+	usable = slices.DeleteFunc(slices.Clone(usable), func(id uint64) bool { return id < first })
+	if len(usable) == 0 {
+		return nil
+	}
+	newest := make(map[string]bool, len(r.keys[usable[0]]))
+	for _, k := range r.keys[usable[0]] {
+		newest[k] = true
+	}
+	disjoint := func(id uint64) bool {
+		return !slices.ContainsFunc(r.keys[id], func(k string) bool { return newest[k] })
+	}
+	if slices.ContainsFunc(usable[1:], disjoint) {
+		return nil
+	}
+	var fallback uint64
+	var newer []uint64 // usable, newer than the fallback, newest first
+	for _, chk := range slices.Backward(chks) {
+		if chk.id < first {
+			break
+		}
+		if !chk.complete || chk.id >= usable[len(usable)-1] || r.retained[chk.id] {
+			continue
+		}
+		ok, err := r.check(ctx, chk.id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if disjoint(chk.id) {
+			fallback = chk.id
+			break
+		}
+		newer = append(newer, chk.id)
+	}
+	if fallback != 0 {
+		r.c.log.DebugContext(ctx, "snapshots: retention keeps a fallback that shares no object with the newest checkpoint",
+			"checkpoint", fallback, "newest", usable[0])
+		if _, err := r.retain(ctx, fallback); err != nil {
+			return err
+		}
+	}
+	if len(newer) > 0 {
+		if _, err := r.retain(ctx, newer[len(newer)-1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deletable reports whether c may delete checkpoint chk: when c holds the
+// job's lease, none of its objects, nor its manifest, is of an epoch above
+// limit, the holder's last (a later holder's).
+func (c *Checkpoints) deletable(ctx context.Context, chk checkpoint, limit uint64) (bool, error) {
+	if limit == ^uint64(0) {
+		return true, nil
+	}
+	if slices.ContainsFunc(chk.keys, func(k string) bool { return keyEpoch(c.job, k) > limit }) {
+		return false, nil
+	}
+	if !chk.complete {
+		return true, nil
+	}
+	epoch, err := c.manifestEpoch(ctx, chk.id)
+	switch {
+	case errors.Is(err, ErrCorrupt) && ctx.Err() == nil:
+		return true, nil // a corrupt manifest belongs to nobody
+	case errors.Is(err, ErrNotFound) && ctx.Err() == nil:
+		return false, nil // gone since the listing
+	case err != nil:
+		return false, err
+	}
+	return epoch <= limit, nil
 }
 
 // DeleteIncomplete deletes every incomplete checkpoint (one without a
@@ -201,8 +343,14 @@ func (c *Checkpoints) Retain(ctx context.Context, keep int, inFlight uint64) err
 // deleted while newer incremental checkpoints still reference them stay,
 // without being counted or logged, until nothing references them. The
 // caller guarantees that no checkpoint below below is in flight: the
-// runtime calls it after aborting checkpoint n, with below n+1.
+// runtime calls it after aborting checkpoint n, with below n+1. When c
+// holds the job's lease, it checks it first, and deletes no object of a
+// later holder's epochs.
 func (c *Checkpoints) DeleteIncomplete(ctx context.Context, below uint64) (deleted int, err error) {
+	if err := c.writable(ctx); err != nil {
+		return 0, err
+	}
+	limit := c.maxDeletable()
 	some := func(chks []checkpoint) bool {
 		return slices.ContainsFunc(chks, func(chk checkpoint) bool { return !chk.complete && chk.id < below })
 	}
@@ -215,12 +363,13 @@ func (c *Checkpoints) DeleteIncomplete(ctx context.Context, below uint64) (delet
 		if chk.complete || chk.id >= below {
 			continue
 		}
-		rest := slices.DeleteFunc(slices.Clone(chk.keys), func(k string) bool { return referenced[k] })
+		rest := slices.DeleteFunc(slices.Clone(chk.keys), func(k string) bool { return referenced[k] || keyEpoch(c.job, k) > limit })
 		if len(rest) == 0 {
 			continue
 		}
 		c.log.DebugContext(ctx, "snapshots: deleting incomplete checkpoint", "checkpoint", chk.id,
 			"objects", len(rest), "referenced", len(chk.keys)-len(rest))
+		c.dropGood(rest)
 		if err := deleteMany(ctx, c.store, rest); err != nil {
 			if ctx.Err() != nil {
 				return deleted, errors.Join(append(errs, err)...)
@@ -317,14 +466,11 @@ func (c *Checkpoints) manifestRefs(ctx context.Context, id uint64) ([]string, er
 // checkUsable checks that checkpoint id is usable (see Retain) unless c has
 // verified it before. It returns the keys of the objects that its manifest
 // references (see stateKeys) whenever the manifest reads, usable or not.
-//
-// It reads the manifest once even when PutManifest wrote it: that shows the
-// manifest in place and intact. The states of a manifest equal to one that
-// c wrote are not read: their handles come from successful Puts.
+// It reads the manifest, and then only the states that reference an
+// object c does not know intact (put by c, or verified before).
 func (c *Checkpoints) checkUsable(ctx context.Context, id uint64) ([]string, error) {
 	c.mu.Lock()
 	refs, ok := c.verified[id]
-	written := c.written[id]
 	bad := c.unusable[id]
 	c.mu.Unlock()
 	if ok && bad == nil {
@@ -335,11 +481,22 @@ func (c *Checkpoints) checkUsable(ctx context.Context, id uint64) ([]string, err
 		return nil, err
 	}
 	refs = stateKeys(m)
+	if err := c.checkVoid(ctx, m); err != nil {
+		return refs, err
+	}
 	if bad != nil { // a restore found it damaged (MarkUnusable): its objects stay, it does not count
 		return refs, bad
 	}
-	if written == nil || !proto.Equal(written, m) {
-		if err := c.eachState(ctx, m.GetTasks(), nil, false); err != nil {
+	var unknown []*messages.TaskStateEntry
+	c.mu.Lock()
+	for _, t := range m.GetTasks() {
+		if slices.ContainsFunc(entryKeys(t.GetState(), nil), func(k string) bool { return !c.good[k] }) {
+			unknown = append(unknown, t)
+		}
+	}
+	c.mu.Unlock()
+	if len(unknown) > 0 {
+		if err := c.eachState(ctx, unknown, nil, false); err != nil {
 			return refs, err
 		}
 	}
@@ -353,18 +510,23 @@ func (c *Checkpoints) checkUsable(ctx context.Context, id uint64) ([]string, err
 func stateKeys(m *messages.Manifest) []string {
 	keys := make([]string, 0, len(m.GetTasks()))
 	for _, t := range m.GetTasks() {
-		h := t.GetState()
-		if len(h.GetInline()) == 0 {
-			keys = append(keys, h.GetKey())
-		}
-		keys = referencedKeys(h, keys)
+		keys = entryKeys(t.GetState(), keys)
 	}
 	slices.Sort(keys)
 	return slices.Compact(keys)
 }
 
+// entryKeys appends to into the keys of the objects that state h lies in:
+// its own (unless inline) and those it references.
+func entryKeys(h *messages.StateHandle, into []string) []string {
+	if len(h.GetInline()) == 0 {
+		into = append(into, h.GetKey())
+	}
+	return referencedKeys(h, into)
+}
+
 // markVerified records that checkpoint id, whose manifest m c has read
-// from the store, is usable.
+// from the store, is usable: its objects are intact.
 func (c *Checkpoints) markVerified(id uint64, m *messages.Manifest) {
 	keys := stateKeys(m)
 	c.mu.Lock()
@@ -372,18 +534,62 @@ func (c *Checkpoints) markVerified(id uint64, m *messages.Manifest) {
 		c.verified = map[uint64][]string{}
 	}
 	c.verified[id] = keys
+	if c.good == nil {
+		c.good = map[string]bool{}
+	}
+	for _, k := range keys {
+		c.good[k] = true
+	}
+	c.noteEpoch(id, m.GetEpoch())
 	delete(c.written, id)
 	c.mu.Unlock()
 }
 
-// markWritten records that c wrote manifest m, all of whose states were
-// stored by successful Puts.
+// markWritten records that c wrote manifest m.
 func (c *Checkpoints) markWritten(m *messages.Manifest) {
 	c.mu.Lock()
 	if c.written == nil {
 		c.written = map[uint64]*messages.Manifest{}
 	}
 	c.written[m.GetCheckpointId()] = proto.CloneOf(m)
+	c.noteEpoch(m.GetCheckpointId(), m.GetEpoch())
+	c.mu.Unlock()
+}
+
+// noteEpoch records the epoch of checkpoint id's manifest; c.mu is held.
+func (c *Checkpoints) noteEpoch(id, epoch uint64) {
+	if c.epochs == nil {
+		c.epochs = map[uint64]uint64{}
+	}
+	c.epochs[id] = epoch
+}
+
+// manifestEpoch returns the epoch of complete checkpoint id's manifest,
+// from c's caches or by reading it.
+func (c *Checkpoints) manifestEpoch(ctx context.Context, id uint64) (uint64, error) {
+	c.mu.Lock()
+	e, ok := c.epochs[id]
+	c.mu.Unlock()
+	if ok {
+		return e, nil
+	}
+	m, err := c.ReadManifest(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	c.mu.Lock()
+	c.noteEpoch(id, m.GetEpoch())
+	c.mu.Unlock()
+	return m.GetEpoch(), nil
+}
+
+// dropGood forgets that the objects under keys are intact: they are being
+// deleted.
+func (c *Checkpoints) dropGood(keys []string) {
+	c.mu.Lock()
+	for _, k := range keys {
+		delete(c.good, k)
+	}
 	c.mu.Unlock()
 }
 
@@ -393,5 +599,6 @@ func (c *Checkpoints) forget(id uint64) {
 	delete(c.verified, id)
 	delete(c.written, id)
 	delete(c.refs, id)
+	delete(c.epochs, id)
 	c.mu.Unlock()
 }

@@ -57,7 +57,7 @@ func ValidateSavepointName(name string) error {
 }
 
 // PutSavepointState stores a task's state in savepoint name, as
-// SavepointStateKey(job, name, st.CheckpointId, st.TaskId), and returns the handle that the
+// SavepointEpochStateKey(job, name, st.CheckpointId, st.Epoch, st.TaskId), and returns the handle that the
 // savepoint's manifest records, as PutTaskState does for a checkpoint.
 func (c *Checkpoints) PutSavepointState(ctx context.Context, name string, st *messages.TaskState) (*messages.StateHandle, error) {
 	if err := ValidateSavepointName(name); err != nil {
@@ -66,7 +66,7 @@ func (c *Checkpoints) PutSavepointState(ctx context.Context, name string, st *me
 	if err := validateTaskID(st.GetTaskId()); err != nil {
 		return nil, err
 	}
-	return c.putState(ctx, SavepointStateKey(c.job, name, st.GetCheckpointId(), st.GetTaskId()), st, true)
+	return c.putState(ctx, SavepointEpochStateKey(c.job, name, st.GetCheckpointId(), st.GetEpoch(), st.GetTaskId()), st, true)
 }
 
 // PutSavepointManifest writes the manifest of savepoint m.Savepoint, which
@@ -78,13 +78,16 @@ func (c *Checkpoints) PutSavepointState(ctx context.Context, name string, st *me
 //
 // A savepoint is never overwritten: when the job already has a complete
 // savepoint of that name, PutSavepointManifest returns an error wrapping
-// ErrSavepointExists and writes nothing. The check and the write are not
-// atomic; two writers of one name at once are the caller's to prevent.
+// ErrSavepointExists and writes nothing. The manifest is created only
+// where none is (Creator), so of two writers of one name at once, one
+// gets that error.
 //
 // Its result is the truth about the savepoint, as for PutManifest: when the
-// store's Put fails, it reads the manifest back and returns nil when the
-// manifest is in place, the Put's error when it is absent, and an error
-// wrapping ErrManifestInDoubt when that cannot be told.
+// store's write fails, it reads the manifest back and returns nil when the
+// manifest is in place, the write's error when it is absent, and an error
+// wrapping ErrManifestInDoubt when that cannot be told. When c holds the
+// job's lease, it checks the lease once the manifest is in place, as
+// PutManifest does.
 func (c *Checkpoints) PutSavepointManifest(ctx context.Context, m *messages.Manifest) error {
 	name := m.GetSavepoint()
 	if m != nil {
@@ -93,6 +96,9 @@ func (c *Checkpoints) PutSavepointManifest(ctx context.Context, m *messages.Mani
 		}
 	}
 	if err := c.validateSavepointManifest(m, name); err != nil {
+		return fmt.Errorf("snapshots: put manifest of savepoint %q: %w", name, err)
+	}
+	if err := c.holderEpoch(m); err != nil {
 		return fmt.Errorf("snapshots: put manifest of savepoint %q: %w", name, err)
 	}
 	key := SavepointManifestKey(c.job, name)
@@ -104,7 +110,11 @@ func (c *Checkpoints) PutSavepointManifest(ctx context.Context, m *messages.Mani
 		return fmt.Errorf("snapshots: put savepoint %q of job %q: its manifest %s is already there: %w",
 			name, c.job, key, ErrSavepointExists)
 	}
-	return c.putManifest(ctx, key, savepointOf(name), m)
+	sub := savepointOf(name)
+	if err := c.putManifest(ctx, key, sub, m); err != nil {
+		return err
+	}
+	return c.confirmHeld(ctx, sub)
 }
 
 // validateSavepointManifest checks that m is a manifest of savepoint name
@@ -299,9 +309,14 @@ func (c *Checkpoints) DeleteSavepoint(ctx context.Context, name string) error {
 // SavepointAttemptPrefix), and returns how many it deleted. It never
 // touches the savepoint's manifest, nor the objects of another attempt, and
 // refuses, with an error wrapping ErrSavepointExists, when the savepoint is
-// complete with that id: the attempt did not fail.
+// complete with that id: the attempt did not fail. When c holds the
+// job's lease, it checks the lease first and deletes only the objects of
+// the holder's epochs and older ones: never another holder's.
 func (c *Checkpoints) DeleteSavepointAttempt(ctx context.Context, name string, id uint64) (int, error) {
 	if err := ValidateSavepointName(name); err != nil {
+		return 0, err
+	}
+	if err := c.writable(ctx); err != nil {
 		return 0, err
 	}
 	switch m, err := c.ReadSavepointManifest(ctx, name); {
@@ -310,10 +325,16 @@ func (c *Checkpoints) DeleteSavepointAttempt(ctx context.Context, name string, i
 	case err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrCorrupt):
 		return 0, err
 	}
-	keys, err := c.store.List(ctx, SavepointAttemptPrefix(c.job, name, id))
+	prefix := SavepointAttemptPrefix(c.job, name, id)
+	keys, err := c.store.List(ctx, prefix)
 	if err != nil {
 		return 0, err
 	}
+	limit := c.maxDeletable()
+	keys = slices.DeleteFunc(keys, func(k string) bool {
+		e, _, _ := parseStateName(strings.TrimPrefix(k, prefix))
+		return e > limit
+	})
 	if err := deleteMany(ctx, c.store, keys); err != nil {
 		return 0, err
 	}

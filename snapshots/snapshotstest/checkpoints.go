@@ -545,7 +545,7 @@ func testRetain(t *testing.T, newStore newStoreFunc) {
 	wantKeys(t, s, "", want...)
 	wantLoaded(t, c, 5)
 
-	want = keysOf(5)
+	want = keysOf(3, 5) // 3 is 5's fallback: they share no object
 	if err := c.Retain(ctx, 0, 7); err != nil { // keep < 1 keeps one
 		t.Fatalf("Retain(0, 7): %v", err)
 	}
@@ -568,15 +568,20 @@ func testRetainKeepsReferenced(t *testing.T, newStore newStoreFunc) {
 	reused := m1.GetTasks()[0]
 	entries := append([]*messages.TaskStateEntry{reused}, putStates(t, c, 2, defaultTasks[1:]...)...)
 	putManifest(t, c, 2, entries)
-	want := append([]string{reused.GetState().GetKey()}, mustList(t, s, snapshots.CheckpointPrefix(job, 2))...)
+	// 1 shares an object with 2, so no fallback shares none yet: 1 is
+	// kept, to become one.
+	want := keysOf(t, s, 1, 2)
 	if err := c.Retain(ctx, 1, 3); err != nil {
 		t.Fatalf("Retain: %v", err)
 	}
 	wantKeys(t, s, "", want...)
 	wantLoaded(t, c, 2)
 
+	// 2 shares no object with 3: it is the fallback, with the object of 1
+	// that it references.
 	complete(t, c, 3)
-	want = mustList(t, s, snapshots.CheckpointPrefix(job, 3))
+	want = append(append([]string{reused.GetState().GetKey()}, keysOf(t, s, 2)...), keysOf(t, s, 3)...)
+	slices.Sort(want)
 	if err := c.Retain(ctx, 1, 4); err != nil {
 		t.Fatalf("Retain: %v", err)
 	}
@@ -591,8 +596,7 @@ func testRetainCorruptNewest(t *testing.T, newStore newStoreFunc) {
 		complete(t, c, id+1)
 	}
 	mustPut(t, s, snapshots.ManifestKey(job, 3), []byte("garbage"))
-	want := mustList(t, s, snapshots.CheckpointPrefix(job, 2))
-	want = append(want, mustList(t, s, snapshots.CheckpointPrefix(job, 3))...)
+	want := keysOf(t, s, 1, 2, 3) // 1 is 2's fallback
 	if err := c.Retain(t.Context(), 1, 4); err != nil {
 		t.Fatalf("Retain: %v", err)
 	}

@@ -136,8 +136,8 @@ func testManifestWriteFails(t *testing.T, newStore newStoreFunc) {
 		f, _ := newCheckpoints(&faultyStore{Store: s, putFails: true})
 		other := manifestOf(1, m.GetTasks())
 		other.Epoch = 7
-		if err := f.PutManifest(t.Context(), other); !errors.Is(err, snapshots.ErrManifestInDoubt) {
-			t.Fatalf("PutManifest = %v, want ErrManifestInDoubt", err)
+		if err := f.PutManifest(t.Context(), other); !errors.Is(err, snapshots.ErrCheckpointTaken) || errors.Is(err, snapshots.ErrManifestInDoubt) {
+			t.Fatalf("PutManifest = %v, want ErrCheckpointTaken: the checkpoint is not complete with this manifest", err)
 		}
 	})
 }

@@ -342,7 +342,10 @@ func testIncrementalDamagedReference(t *testing.T, newStore newStoreFunc) {
 
 // testIncrementalRetain: retention keeps the objects that a retained
 // incremental checkpoint references, though their own checkpoint goes,
-// and deletes them once nothing references them.
+// and deletes them once nothing references them. It keeps a fallback
+// that shares no object with the newest checkpoint, and until one exists
+// the oldest checkpoint, which becomes one once the later checkpoints
+// have stored its key groups again.
 func testIncrementalRetain(t *testing.T, newStore newStoreFunc) {
 	s := newStore(t)
 	c, logs := newCheckpoints(s)
@@ -351,13 +354,18 @@ func testIncrementalRetain(t *testing.T, newStore newStoreFunc) {
 	ch.checkpoint(1, nil)
 	ch.checkpoint(2, map[string][]uint32{"sum#0": {2, 3, 9}, "sum#1": nil}) // sum#1 in full
 	k1 := snapshots.StateKey(job, 1, "sum#0")
-	want := append([]string{k1}, keysOf(t, s, 2)...)
+	want := keysOf(t, s, 1, 2) // 1 shares k1 with 2: kept to become a fallback
 	for _, r := range []*snapshots.Checkpoints{c, func() *snapshots.Checkpoints { f, _ := newCheckpoints(s); return f }()} {
 		if err := r.Retain(ctx, 1, 3); err != nil {
 			t.Fatalf("Retain(1, 3): %v", err)
 		}
 		wantKeys(t, s, "", want...)
 	}
+	if err := c.Delete(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	want = append([]string{k1}, keysOf(t, s, 2)...)
+	wantKeys(t, s, "", want...)
 	fresh, flogs := newCheckpoints(s)
 	ch.want(loadLatest(t, fresh), 2)
 
@@ -380,20 +388,38 @@ func testIncrementalRetain(t *testing.T, newStore newStoreFunc) {
 		}
 	}
 
-	// Checkpoint 3 references checkpoint 2's objects but none of 1's.
+	// Checkpoint 3 references checkpoint 2's objects but none of 1's; 2
+	// is kept, to become a fallback, and with it k1.
 	ch.checkpoint(3, map[string][]uint32{"sum#0": {0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, "sum#1": {17}})
 	for kg, key := range sectionKeys(ch.handles["sum#0"]) {
 		if key == k1 {
 			t.Fatalf("checkpoint 3 references key group %d in checkpoint 1", kg)
 		}
 	}
-	want = append([]string{snapshots.StateKey(job, 2, "sum#0"), snapshots.StateKey(job, 2, "sum#1")}, keysOf(t, s, 3)...)
+	want = append([]string{k1}, keysOf(t, s, 2, 3)...)
 	if err := c.Retain(ctx, 1, 4); err != nil {
 		t.Fatalf("Retain(1, 4): %v", err)
 	}
 	wantKeys(t, s, "", want...)
+
+	// Checkpoint 4 references only checkpoint 3's sum#0: 2 is its
+	// fallback, 3 the one to become the next.
+	ch.checkpoint(4, map[string][]uint32{"sum#0": {2, 3, 9}, "sum#1": nil})
+	if err := c.Retain(ctx, 1, 5); err != nil {
+		t.Fatalf("Retain(1, 5): %v", err)
+	}
+	wantKeys(t, s, "", append(want, keysOf(t, s, 4)...)...)
+
+	// Checkpoint 5 is full: 4 is its fallback, which references 3's sum#0.
+	// 2 and 3 go but that object, and nothing references k1 any more.
+	ch.checkpoint(5, map[string][]uint32{"sum#0": nil, "sum#1": nil})
+	want = append([]string{snapshots.StateKey(job, 3, "sum#0")}, keysOf(t, s, 4, 5)...)
+	if err := c.Retain(ctx, 1, 6); err != nil {
+		t.Fatalf("Retain(1, 6): %v", err)
+	}
+	wantKeys(t, s, "", want...)
 	fresh, _ = newCheckpoints(s)
-	ch.want(loadLatest(t, fresh), 3)
+	ch.want(loadLatest(t, fresh), 5)
 }
 
 // testIncrementalDeleteIncomplete: deleting aborted checkpoints leaves the
@@ -406,7 +432,7 @@ func testIncrementalDeleteIncomplete(t *testing.T, newStore newStoreFunc) {
 	ch := newChain(t, c)
 	ch.checkpoint(1, nil)
 	ch.checkpoint(2, map[string][]uint32{"sum#0": {2, 3, 9}, "sum#1": nil})
-	if err := c.Retain(ctx, 1, 3); err != nil {
+	if err := c.Delete(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
 	k1 := snapshots.StateKey(job, 1, "sum#0")
@@ -451,7 +477,7 @@ func (g *getHook) Get(ctx context.Context, key string) ([]byte, error) {
 	return g.Store.Get(ctx, key)
 }
 
-// testIncrementalDeleteIncompleteRace: retention deletes a manifest that
+// testIncrementalDeleteIncompleteRace: a deletion removes a manifest that
 // DeleteIncomplete listed, after a newer checkpoint that references what
 // is left of an older one completed. DeleteIncomplete must see the newer
 // manifest, not take those objects for garbage.
@@ -462,13 +488,13 @@ func testIncrementalDeleteIncompleteRace(t *testing.T, newStore newStoreFunc) {
 	ch := newChain(t, w)
 	ch.checkpoint(1, nil)
 	ch.checkpoint(2, map[string][]uint32{"sum#0": {2, 3, 9}, "sum#1": nil})
-	if err := w.Retain(ctx, 1, 3); err != nil {
+	if err := w.Delete(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
 	hooked := &getHook{Store: s, key: snapshots.ManifestKey(job, 2), hook: func() {
 		ch.checkpoint(3, map[string][]uint32{"sum#0": {2}, "sum#1": {17}}) // references checkpoint 1's object
-		if err := w.Retain(ctx, 1, 4); err != nil {
-			t.Errorf("Retain: %v", err)
+		if err := w.Delete(ctx, 2); err != nil {
+			t.Errorf("Delete: %v", err)
 		}
 	}}
 	c, _ := newCheckpoints(hooked)

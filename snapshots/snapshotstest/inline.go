@@ -176,14 +176,14 @@ func testInlineRetain(t *testing.T, newStore newStoreFunc) {
 		if err := r.Retain(ctx, 1, 5); err != nil {
 			t.Fatalf("Retain: %v", err)
 		}
-		wantKeys(t, s, "", snapshots.ManifestKey(job, 3))
+		wantKeys(t, s, "", snapshots.ManifestKey(job, 2), snapshots.ManifestKey(job, 3)) // 2 is 3's fallback
 		if n, err := r.DeleteIncomplete(ctx, 5); n != 0 || err != nil {
 			t.Errorf("DeleteIncomplete = %d, %v; want 0", n, err)
 		}
 	}
 	wantLoaded(t, c, 3)
-	if n, err := c.DeleteAll(ctx); n != 1 || err != nil {
-		t.Errorf("DeleteAll = %d, %v; want 1", n, err)
+	if n, err := c.DeleteAll(ctx); n != 2 || err != nil {
+		t.Errorf("DeleteAll = %d, %v; want 2", n, err)
 	}
 	wantKeys(t, s, "")
 }

@@ -528,7 +528,8 @@ func testSavepointsSurviveRetention(t *testing.T, newStore newStoreFunc) {
 	ctx := t.Context()
 	putSavepoint(t, c, "v1")
 	putSavepointStates(t, c, "aborted", "src#0")
-	la := claim(t, c, "a", 0)
+	hold(t, c, "a", false)
+	leaseKeys := []string{snapshots.LeaseClaimKey(job, 1), snapshots.LeaseRenewalKey(job, 1), snapshots.LeaseSealKey(job, 1)}
 	for id := range uint64(4) {
 		complete(t, c, id+1)
 	}
@@ -549,25 +550,27 @@ func testSavepointsSurviveRetention(t *testing.T, newStore newStoreFunc) {
 		t.Fatalf("Retain: %v", err)
 	}
 	wantSavepoints("Retain")
-	if keys := mustList(t, s, snapshots.CheckpointsPrefix(job)); !slices.Equal(keys, keysOf(t, s, 4)) {
-		t.Errorf("Retain left the checkpoint keys %q, want checkpoint 4's", keys)
+	if keys := mustList(t, s, snapshots.CheckpointsPrefix(job)); !slices.Equal(keys, keysOf(t, s, 3, 4)) {
+		t.Errorf("Retain left the checkpoint keys %q, want checkpoint 4's and its fallback 3's", keys)
 	}
 	putStates(t, c, 6, "src#0")
 	if n, err := c.DeleteIncomplete(ctx, 7); n != 1 || err != nil {
 		t.Errorf("DeleteIncomplete = %d, %v; want 1", n, err)
 	}
 	wantSavepoints("DeleteIncomplete")
-	if n, err := c.DeleteAll(ctx); n != 1 || err != nil {
-		t.Errorf("DeleteAll = %d, %v; want 1", n, err)
+	if n, err := c.DeleteAll(ctx); n != 2 || err != nil {
+		t.Errorf("DeleteAll = %d, %v; want 2", n, err)
 	}
 	wantSavepoints("DeleteAll")
-	want := append(slices.Clone(savepoints), snapshots.LeaseKey(job))
+	want := append(slices.Clone(savepoints), leaseKeys...)
 	slices.Sort(want)
 	wantKeys(t, s, "", want...)
 	if o, err := c.ReadOrigin(ctx); o != nil || err != nil {
 		t.Errorf("ReadOrigin after DeleteAll = %v, %v; want nil, nil", o, err)
 	}
-	wantLease(t, c, la)
+	if err := c.CheckLease(ctx); err != nil {
+		t.Errorf("CheckLease after DeleteAll: %v", err)
+	}
 	if err := c.DeleteSavepoint(ctx, "v1"); err != nil {
 		t.Fatal(err)
 	}
@@ -577,7 +580,7 @@ func testSavepointsSurviveRetention(t *testing.T, newStore newStoreFunc) {
 	if err := c.DeleteSavepoint(ctx, "aborted"); err != nil {
 		t.Fatal(err)
 	}
-	wantKeys(t, s, "", snapshots.LeaseKey(job))
+	wantKeys(t, s, "", leaseKeys...)
 }
 
 func putOrigin(t *testing.T, c *snapshots.Checkpoints, o *messages.Origin) {
