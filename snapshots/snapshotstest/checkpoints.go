@@ -545,7 +545,7 @@ func testRetain(t *testing.T, newStore newStoreFunc) {
 	wantKeys(t, s, "", want...)
 	wantLoaded(t, c, 5)
 
-	want = keysOf(3, 5) // 3 is 5's fallback: they share no object
+	want = keysOf(3, 5)                         // 3 is 5's fallback: they share no object
 	if err := c.Retain(ctx, 0, 7); err != nil { // keep < 1 keeps one
 		t.Fatalf("Retain(0, 7): %v", err)
 	}

@@ -52,7 +52,7 @@ func testRetainUsable(t *testing.T, newStore newStoreFunc) {
 			}
 			d.fn(t, s, 3)
 			want := keysOf(t, s, 1, 2, 3) // 1 is 2's fallback: they share no object
-			c, logs := newCheckpoints(s) // a new process: nothing verified yet
+			c, logs := newCheckpoints(s)  // a new process: nothing verified yet
 			if err := c.Retain(t.Context(), 1, 4); err != nil {
 				t.Fatalf("Retain: %v", err)
 			}
