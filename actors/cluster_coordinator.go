@@ -95,6 +95,8 @@ func (c *clusterCoord) receive(ctx actor.Context, m any) bool {
 		c.onHeartbeatTick()
 	case *messages.TaskFailed:
 		c.onTaskFailed(m)
+	case *messages.ConfirmDeploy:
+		c.onConfirmDeploy(m)
 	case *actor.Terminated:
 		if id, ok := c.ids[m.Who.GetAddress()]; ok && m.Who.GetId() == workerName {
 			if c.ending != nil {
@@ -223,6 +225,29 @@ func (c *clusterCoord) onLost(w membership.Worker) {
 		return
 	}
 	c.j.onFailure(&NodeLostError{Worker: w.ID, Address: w.Addr, Reason: w.Reason, Tasks: tasks})
+}
+
+// onConfirmDeploy answers a worker that asks whether the deployment it
+// loaded is still current: only while its epoch is the job's, deployed
+// last, and the worker is live with tasks in it. A worker declared lost
+// (it was paused, and the job moved on) hears that it is not.
+func (c *clusterCoord) onConfirmDeploy(m *messages.ConfirmDeploy) {
+	w, known := c.members.Get(m.WorkerId)
+	if !known {
+		return // not one of this coordinator's workers
+	}
+	j := c.j
+	current := !w.Lost && m.Coordinator == c.id && m.Epoch == j.epoch && c.deployed == m.Epoch &&
+		(j.phase == phaseRestoring || j.phase == phaseRunning) && len(c.placed.Tasks(w.ID)) > 0
+	if !current {
+		j.log.Warn("a worker asked to run a deployment that is no longer current; telling it to drop it",
+			"worker", w.String(), "epoch", m.Epoch, "job_epoch", j.epoch)
+	}
+	to := c.pids[w.ID]
+	if to == nil {
+		to = actor.NewPID(w.Addr, workerName)
+	}
+	j.send(to, &messages.DeployConfirmed{Coordinator: c.id, Epoch: m.Epoch, Current: current})
 }
 
 func (c *clusterCoord) onTaskFailed(m *messages.TaskFailed) {

@@ -173,11 +173,15 @@ type workerHost struct {
 	cps      *snapshots.Checkpoints
 	runtime  config
 
-	dep     *shared // the tasks' shared state of the deployment running
-	tasks   map[string]*actor.PID
-	timer   *time.Timer
-	tickDue time.Time
-	tickGen uint64
+	dep *shared // the tasks' shared state of the deployment running
+	// confirming is the deployment whose states are loaded, waiting for
+	// the coordinator to confirm that it is still the newest (see
+	// onLoaded).
+	confirming *deployLoaded
+	tasks      map[string]*actor.PID
+	timer      *time.Timer
+	tickDue    time.Time
+	tickGen    uint64
 
 	// uploads tracks the state loads and uploads of every deployment, so
 	// that ServeWorker leaves none behind.
@@ -222,6 +226,8 @@ func (h *workerHost) Receive(ctx actor.Context) {
 		h.onDeploy(ctx, m)
 	case *deployLoaded:
 		h.onLoaded(ctx, m)
+	case *messages.DeployConfirmed:
+		h.onConfirmed(ctx, m)
 	case *messages.JobDone:
 		// The coordinator may have been noticed gone (its connection
 		// closes as it ends) before its JobDone is read.
@@ -301,8 +307,13 @@ func (h *workerHost) onTick(ctx actor.Context) {
 	interval := time.Duration(h.registered.GetSettings().GetHeartbeatIntervalNanos())
 	if late := time.Since(h.tickDue); late >= timeout/2 {
 		// This process was not running (descheduled, paused): heartbeats
-		// may wait in the mailbox. Check on the next tick.
-		h.log.Warn("the worker's tick came late; not checking the coordinator on it", "late", late.Round(time.Millisecond))
+		// may wait in the mailbox, so their silence proves nothing yet. But
+		// the coordinator may have replaced the deployment meanwhile: ask
+		// it, and drop the tasks if it has (see onConfirmed).
+		h.log.Warn("the worker's tick came late; asking the coordinator whether its deployment is still current", "late", late.Round(time.Millisecond))
+		if h.dep != nil {
+			h.confirm(h.dep.inc.Load().epoch)
+		}
 	} else if silent := time.Since(h.lastHeard); silent > timeout {
 		h.lostCoordinator(ctx, fmt.Sprintf("no heartbeat for %v", silent.Round(time.Millisecond)))
 		return
@@ -443,6 +454,39 @@ func (h *workerHost) onLoaded(ctx actor.Context, m *deployLoaded) {
 		h.system.Root.Send(h.coordPID, &messages.TaskFailed{WorkerId: h.id, Epoch: epoch, TaskId: "", Reason: m.err.Error(), Cause: string(CauseRestore)})
 		return
 	}
+	// A worker paused (SIGSTOP, a frozen VM) may read a Deploy that the
+	// coordinator has replaced since: its tasks must not touch the store or
+	// a sink. They start only once the coordinator confirms the epoch.
+	h.confirming = m
+	h.confirm(epoch)
+}
+
+// confirm asks the coordinator whether epoch is still the one it runs,
+// with this worker live in it.
+func (h *workerHost) confirm(epoch uint64) {
+	h.system.Root.Send(h.coordPID, &messages.ConfirmDeploy{WorkerId: h.id, Coordinator: h.coordinator, Epoch: epoch})
+}
+
+// onConfirmed starts the tasks of the deployment waiting for the answer
+// when it is current, and drops the deployment when it is not.
+func (h *workerHost) onConfirmed(ctx actor.Context, m *messages.DeployConfirmed) {
+	if h.dep == nil || m.Coordinator != h.coordinator || m.Epoch != h.dep.inc.Load().epoch {
+		return // an answer about a deployment already replaced here
+	}
+	if !m.Current {
+		h.log.Warn("the coordinator has replaced this deployment; dropping its tasks", "epoch", m.Epoch)
+		h.stopDeployment(ctx)
+		return
+	}
+	if p := h.confirming; p != nil && p.dep == h.dep {
+		h.confirming = nil
+		h.startTasks(ctx, p)
+	}
+}
+
+// startTasks spawns the tasks of deployment m placed on this worker.
+func (h *workerHost) startTasks(ctx actor.Context, m *deployLoaded) {
+	epoch := m.deploy.Epoch
 	inc := m.dep.inc.Load()
 	if len(m.states) > 0 {
 		inc.restore = &snapshots.Restorable{Manifest: &messages.Manifest{Job: h.plan.Job, CheckpointId: m.deploy.CheckpointId}, States: m.states}
@@ -478,7 +522,7 @@ func (h *workerHost) stopDeployment(ctx actor.Context) {
 		ctx.Stop(pid)
 	}
 	h.dep.stopRun()
-	h.dep, h.tasks = nil, nil
+	h.dep, h.tasks, h.confirming = nil, nil, nil
 }
 
 // HandleFailure reports a failed task to the coordinator, which rolls the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/snapflow/snapflow/actors"
 	"github.com/snapflow/snapflow/internal/testsrc"
+	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
 )
@@ -249,4 +250,39 @@ func twoCheckpoints(t testing.TB, j *actors.Job, gate *testsrc.Gate) (older, new
 		}
 	}
 	return older, newer
+}
+
+// stateKey returns the key of task's state object in checkpoint id of job,
+// as its manifest names it (state keys carry the epoch that wrote them).
+func stateKey(t testing.TB, store snapshots.Store, job string, id uint64, task string) string {
+	t.Helper()
+	return stateKeyIn(t, store, snapshots.ManifestKey(job, id), task)
+}
+
+// savepointStateKey is stateKey for savepoint name of job.
+func savepointStateKey(t testing.TB, store snapshots.Store, job, name, task string) string {
+	t.Helper()
+	return stateKeyIn(t, store, snapshots.SavepointManifestKey(job, name), task)
+}
+
+func stateKeyIn(t testing.TB, store snapshots.Store, manifest, task string) string {
+	t.Helper()
+	data, err := store.Get(context.Background(), manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &messages.Manifest{}
+	if err := snapshots.DecodeObject(data, snapshots.KindManifest, m); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range m.GetTasks() {
+		if e.GetTaskId() == task {
+			if len(e.GetState().GetInline()) > 0 {
+				t.Fatalf("%s: the state of %s is inline", manifest, task)
+			}
+			return e.GetState().GetKey()
+		}
+	}
+	t.Fatalf("%s names no state of %s", manifest, task)
+	return ""
 }

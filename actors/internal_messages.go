@@ -51,7 +51,10 @@ type restorePointMsg struct {
 	// savepoints says, for each savepoint in doubt, whether its manifest
 	// is in the store (see savepointsLanded).
 	savepoints map[uint64]bool
-	attempts   int
+	// stopErrs: the stop-with-savepoints among them that landed, but could
+	// not be recorded as the job's origin (see stoppedAt).
+	stopErrs map[uint64]error
+	attempts int
 }
 
 // manifestWrittenMsg reports the end of a manifest upload.
@@ -62,6 +65,9 @@ type manifestWrittenMsg struct {
 	// recovery: the savepoint id is also a checkpoint recovery can restore
 	// (see recoveryPoint).
 	recovery bool
+	// stopErr: the stop-with-savepoint's savepoint is complete, but it
+	// could not be recorded as the job's origin (see stoppedAt).
+	stopErr error
 }
 
 // cleanedMsg reports the end of a pass deleting aborted checkpoints below.

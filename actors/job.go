@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
 )
@@ -99,13 +98,20 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 		actor.WithDeadLetterThrottleInterval(50*time.Millisecond),
 	)
 	var n *node
+	cps := snapshots.NewCheckpoints(cfg.store, plan.Job, log)
 	undo := func() {
 		n.shutdown()
 		system.Shutdown()
+		if cps.Lease() != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := cps.ReleaseLease(ctx); err != nil {
+				log.Warn("releasing the job's lease failed", "err", err)
+			}
+			cancel()
+		}
 		closeStore()
 	}
-	var coordinator string
-	var lease *messages.Lease
+	var coordinator, address string
 	if cfg.cluster != nil {
 		// Listen first: a coordinator started by mistake on a running one's
 		// address fails here, before it takes the job's lease.
@@ -113,30 +119,25 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 			undo()
 			return nil, err
 		}
-		// The lease stops a superseded coordinator from completing
-		// checkpoints, and gives this one epochs above any earlier one's.
-		// It is claimed before the store is read, so that the checkpoint
-		// ids this coordinator takes are above any the old one completes.
-		coordinator = newNodeID("c")
+		coordinator, address = newNodeID("c"), n.addr
 		log = log.With("coordinator", coordinator)
-		if lease, err = snapshots.NewCheckpoints(cfg.store, plan.Job, log).ClaimLease(ctx, coordinator, 1); err != nil {
-			undo()
-			return nil, fmt.Errorf("actors: job %q: claim the coordinator lease: %w", plan.Job, err)
-		}
 	}
-	r, err := resume(ctx, &cfg, plan, declared, log)
+	// One job name on one store has one holder: the lease is claimed
+	// before the store is read, and fences every write of a holder that
+	// another has superseded (see snapshots.Checkpoints.AcquireLease).
+	if err := cps.Check(ctx); err != nil { // a panic in the store is an error too
+		undo()
+		return nil, fmt.Errorf("actors: job %q: store %s is not usable: %w", plan.Job, cfg.store, err)
+	}
+	lease, err := acquireLease(ctx, &cfg, cps, coordinator, address)
 	if err != nil {
 		undo()
 		return nil, err
 	}
-	if lease != nil {
-		if r.epoch > lease.GetFirstEpoch() { // checkpoints from before leases
-			if lease, err = r.cps.ClaimLease(ctx, coordinator, r.epoch); err != nil {
-				undo()
-				return nil, fmt.Errorf("actors: job %q: claim the coordinator lease: %w", plan.Job, err)
-			}
-		}
-		r.epoch = lease.GetFirstEpoch()
+	r, err := resume(ctx, &cfg, plan, declared, log, cps, lease)
+	if err != nil {
+		undo()
+		return nil, err
 	}
 
 	uctx, cancel := context.WithCancel(context.Background())
@@ -151,6 +152,7 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 		log.Info("coordinator listening", "address", n.addr)
 	}
 	sh.inc.Store(sh.newIncarnation(r.epoch, r.point, r.assign))
+	_, sh.lastEpoch = snapshots.HolderEpochs(lease)
 	j := &Job{sh: sh, system: system, stopped: make(chan struct{}), done: make(chan struct{})}
 	ja := newJobActor(sh, j.stopped, r.maxID+1, r.point)
 	ja.retainPending = r.retain
@@ -165,6 +167,10 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 		return nil, fmt.Errorf("actors: job %q: spawn: %w", plan.Job, err)
 	}
 	j.pid, j.closeStore = pid, closeStore
+	interval := cfg.leaseRequest(plan.Job, "", "").RenewInterval
+	sh.goRenew(func(ctx context.Context) {
+		sh.renewLease(ctx, interval, func(err error) { system.Root.Send(pid, &leaseLostMsg{err: err}) })
+	})
 	go j.release(ctx, ja)
 	return j, nil
 }
@@ -184,6 +190,8 @@ func (j *Job) release(ctx context.Context, ja *jobActor) {
 	j.sh.uploads.Wait() // finished: let the last retention pass end
 	j.sh.stopRun()
 	j.sh.cancelUpload()
+	j.sh.stopRenew()
+	j.sh.releaseLease()
 	j.sh.node.shutdown()
 	j.system.Shutdown()
 	j.closeStore()

@@ -57,6 +57,12 @@ type jobActor struct {
 	exhausted     map[int]bool
 	finished      map[int]bool
 	finalComplete bool
+	// final is the final checkpoint once complete, and committed the tasks
+	// that handled its completion (their sinks committed): the job ends
+	// only once every task has, so that in a cluster no sink stops before
+	// its last commit.
+	final     uint64
+	committed map[uint32]bool
 
 	// lastCompleted is the newest checkpoint known complete (restored or
 	// completed): a recovery that finds no complete checkpoint after one
@@ -85,6 +91,10 @@ type jobActor struct {
 	// recoverable are the savepoints (by checkpoint id) also written as
 	// checkpoints, which recovery restores (see recoveryPoint).
 	recoverable map[uint64]bool
+	// stopFailed are the stop-with-savepoints (by checkpoint id) whose
+	// savepoint is complete but could not be recorded as the job's origin
+	// (see stoppedAt): they end as plain savepoints, and the stop fails.
+	stopFailed map[uint64]error
 	// stopping is set once a stop-with-savepoint's savepoint completed,
 	// until every task has handled its completion.
 	stopping    *stopping
@@ -107,7 +117,7 @@ func newJobActor(sh *shared, stopped chan struct{}, nextID uint64, rp *snapshots
 	ja := &jobActor{
 		sh: sh, log: sh.log, stopped: stopped, nextID: nextID, firstID: nextID, restore: rp,
 		strategy: restart.New(sh.cfg.restart), requests: map[uint64]chan checkpointResult{},
-		savepoints: map[uint64]*savepointReq{}, spNames: map[string]bool{}, recoverable: map[uint64]bool{},
+		savepoints: map[uint64]*savepointReq{}, spNames: map[string]bool{}, recoverable: map[uint64]bool{}, stopFailed: map[uint64]error{},
 		triggeredAt: map[uint64]time.Time{}, inDoubt: map[uint64]inDoubt{}, figures: map[uint64]checkpointFigures{},
 	}
 	if rp != nil {
@@ -179,6 +189,10 @@ func (j *jobActor) Receive(ctx actor.Context) {
 		}
 	case *restorePointMsg:
 		j.onRestorePoint(m)
+	case *leaseLostMsg:
+		if j.phase != phaseDone {
+			j.fail(m.err, "another instance took the job over")
+		}
 	case *stopRequest:
 		if j.phase != phaseDone {
 			j.log.Info("stopping the job", "cause", m.cause)
@@ -230,6 +244,7 @@ func (j *jobActor) beginRestore() {
 	j.exhausted = map[int]bool{}
 	j.finished = map[int]bool{}
 	j.finalComplete = false
+	j.final, j.committed = 0, map[uint32]bool{}
 }
 
 func (j *jobActor) onRestored(m *messages.TaskRestored) {
@@ -297,7 +312,7 @@ func (j *jobActor) onRequest(m *checkpointRequest) {
 }
 
 func (j *jobActor) checkDone() {
-	if j.finalComplete && len(j.finished) == len(j.sh.plan.Tasks) {
+	if n := len(j.sh.plan.Tasks); j.finalComplete && len(j.finished) == n && len(j.committed) == n {
 		j.log.Info("job finished", "epoch", j.epoch)
 		j.emit(Event{Kind: EventFinished, Epoch: j.epoch})
 		j.finish(nil)

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -90,14 +91,13 @@ func (j *jobActor) writeManifest(a coordinator.Action) {
 	// Not cancelled when the job stops: a manifest write is either done or
 	// not started, never abandoned half-way (Stop waits for it).
 	sh.goUploadCtx(context.WithoutCancel(sh.uploadCtx), func(ctx context.Context) {
-		err := sh.checkLease(ctx)
+		var err, stopErr error
 		recovery := false
 		switch {
-		case err != nil:
 		case m.Savepoint != "":
 			if err = sh.cps.PutSavepointManifest(ctx, m); err == nil {
 				if stop {
-					stoppedAt(ctx, sh, m)
+					stopErr = stoppedAt(ctx, sh, m.GetSavepoint(), m.GetCheckpointId())
 				} else {
 					recovery = recoveryPoint(ctx, sh, m)
 				}
@@ -105,7 +105,7 @@ func (j *jobActor) writeManifest(a coordinator.Action) {
 		default:
 			err = sh.cps.PutManifest(ctx, m)
 		}
-		root.Send(self, &manifestWrittenMsg{epoch: epoch, id: m.CheckpointId, err: err, recovery: recovery})
+		root.Send(self, &manifestWrittenMsg{epoch: epoch, id: m.CheckpointId, err: err, recovery: recovery, stopErr: stopErr})
 	})
 }
 
@@ -121,7 +121,12 @@ func (j *jobActor) completed(a coordinator.Action) {
 	ev := j.takeFigures(a.Checkpoint).event(Event{Kind: EventCheckpointCompleted, Epoch: j.epoch, Checkpoint: a.Checkpoint, Final: a.Final, Duration: took})
 	j.log.Debug("checkpoint complete", "checkpoint", a.Checkpoint, "final", a.Final, "bytes", ev.Bytes, "took", took)
 	j.emit(ev)
-	m := &messages.CompleteCheckpoint{Epoch: j.epoch, CheckpointId: a.Checkpoint, Commit: true}
+	// Every task acknowledges the final checkpoint's completion once it has
+	// handled it (see checkDone).
+	m := &messages.CompleteCheckpoint{Epoch: j.epoch, CheckpointId: a.Checkpoint, Commit: true, Ack: a.Final}
+	if a.Final {
+		j.final = a.Checkpoint
+	}
 	for _, pid := range j.sh.pids {
 		j.send(pid, m)
 	}
@@ -129,10 +134,14 @@ func (j *jobActor) completed(a coordinator.Action) {
 	// ones are deleted, the next completion catches up. The final checkpoint
 	// always gets its pass, which the job waits for before it ends.
 	if sh := j.sh; sh.retaining.CompareAndSwap(false, true) || a.Final {
-		keep, id := sh.cfg.retained, a.Checkpoint
+		keep, id, root, self := sh.cfg.retained, a.Checkpoint, sh.system.Root, j.self
 		sh.goUploadCtx(sh.uploadCtx, func(ctx context.Context) {
 			defer sh.retaining.Store(false)
-			if err := sh.cps.Retain(ctx, keep, id+1); err != nil && ctx.Err() == nil {
+			err := sh.cps.Retain(ctx, keep, id+1)
+			switch {
+			case errors.Is(err, snapshots.ErrLeaseLost):
+				root.Send(self, &leaseLostMsg{err: err})
+			case err != nil && ctx.Err() == nil:
 				sh.log.Warn("retention failed", "checkpoint", id, "err", err)
 			}
 		})

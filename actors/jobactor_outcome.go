@@ -51,7 +51,7 @@ func (j *jobActor) settle(id uint64, landed bool, why string) {
 	delete(j.triggeredAt, id)
 	delete(j.figures, id)
 	j.savepointEnded(d.savepoint)
-	if landed && d.stop && len(d.requests) == 1 { // the sources stopped at its barrier: so does the job
+	if landed && d.stop && len(d.requests) == 1 && !j.stopFailedAt(id, d.requests[0]) { // the sources stopped at its barrier: so does the job
 		j.stopAtSavepoint(d.savepoint, id, d.requests[0])
 		return
 	}

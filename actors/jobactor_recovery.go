@@ -17,6 +17,9 @@ import (
 // errCheckpointsGone: the job's complete checkpoints vanished from the store.
 var errCheckpointsGone = errors.New("actors: the job's checkpoints are gone")
 
+// errEpochsExhausted: the job would run past the last epoch of its lease.
+var errEpochsExhausted = errors.New("actors: the epochs of the job's lease are used up")
+
 // permanent reports whether cause is a failure that no restart can cure,
 // with the reason the job fails.
 func permanent(cause error) (string, bool) {
@@ -28,7 +31,11 @@ func permanent(cause error) (string, bool) {
 	case errors.Is(cause, errCheckpointsGone):
 		return "its checkpoints are gone", true
 	case errors.Is(cause, snapshots.ErrLeaseLost):
-		return "another coordinator took over the job", true
+		return "another instance took the job over", true
+	case errors.Is(cause, snapshots.ErrFallbackRefused):
+		return "its newest checkpoint is damaged, and its sinks committed there", true
+	case errors.Is(cause, errEpochsExhausted):
+		return "it used every epoch of its lease", true
 	}
 	return "", false
 }
@@ -113,6 +120,10 @@ func (j *jobActor) onFailureOf(cause error, fc FailureCause) {
 		j.fail(cause, reason)
 		return
 	}
+	if j.epoch >= j.sh.lastEpoch { // never past the lease's epochs, which a later holder's follow
+		j.fail(fmt.Errorf("%w: epoch %d is its last; start the job again, which claims a new lease: %w", errEpochsExhausted, j.epoch, cause), "it used every epoch of its lease")
+		return
+	}
 	j.epoch++
 	epoch, root, self := j.epoch, j.sh.system.Root, j.self
 	j.log.Info("restarting the job after a backoff", "epoch", epoch, "backoff", delay)
@@ -123,12 +134,15 @@ func (j *jobActor) onFailureOf(cause error, fc FailureCause) {
 // for the manifest go on.
 func (j *jobActor) onManifestWritten(m *manifestWrittenMsg) {
 	j.manifests--
+	if m.stopErr != nil {
+		j.stopFailed[m.id] = m.stopErr
+	}
 	if m.recovery {
 		j.recoverable[m.id] = true
 	}
 	switch {
 	case errors.Is(m.err, snapshots.ErrLeaseLost):
-		j.fail(fmt.Errorf("checkpoint %d: %w", m.id, m.err), "another coordinator took over the job")
+		j.fail(fmt.Errorf("checkpoint %d: %w", m.id, m.err), "another instance took the job over")
 	case m.epoch == j.epoch && j.phase == phaseRunning && errors.Is(m.err, snapshots.ErrManifestInDoubt):
 		// Whether the checkpoint completed is unknown: roll back, and let
 		// the checkpoint that recovery finds in the store decide.
@@ -160,17 +174,34 @@ func (j *jobActor) maybeLoadRestorePoint() {
 // the restore.
 func (j *jobActor) loadRestorePoint() {
 	sh, root, self, epoch := j.sh, j.sh.system.Root, j.self, j.epoch
-	doubt := j.inDoubtSavepoints()
+	doubt, stops := j.inDoubtSavepoints()
 	sh.goUploadCtx(sh.uploadCtx, func(ctx context.Context) {
+		// A superseded holder restores nothing: its tasks would clean up
+		// what the new holder's wrote.
+		if err := sh.cps.CheckLease(ctx); err != nil {
+			root.Send(self, &restorePointMsg{epoch: epoch, err: err})
+			return
+		}
 		landed := savepointsLanded(ctx, sh.cps, doubt)
-		rp, named, err := loadPoint(ctx, sh.cps, sh.origin, sh.cfg.cluster == nil)
-		root.Send(self, &restorePointMsg{epoch: epoch, restore: rp, named: named, err: err, savepoints: landed})
+		stopErrs := map[uint64]error{}
+		for id := range stops {
+			if landed[id] {
+				if err := stoppedAt(ctx, sh, doubt[id], id); err != nil {
+					stopErrs[id] = err
+				}
+			}
+		}
+		rp, named, err := loadPoint(ctx, sh.cps, sh.origin, sh.cfg.cluster == nil, sh.plan)
+		root.Send(self, &restorePointMsg{epoch: epoch, restore: rp, named: named, err: err, savepoints: landed, stopErrs: stopErrs})
 	})
 }
 
 func (j *jobActor) onRestorePoint(m *restorePointMsg) {
 	if m.epoch != j.epoch || j.phase != phaseBackoff {
 		return
+	}
+	for id, err := range m.stopErrs {
+		j.stopFailed[id] = err
 	}
 	if j.settleSavepoints(m.savepoints) {
 		return // a stop-with-savepoint landed: the job stopped there

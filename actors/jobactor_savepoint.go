@@ -57,6 +57,9 @@ func (j *jobActor) onSavepointRequest(m *savepointRequest) {
 // written. A stop-with-savepoint stops the job there.
 func (j *jobActor) savepointCompleted(a coordinator.Action) {
 	sp := j.savepoints[a.Savepoint]
+	if sp.stop && j.stopFailedAt(a.Checkpoint, a.Savepoint) {
+		sp.stop = false // the sources go on, and the sinks do not commit
+	}
 	took := time.Since(j.triggeredAt[a.Checkpoint])
 	delete(j.triggeredAt, a.Checkpoint)
 	ev := j.takeFigures(a.Checkpoint).event(Event{Kind: EventCheckpointCompleted, Epoch: j.epoch, Checkpoint: a.Checkpoint, Savepoint: sp.name, Duration: took})
@@ -101,6 +104,11 @@ type stopping struct {
 // onCommitted counts a task's answer to a stop-with-savepoint's
 // completion, and stops the job once every task has answered.
 func (j *jobActor) onCommitted(m *messages.CheckpointCommitted) {
+	if j.final != 0 && m.Epoch == j.epoch && m.CheckpointId == j.final && j.phase == phaseRunning {
+		j.committed[m.Task] = true
+		j.checkDone()
+		return
+	}
 	s := j.stopping
 	if s == nil || m.Epoch != j.epoch || m.CheckpointId != s.id || j.phase == phaseDone {
 		return
@@ -143,15 +151,19 @@ func (j *jobActor) settleSavepoints(found map[uint64]bool) bool {
 	return false
 }
 
-// inDoubtSavepoints returns the savepoints in doubt, by checkpoint id.
-func (j *jobActor) inDoubtSavepoints() map[uint64]string {
-	out := map[uint64]string{}
+// inDoubtSavepoints returns the savepoints in doubt, by checkpoint id, and
+// which of them are stop-with-savepoints.
+func (j *jobActor) inDoubtSavepoints() (names map[uint64]string, stops map[uint64]bool) {
+	names, stops = map[uint64]string{}, map[uint64]bool{}
 	for id, d := range j.inDoubt {
 		if d.savepoint != "" {
-			out[id] = d.savepoint
+			names[id] = d.savepoint
+			if d.stop {
+				stops[id] = true
+			}
 		}
 	}
-	return out
+	return names, stops
 }
 
 // savepointsLanded reads back the manifests of the savepoints in doubt and
@@ -202,16 +214,36 @@ func recoveryPoint(ctx context.Context, sh *shared, m *messages.Manifest) bool {
 	return true
 }
 
-// stoppedAt records a stop-with-savepoint's savepoint m as the job's
-// origin, so that starting the job again, even without FromSavepoint,
-// resumes from it rather than from an older checkpoint whose replay would
-// repeat what the savepoint's commit made visible. A failure is logged:
-// the savepoint is complete, and FromSavepoint still names it.
-func stoppedAt(ctx context.Context, sh *shared, m *messages.Manifest) {
-	o := &messages.Origin{Savepoint: m.GetSavepoint(), CheckpointId: m.GetCheckpointId(), FirstId: m.GetCheckpointId() + 1,
-		TimestampUnixNano: time.Now().UnixNano()}
+// stoppedAt records a stop-with-savepoint's savepoint name, taken as
+// checkpoint id, as the job's origin, so that starting the job again, even
+// without FromSavepoint, resumes from it rather than from an older
+// checkpoint whose replay would repeat what the savepoint's commit made
+// visible. Until it is recorded, the job must not stop there: its sinks
+// commit only once it is, and a failure fails the stop (see
+// savepointCompleted), and the job goes on.
+func stoppedAt(ctx context.Context, sh *shared, name string, id uint64) error {
+	o := &messages.Origin{Savepoint: name, CheckpointId: id, FirstId: id + 1, TimestampUnixNano: time.Now().UnixNano()}
 	if err := sh.cps.PutOrigin(ctx, o); err != nil {
-		sh.log.Warn("the job stopped with a savepoint, but recording it as where to resume failed: start the job with FromSavepoint to resume from it",
-			"savepoint", m.GetSavepoint(), "err", err)
+		sh.log.Warn("the stop-with-savepoint's savepoint is complete, but recording it as where the job resumes failed: the job does not stop, and its sinks do not commit at it",
+			"savepoint", name, "checkpoint", id, "err", err)
+		return fmt.Errorf("actors: savepoint %q is complete, but recording it as where the job resumes failed, so the job goes on (its sinks did not commit at it; stop it again, under another name): %w",
+			name, err)
 	}
+	return nil
+}
+
+// stopFailedAt turns the stop-with-savepoint of checkpoint id into a plain
+// savepoint when it could not be recorded as the job's origin, and answers
+// its request req with why. It reports whether it did.
+func (j *jobActor) stopFailedAt(id, req uint64) bool {
+	err := j.stopFailed[id]
+	if err == nil {
+		return false
+	}
+	delete(j.stopFailed, id)
+	if reply := j.requests[req]; reply != nil {
+		reply <- checkpointResult{id: id, err: err}
+		delete(j.requests, req)
+	}
+	return true
 }

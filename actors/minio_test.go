@@ -190,7 +190,7 @@ func TestMinIOCorruptObjectFallsBack(t *testing.T) {
 				t.Fatal(err)
 			}
 			older, newer := twoCheckpoints(t, j, gate)
-			key := snapshots.StateKey("bad", newer, "sum#1")
+			key := stateKey(t, store, "bad", newer, "sum#1")
 			ctx := context.Background()
 			if damage == "garbage" {
 				err = store.Put(ctx, key, []byte("not a task state"))

@@ -61,6 +61,9 @@ type config struct {
 	// inline is WithInlineStateLimit's limit, when inlineSet.
 	inline    int
 	inlineSet bool
+	// takeOver and leaseTTL configure the job's lease (see WithTakeOver).
+	takeOver bool
+	leaseTTL time.Duration
 }
 
 // startPoint is a savepoint (by name) or a checkpoint (by id) to start from.
@@ -304,6 +307,9 @@ func (c *config) finish() error {
 	}
 	if c.retained < 1 {
 		return fmt.Errorf("actors: retained checkpoints %d must be at least 1", c.retained)
+	}
+	if c.leaseTTL < 0 {
+		return fmt.Errorf("actors: WithLeaseTimeout(%v): the timeout must be positive (0: the default %v)", c.leaseTTL, snapshots.DefaultLeaseTTL)
 	}
 	if err := c.checkpoint.Validate(); err != nil {
 		return fmt.Errorf("actors: %w", err)

@@ -102,6 +102,28 @@ func (f *faultyStore) Put(ctx context.Context, key string, data []byte) error {
 	return f.Store.Put(ctx, key, data)
 }
 
+// Create is Put's create-only twin (snapshots.Creator), with the same faults.
+func (f *faultyStore) Create(ctx context.Context, key string, data []byte) error {
+	c, ok := f.Store.(snapshots.Creator)
+	if !ok {
+		return fmt.Errorf("create %s: the store it wraps cannot create: %w", key, errFaulty)
+	}
+	f.enter()
+	defer f.leave(key)
+	switch {
+	case f.take(f.panicPut, key):
+		panic("faulty store: create panics on " + key)
+	case f.take(f.putFail, key):
+		return fmt.Errorf("create %s: %w", key, errFaulty)
+	case f.take(f.putThenFail, key):
+		if err := c.Create(ctx, key, data); err != nil {
+			return err
+		}
+		return fmt.Errorf("create %s: the answer was lost: %w", key, errFaulty)
+	}
+	return c.Create(ctx, key, data)
+}
+
 func (f *faultyStore) Get(ctx context.Context, key string) ([]byte, error) {
 	if f.take(f.getFail, key) {
 		return nil, fmt.Errorf("get %s: %w", key, errFaulty)
@@ -307,7 +329,7 @@ func TestStartRefusesUnusableCheckpoints(t *testing.T) {
 	if err := j.Stop(); !errors.Is(err, actors.ErrStopped) {
 		t.Fatal(err)
 	}
-	if err := store.Put(context.Background(), snapshots.StateKey("unusable", id, "sum#0"), []byte("garbage")); err != nil {
+	if err := store.Put(context.Background(), stateKey(t, store, "unusable", id, "sum#0"), []byte("garbage")); err != nil {
 		t.Fatal(err)
 	}
 	g2, _ := paritySumJob("unusable", 100_000, testsrc.NewGate(100_000), nil)
@@ -330,7 +352,7 @@ func TestFailoverRefusesUnusableCheckpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Put(context.Background(), snapshots.StateKey("gone", id, "sum#1"), []byte("garbage")); err != nil {
+	if err := store.Put(context.Background(), stateKey(t, store, "gone", id, "sum#1"), []byte("garbage")); err != nil {
 		t.Fatal(err)
 	}
 	gate.SetLimit(100_000) // record 1500 fails a task
@@ -360,7 +382,7 @@ func TestRetentionKeepsAUsableCheckpoint(t *testing.T) {
 	if err := j.Stop(); !errors.Is(err, actors.ErrStopped) {
 		t.Fatal(err)
 	}
-	if err := store.Put(context.Background(), snapshots.StateKey("retain", newer, "sum#1"), []byte("garbage")); err != nil {
+	if err := store.Put(context.Background(), stateKey(t, store, "retain", newer, "sum#1"), []byte("garbage")); err != nil {
 		t.Fatal(err)
 	}
 	gate2 := testsrc.NewGate(1000)

@@ -258,7 +258,7 @@ func TestCorruptStateFallsBack(t *testing.T) {
 	if err := j.Stop(); !errors.Is(err, actors.ErrStopped) {
 		t.Fatal(err)
 	}
-	key := snapshots.StateKey("corrupt", newer, "sum#1")
+	key := stateKey(t, store, "corrupt", newer, "sum#1")
 	if err := store.Put(context.Background(), key, []byte("garbage, not a state")); err != nil {
 		t.Fatal(err)
 	}

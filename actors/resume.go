@@ -36,28 +36,27 @@ type resumed struct {
 // WithStartOver, and picks and checks the checkpoint the job starts from:
 // the point FromSavepoint or FromCheckpoint names, or else the newest
 // checkpoint of the job's current history (see loadPoint).
-func resume(ctx context.Context, cfg *config, plan *topology.Plan, declared map[string][]*messages.StateDescriptor, log *slog.Logger) (*resumed, error) {
+func resume(ctx context.Context, cfg *config, plan *topology.Plan, declared map[string][]*messages.StateDescriptor, log *slog.Logger,
+	cps *snapshots.Checkpoints, lease *messages.Lease) (*resumed, error) {
 	job := plan.Job
-	r := &resumed{cps: snapshots.NewCheckpoints(cfg.store, job, log), epoch: 1}
+	r := &resumed{cps: cps, epoch: lease.GetFirstEpoch()}
 	r.cps.SetInlineLimit(cfg.inlineLimit(plan))
-	if err := r.cps.Check(ctx); err != nil { // a panic in the store is an error too
-		return nil, fmt.Errorf("actors: job %q: store %s is not usable: %w", job, cfg.store, err)
-	}
 	if cfg.startOver {
 		if err := discard(ctx, r.cps, log); err != nil {
 			return nil, fmt.Errorf("actors: job %q: WithStartOver: discard the checkpoints in %s: %w", job, cfg.store, err)
 		}
 	}
-	var err error
+	origin, err := seal(ctx, cfg, cps)
+	if err != nil {
+		return nil, fmt.Errorf("actors: job %q: %w", job, err)
+	}
 	if r.maxID, err = r.cps.MaxID(ctx); err != nil {
 		return nil, fmt.Errorf("actors: job %q: list checkpoints: %w", job, err)
 	}
 	if cfg.from != nil {
-		return resumeFrom(ctx, r, cfg, plan, declared, log)
+		return resumeFrom(ctx, r, cfg, plan, declared, log, lease)
 	}
-	if r.origin, err = r.cps.ReadOrigin(ctx); err != nil {
-		return nil, fmt.Errorf("actors: job %q: read where the job started from: %w", job, err)
-	}
+	r.origin = origin
 	if r.origin != nil { // ids of the current history start at FirstId
 		r.maxID = max(r.maxID, r.origin.GetFirstId()-1)
 	}
@@ -70,8 +69,10 @@ func resume(ctx context.Context, cfg *config, plan *topology.Plan, declared map[
 	var rp *snapshots.Restorable
 	var named bool
 	for {
-		rp, named, err = loadPoint(ctx, r.cps, r.origin, heads)
+		rp, named, err = loadPoint(ctx, r.cps, r.origin, heads, plan)
 		switch {
+		case errors.Is(err, snapshots.ErrFallbackRefused):
+			return nil, fmt.Errorf("actors: job %q: %w", job, err)
 		case errors.Is(err, snapshots.ErrNoUsableCheckpoint):
 			return nil, fmt.Errorf("actors: job %q: the store %s holds complete checkpoints, but none can be restored; refusing to start the job over from the beginning (inspect them with `snapflow checkpoints verify`, or start with WithStartOver to discard them): %w",
 				job, cfg.store, err)
@@ -99,16 +100,55 @@ func resume(ctx context.Context, cfg *config, plan *topology.Plan, declared map[
 	}
 	m := rp.Manifest
 	warnUndescribed(rp, log)
-	r.point, r.epoch = rp, m.GetEpoch()+1
+	r.point = rp
+	if err := r.runAfter(job, lease, m.GetEpoch()); err != nil {
+		return nil, err
+	}
 	log.Info("resuming from checkpoint", "checkpoint", m.GetCheckpointId(), "savepoint", m.GetSavepoint(), "epoch", r.epoch)
 	// The origin must stay until the job has a checkpoint of its own.
 	r.retain = !named
 	return r, nil
 }
 
+// seal completes the job's lease once the store is read (see
+// snapshots.Checkpoints.SealLease), before the job changes anything: a
+// checkpoint or origin that a superseded holder writes from now on is
+// void. It returns the job's origin, as the seal records it. A job that
+// starts over seals nothing as valid.
+func seal(ctx context.Context, cfg *config, cps *snapshots.Checkpoints) (*messages.Origin, error) {
+	var valid uint64
+	var origin *messages.Origin
+	if !cfg.startOver {
+		var err error
+		if valid, err = cps.LatestCompleteID(ctx); err != nil {
+			return nil, fmt.Errorf("list checkpoints: %w", err)
+		}
+		if origin, err = cps.EffectiveOrigin(ctx); err != nil {
+			return nil, fmt.Errorf("read where the job started from: %w", err)
+		}
+	}
+	if err := cps.SealLease(ctx, valid, origin); err != nil {
+		return nil, fmt.Errorf("seal the job's lease: %w", err)
+	}
+	return origin, nil
+}
+
+// runAfter sets the epoch the job runs first, after the restored epoch:
+// the first of its lease, or one above the restored one when a job of an
+// earlier version ran more epochs; it must be one of the lease's.
+func (r *resumed) runAfter(job string, lease *messages.Lease, restored uint64) error {
+	first, last := snapshots.HolderEpochs(lease)
+	r.epoch = max(first, restored+1)
+	if r.epoch > last {
+		return fmt.Errorf("actors: job %q: the checkpoint it restores was taken in epoch %d, above the epochs of its lease (%d to %d); delete the lease's objects under %s once no instance of the job runs",
+			job, restored, first, last, snapshots.LeasesPrefix(job))
+	}
+	return nil
+}
+
 // resumeFrom starts the job from the point FromSavepoint or FromCheckpoint
 // names, and records it as the job's origin.
-func resumeFrom(ctx context.Context, r *resumed, cfg *config, plan *topology.Plan, declared map[string][]*messages.StateDescriptor, log *slog.Logger) (*resumed, error) {
+func resumeFrom(ctx context.Context, r *resumed, cfg *config, plan *topology.Plan, declared map[string][]*messages.StateDescriptor, log *slog.Logger, lease *messages.Lease) (*resumed, error) {
 	job := plan.Job
 	o := &messages.Origin{Savepoint: cfg.from.savepoint, CheckpointId: cfg.from.checkpoint}
 	rp, err := loadOrigin(ctx, r.cps, o)
@@ -131,7 +171,10 @@ func resumeFrom(ctx context.Context, r *resumed, cfg *config, plan *topology.Pla
 		return nil, fmt.Errorf("actors: job %q: record that it starts from %s: %w", job, cfg.from, err)
 	}
 	r.origin, r.maxID = o, o.FirstId-1
-	r.point, r.epoch = rp, m.GetEpoch()+1
+	r.point = rp
+	if err := r.runAfter(job, lease, m.GetEpoch()); err != nil {
+		return nil, err
+	}
 	log.Info("starting from "+cfg.from.String(), "checkpoint", m.GetCheckpointId(), "epoch", r.epoch, "first_checkpoint", o.FirstId)
 	return r, nil
 }
@@ -144,11 +187,17 @@ func resumeFrom(ctx context.Context, r *resumed, cfg *config, plan *topology.Pla
 // With heads (a job in one process), it reads only the heads of the newest
 // checkpoint's states, and the tasks stream their key groups from the store
 // (see task.restore); a cluster's workers read their tasks' states whole.
-func loadPoint(ctx context.Context, cps *snapshots.Checkpoints, origin *messages.Origin, heads bool) (rp *snapshots.Restorable, named bool, err error) {
-	if heads {
-		rp, err = cps.LoadLatestHeadsSince(ctx, origin.GetFirstId())
-	} else {
-		rp, err = cps.LoadLatestSince(ctx, origin.GetFirstId())
+//
+// A job with two-phase-commit sinks never falls back past a complete
+// checkpoint that proves damaged: its completion committed the sinks'
+// output, which an older checkpoint would commit again. It fails with an
+// error wrapping snapshots.ErrFallbackRefused that says what to do.
+func loadPoint(ctx context.Context, cps *snapshots.Checkpoints, origin *messages.Origin, heads bool, plan *topology.Plan) (rp *snapshots.Restorable, named bool, err error) {
+	sinks := plan.TransactionalSinks()
+	rp, err = cps.Load(ctx, snapshots.LoadOptions{First: origin.GetFirstId(), Heads: heads, NoFallback: len(sinks) > 0})
+	if errors.Is(err, snapshots.ErrFallbackRefused) {
+		return nil, false, fmt.Errorf("%w; the job's two-phase-commit sinks %q committed that checkpoint's output when it completed, so restoring an older one would commit records twice: restore the damaged object, or start the job from an older checkpoint on purpose (FromCheckpoint; what followed it is committed again), or discard its checkpoints (WithStartOver)",
+			err, sinks)
 	}
 	if rp != nil || origin == nil || (err != nil && !errors.Is(err, snapshots.ErrNoUsableCheckpoint)) {
 		return rp, false, err

@@ -3,6 +3,7 @@ package actors_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -40,21 +41,22 @@ func TestPanickingCloseDoesNotHang(t *testing.T) {
 	assertEqualMaps(t, "final state", finalTotals(t, store, "close", "sum"), parityWant(n))
 }
 
-// blockingStore blocks the first Put whose key contains match until release.
+// blockingStore blocks the first Put whose key contains every string of
+// match until release.
 type blockingStore struct {
 	snapshots.Store
-	match   string
+	match   []string
 	once    sync.Once
 	entered chan struct{}
 	release chan struct{}
 }
 
-func newBlockingStore(s snapshots.Store, match string) *blockingStore {
+func newBlockingStore(s snapshots.Store, match ...string) *blockingStore {
 	return &blockingStore{Store: s, match: match, entered: make(chan struct{}), release: make(chan struct{})}
 }
 
 func (b *blockingStore) Put(ctx context.Context, key string, data []byte) error {
-	if strings.Contains(key, b.match) {
+	if !slices.ContainsFunc(b.match, func(m string) bool { return !strings.Contains(key, m) }) {
 		first := false
 		b.once.Do(func() { first = true })
 		if first {
@@ -71,7 +73,7 @@ func TestManualCheckpointFailsOnFailover(t *testing.T) {
 	const n = 20_000
 	gate := testsrc.NewGate(1000)
 	g, _ := paritySumJob("manual", n, gate, newFailures(1500))
-	store := newBlockingStore(snapshots.NewMem(), "chk-00000000000000000001/sum#0")
+	store := newBlockingStore(snapshots.NewMem(), "chk-00000000000000000001/", "/sum#0.state")
 	j, err := actors.Start(context.Background(), g, actors.WithInlineStateLimit(0), actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithCheckpointInterval(0))
 	if err != nil {
 		t.Fatal(err)

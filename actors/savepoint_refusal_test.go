@@ -143,8 +143,8 @@ func TestSavepointRefusals(t *testing.T) {
 func TestCorruptSavepointRefused(t *testing.T) {
 	shape := rescaleShape{job: "corrupt", n: 1 << 40, maxP: 16}
 	store := snapshots.NewMem()
-	id := savepointed(t, store, shape, 2000)
-	key := snapshots.SavepointStateKey(shape.job, "sp", id, "stage1#1")
+	savepointed(t, store, shape, 2000)
+	key := savepointStateKey(t, store, shape.job, "sp", "stage1#1")
 	data, err := store.Get(context.Background(), key)
 	if err != nil {
 		t.Fatal(err)
@@ -273,7 +273,7 @@ func TestOriginWhenNewCheckpointsUnusable(t *testing.T) {
 	if err := j.Stop(); !errors.Is(err, actors.ErrStopped) {
 		t.Fatal(err)
 	}
-	key := snapshots.StateKey(shape.job, id, "stage1#0")
+	key := stateKey(t, store, shape.job, id, "stage1#0")
 	data, err := store.Get(context.Background(), key)
 	if err != nil {
 		t.Fatal(err)

@@ -64,16 +64,32 @@ type shared struct {
 	// worker is the id of the worker running the tasks; "" in the
 	// coordinator and in one process.
 	worker string
+
+	// lastEpoch is the last epoch of the job's lease: the job never runs
+	// past it. stopRenewals ends the lease's renewals (see goRenew).
+	lastEpoch    uint64
+	stopRenewals func()
 }
 
-// checkLease returns an error wrapping snapshots.ErrLeaseLost when another
-// coordinator has taken the job over: a superseded coordinator must not
-// complete a checkpoint. Nil in one process.
-func (sh *shared) checkLease(ctx context.Context) error {
-	if sh.coordinator == "" {
-		return nil
+// goRenew runs f, the lease's renewals, until stopRenew.
+func (sh *shared) goRenew(f func(ctx context.Context)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	sh.stopRenewals = func() {
+		cancel()
+		<-done
 	}
-	return sh.cps.CheckLease(ctx, sh.coordinator)
+	go func() {
+		defer close(done)
+		f(ctx)
+	}()
+}
+
+// stopRenew stops the lease's renewals and waits for them to end.
+func (sh *shared) stopRenew() {
+	if sh.stopRenewals != nil {
+		sh.stopRenewals()
+	}
 }
 
 // incarnation is what tasks start with: the epoch and the checkpoint to load.

@@ -224,7 +224,7 @@ func (t *task) onStarted(ctx actor.Context) {
 	inc := t.sh.inc.Load()
 	t.epoch, t.ctx = inc.epoch, inc.ctx
 	inst, err := t.sh.plan.NewInstance(t.idx, topology.InstanceContext{
-		Job: t.sh.job, BatchSize: t.sh.cfg.batchSize, BatchBytes: t.sh.cfg.batchBytes, Sender: t, Logger: t.log, Context: t.ctx,
+		Job: t.sh.job, BatchSize: t.sh.cfg.batchSize, BatchBytes: t.sh.cfg.batchBytes, Sender: t, Logger: t.log, Context: t.ctx, Epoch: t.epoch,
 		SkipDirtyKeyGroups: !t.sh.cfg.incremental, // full checkpoints need no record of what was written
 	})
 	if err != nil {
@@ -313,9 +313,13 @@ func (t *task) onComplete(m *messages.CompleteCheckpoint) {
 	if m.Ack {
 		t.root.Send(t.sh.jobPID, &messages.CheckpointCommitted{Epoch: t.epoch, CheckpointId: m.CheckpointId, Task: uint32(t.idx)})
 	}
-	if m.CheckpointId != t.stopAt { // after a stop-with-savepoint, nothing more
+	switch {
+	case m.CheckpointId != t.stopAt:
 		t.resume(m.Epoch)
-	}
+	case !m.Ack: // the stop failed (see stoppedAt): the source goes on
+		t.stopAt = 0
+		t.resume(m.Epoch)
+	} // else after a stop-with-savepoint, nothing more
 }
 
 // releaseCounters withdraws the task's queued batches and closes its

@@ -19,6 +19,9 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 	st := &messages.TaskState{
 		Job: t.sh.job, TaskId: t.plan.ID, Operator: t.plan.Operator, OperatorId: t.plan.OperatorID,
 		Subtask: uint32(t.plan.Subtask), CheckpointId: id, Ended: t.exhausted,
+		// The epoch names the state's object: a superseded holder's upload
+		// never lands on a key another holder's manifest references.
+		Epoch: t.epoch,
 	}
 	var savepoint string
 	if t.savepointID == id {

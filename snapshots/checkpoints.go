@@ -75,7 +75,7 @@ func (c *Checkpoints) Job() string { return c.job }
 // wrapping ErrStorePanic.
 func (c *Checkpoints) Check(ctx context.Context) error { return c.store.Check(ctx) }
 
-// PutTaskState stores a task's state as StateKey(job, id, st.TaskId) and
+// PutTaskState stores a task's state as EpochStateKey(job, id, st.Epoch, st.TaskId) and
 // returns the handle that the manifest records: the key, the size of the
 // stored bytes, their CRC-32C, and the index of its key groups (see
 // ReadKeyGroups). With an inline limit (SetInlineLimit) a small state is

@@ -38,6 +38,10 @@ type InstanceContext struct {
 	// Context ends with the task's incarnation (a failover, a stop or a
 	// failure of the job); nil means context.Background.
 	Context context.Context
+	// Epoch numbers the task's incarnation: it grows with every restore,
+	// and across the instances that hold the job one after another (see
+	// Incarnation). 0 means unknown.
+	Epoch uint64
 	// SkipDirtyKeyGroups tells a keyed instance (see KeyGroupSnapshotter)
 	// that the runtime will not ask which key groups were written, because
 	// checkpoints are full or off: it spares the hash of the key of every

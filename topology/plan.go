@@ -185,6 +185,19 @@ func (p *Plan) NewInstance(t int, ic InstanceContext) (Instance, error) {
 	return inst, nil
 }
 
+// TransactionalSinks returns the names of the job's two-phase-commit sinks
+// (TwoPhaseCommitSink), in plan order: their output is committed when a
+// checkpoint completes.
+func (p *Plan) TransactionalSinks() []string {
+	var names []string
+	for _, t := range p.Tasks {
+		if t.node.transactional && t.Subtask == 0 {
+			names = append(names, t.Operator)
+		}
+	}
+	return names
+}
+
 // Task returns the task with the given id, or nil.
 func (p *Plan) Task(id string) *TaskPlan {
 	for _, t := range p.Tasks {

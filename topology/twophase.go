@@ -27,7 +27,10 @@ type TwoPhaseSink[T any] interface {
 	// other transaction the task may have left: open (the restored
 	// checkpoint's open transaction, nil for none) and any begun after
 	// that checkpoint, which no checkpoint holds. pending is empty when
-	// the job starts without state.
+	// the job starts without state. It must abort only what incarnations
+	// older than Incarnation(ctx) left: an older incarnation may still run
+	// (a paused process that woke up), and so may, for a short while, a
+	// newer one, whose work this one must neither remove nor replace.
 	Recover(ctx context.Context, checkpoint uint64, pending [][]byte, open []byte) error
 	// Begin opens a transaction and returns its handle, which must tell it
 	// from every transaction the task began before, in this run or any
@@ -84,6 +87,7 @@ func TwoPhaseCommitSink[T any](s Stream[T], name string, newSink func(subtask, p
 		if ctx == nil {
 			ctx = context.Background()
 		}
+		ctx = WithIncarnation(ctx, ic.Epoch)
 		return &twoPhaseInstance[T]{sink: sink, ctx: ctx, in: newInputs[T](), task: ic.Task.ID}, nil
 	})
 	n.transactional = true
@@ -207,3 +211,26 @@ func (p *twoPhaseInstance[T]) retry(what string, f func() error) error {
 func (p *twoPhaseInstance[T]) EndOfInput() error { return nil }
 
 func (p *twoPhaseInstance[T]) Close() error { return p.sink.Close() }
+
+type incarnationKey struct{}
+
+// WithIncarnation returns ctx carrying epoch as the incarnation of the task
+// it runs (see Incarnation). The runtime sets it for the calls of a
+// TwoPhaseSink; tests of a sink set it themselves.
+func WithIncarnation(ctx context.Context, epoch uint64) context.Context {
+	return context.WithValue(ctx, incarnationKey{}, epoch)
+}
+
+// Incarnation returns the epoch of the task incarnation that calls a
+// TwoPhaseSink with ctx, 0 if unknown. Epochs grow with every restore of
+// the job, and across the instances that hold the job one after another, so
+// two incarnations of one task that run at once (a paused process that
+// wakes up after another took over, a worker that ran a placement already
+// replaced) have different epochs, the newer one the higher. A sink fences
+// the older one with it: it names what an incarnation writes by its epoch,
+// and Recover cleans up only what older incarnations left, never what a
+// newer one wrote (see package filesink).
+func Incarnation(ctx context.Context) uint64 {
+	e, _ := ctx.Value(incarnationKey{}).(uint64)
+	return e
+}

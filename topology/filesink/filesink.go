@@ -40,6 +40,7 @@ type sink[T any] struct {
 	encode  Encoder[T]
 	subtask int
 	next    uint64 // the seq of the next transaction
+	epoch   uint64 // the task's incarnation (topology.Incarnation), from Recover
 
 	// The open transaction: its seq, its in-progress file (nil until the
 	// first record) and the bytes written.
@@ -54,93 +55,151 @@ type sink[T any] struct {
 // subtask, once committed.
 func FinalName(subtask int, seq uint64) string { return fmt.Sprintf("part-%05d-%010d", subtask, seq) }
 
-func tempName(subtask int, seq uint64) string { return "." + FinalName(subtask, seq) + ".inprogress" }
+// tempName is the name of the in-progress file of transaction seq that the
+// incarnation epoch of task subtask writes: ".part-<subtask>-<seq>.e<epoch>.inprogress"
+// (".part-<subtask>-<seq>.inprogress" for epoch 0, as earlier versions named
+// every in-progress file).
+func tempName(subtask int, seq, epoch uint64) string {
+	if epoch == 0 {
+		return "." + FinalName(subtask, seq) + ".inprogress"
+	}
+	return "." + FinalName(subtask, seq) + ".e" + strconv.FormatUint(epoch, 10) + ".inprogress"
+}
 
 // parseName returns the subtask and seq of a part file's name, committed
-// or in progress.
-func parseName(name string) (subtask int, seq uint64, inProgress, ok bool) {
+// or in progress, and for an in-progress file the epoch of the
+// incarnation that wrote it.
+func parseName(name string) (subtask int, seq, epoch uint64, inProgress, ok bool) {
 	base := name
 	if strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".inprogress") {
 		base, inProgress = strings.TrimSuffix(name[1:], ".inprogress"), true
+		if b, e, found := strings.Cut(base, ".e"); found {
+			n, err := strconv.ParseUint(e, 10, 64)
+			if err != nil || n == 0 {
+				return 0, 0, 0, false, false
+			}
+			base, epoch = b, n
+		}
 	}
 	rest, found := strings.CutPrefix(base, "part-")
 	if !found {
-		return 0, 0, false, false
+		return 0, 0, 0, false, false
 	}
 	sub, sq, found := strings.Cut(rest, "-")
 	if !found {
-		return 0, 0, false, false
+		return 0, 0, 0, false, false
 	}
 	s, err1 := strconv.Atoi(sub)
 	q, err2 := strconv.ParseUint(sq, 10, 64)
 	if err1 != nil || err2 != nil {
-		return 0, 0, false, false
+		return 0, 0, 0, false, false
 	}
-	return s, q, inProgress, true
+	return s, q, epoch, inProgress, true
 }
 
-// A transaction's handle is its seq and the bytes pre-committed.
-func handle(seq uint64, size int64) []byte {
-	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, seq), uint64(size))
+// txn is a transaction, as its handle names it: its seq, the bytes
+// pre-committed and the epoch of the incarnation that wrote it.
+type txn struct {
+	seq   uint64
+	size  int64
+	epoch uint64
 }
 
-func parseHandle(h []byte) (seq uint64, size int64, err error) {
-	if len(h) != 16 {
-		return 0, 0, fmt.Errorf("filesink: transaction handle of %d bytes, want 16", len(h))
+// A transaction's handle is its seq, the bytes pre-committed and its
+// incarnation's epoch (24 bytes; earlier versions wrote 16, without the
+// epoch).
+func (x txn) handle() []byte {
+	h := binary.BigEndian.AppendUint64(nil, x.seq)
+	h = binary.BigEndian.AppendUint64(h, uint64(x.size))
+	return binary.BigEndian.AppendUint64(h, x.epoch)
+}
+
+func parseHandle(h []byte) (txn, error) {
+	switch len(h) {
+	case 16:
+		return txn{seq: binary.BigEndian.Uint64(h), size: int64(binary.BigEndian.Uint64(h[8:]))}, nil
+	case 24:
+		return txn{seq: binary.BigEndian.Uint64(h), size: int64(binary.BigEndian.Uint64(h[8:])), epoch: binary.BigEndian.Uint64(h[16:])}, nil
 	}
-	return binary.BigEndian.Uint64(h), int64(binary.BigEndian.Uint64(h[8:])), nil
+	return txn{}, fmt.Errorf("filesink: transaction handle of %d bytes, want 24", len(h))
 }
 
-// Recover commits the pending transactions, deletes every other in-progress
-// file of this task, and numbers the next transactions above every part
-// file of this task.
+// ErrSuperseded is wrapped by the error of Recover when a newer
+// incarnation of the same task writes into the directory: this one is
+// stale (its process was paused while the job moved on), and must not run.
+var ErrSuperseded = errors.New("filesink: a newer incarnation of the task writes here")
+
+// Recover commits the pending transactions, deletes the in-progress files
+// that older incarnations of this task left, and numbers the next
+// transactions above every part file of this task. It refuses to run,
+// touching nothing, when a newer incarnation of the task has written an
+// in-progress file (ErrSuperseded).
 func (s *sink[T]) Recover(ctx context.Context, _ uint64, pending [][]byte, _ []byte) error {
+	s.epoch = topology.Incarnation(ctx)
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return fmt.Errorf("filesink: %w", err)
+	}
+	stale, err := s.scan()
+	if err != nil {
+		return err
 	}
 	for _, h := range pending {
 		if err := s.Commit(ctx, h); err != nil {
 			return err
 		}
 	}
+	for _, name := range stale { // no checkpoint holds them pre-committed: their records are replayed
+		if err := os.Remove(filepath.Join(s.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("filesink: abort %s: %w", name, err)
+		}
+	}
+	if len(stale) > 0 {
+		return syncDir(s.dir)
+	}
+	return nil
+}
+
+// scan numbers the next transaction above every part file of this task, and
+// returns the in-progress files of its older incarnations, oldest first
+// (all of them when the incarnation is unknown). A pending transaction's
+// file is among them: Commit renames it before Recover deletes the rest.
+func (s *sink[T]) scan() (stale []string, err error) {
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
-		return fmt.Errorf("filesink: %w", err)
+		return nil, fmt.Errorf("filesink: %w", err)
 	}
-	removed := false
 	for _, e := range entries {
-		sub, seq, inProgress, ok := parseName(e.Name())
+		sub, seq, epoch, inProgress, ok := parseName(e.Name())
 		if !ok || sub != s.subtask {
 			continue
 		}
 		s.next = max(s.next, seq+1)
-		if inProgress { // no checkpoint holds it pre-committed: its records are replayed
-			if err := os.Remove(filepath.Join(s.dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("filesink: abort %s: %w", e.Name(), err)
-			}
-			removed = true
+		switch {
+		case !inProgress:
+		case s.epoch != 0 && epoch > s.epoch:
+			return nil, fmt.Errorf("%w: %s is of epoch %d, this task runs epoch %d: this incarnation is stale, and leaves the directory alone",
+				ErrSuperseded, e.Name(), epoch, s.epoch)
+		default:
+			stale = append(stale, e.Name())
 		}
 	}
-	if removed {
-		return syncDir(s.dir)
-	}
-	return nil
+	return stale, nil
 }
 
 // Begin opens transaction next; its file is created with its first record.
 func (s *sink[T]) Begin(context.Context, uint64) ([]byte, error) {
 	s.seq, s.file, s.w, s.size = s.next, nil, nil, 0
 	s.next++
-	return handle(s.seq, 0), nil
+	return txn{seq: s.seq, epoch: s.epoch}.handle(), nil
 }
 
 // Write appends the records to the open transaction's in-progress file.
-func (s *sink[T]) Write(_ context.Context, txn []byte, records []T) error {
-	if seq, _, err := parseHandle(txn); err != nil || seq != s.seq {
-		return fmt.Errorf("filesink: write to transaction %x, which is not the open one (%d)", txn, s.seq)
+func (s *sink[T]) Write(_ context.Context, h []byte, records []T) error {
+	if x, err := parseHandle(h); err != nil || x.seq != s.seq {
+		return fmt.Errorf("filesink: write to transaction %x, which is not the open one (%d)", h, s.seq)
 	}
 	if s.file == nil {
-		f, err := os.OpenFile(filepath.Join(s.dir, tempName(s.subtask, s.seq)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err := os.OpenFile(filepath.Join(s.dir, tempName(s.subtask, s.seq, s.epoch)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err != nil {
 			return fmt.Errorf("filesink: %w", err)
 		}
@@ -154,7 +213,7 @@ func (s *sink[T]) Write(_ context.Context, txn []byte, records []T) error {
 		n, err := s.w.Write(s.buf)
 		s.size += int64(n)
 		if err != nil {
-			return fmt.Errorf("filesink: write %s: %w", tempName(s.subtask, s.seq), err)
+			return fmt.Errorf("filesink: write %s: %w", tempName(s.subtask, s.seq, s.epoch), err)
 		}
 	}
 	return nil
@@ -162,45 +221,57 @@ func (s *sink[T]) Write(_ context.Context, txn []byte, records []T) error {
 
 // PreCommit flushes, fsyncs and closes the open transaction's file, and
 // returns its handle with its size.
-func (s *sink[T]) PreCommit(_ context.Context, txn []byte) ([]byte, error) {
-	seq, _, err := parseHandle(txn)
-	if err != nil || seq != s.seq {
-		return nil, fmt.Errorf("filesink: pre-commit transaction %x, which is not the open one (%d)", txn, s.seq)
+func (s *sink[T]) PreCommit(_ context.Context, h []byte) ([]byte, error) {
+	x, err := parseHandle(h)
+	if err != nil || x.seq != s.seq {
+		return nil, fmt.Errorf("filesink: pre-commit transaction %x, which is not the open one (%d)", h, s.seq)
 	}
 	if s.file != nil {
 		f := s.file
 		s.file = nil
 		err := errors.Join(s.w.Flush(), f.Sync(), f.Close())
 		if err != nil {
-			return nil, fmt.Errorf("filesink: pre-commit %s: %w", tempName(s.subtask, s.seq), err)
+			return nil, fmt.Errorf("filesink: pre-commit %s: %w", tempName(s.subtask, s.seq, s.epoch), err)
 		}
 	}
-	return handle(s.seq, s.size), nil
+	return txn{seq: s.seq, size: s.size, epoch: s.epoch}.handle(), nil
 }
 
-// Commit renames the transaction's file to its final name. A transaction
-// already committed (its final file there with its size) or without
-// records is done; one whose file is in neither place is an error.
-func (s *sink[T]) Commit(_ context.Context, txn []byte) error {
-	seq, size, err := parseHandle(txn)
+// Commit gives the transaction's file its final name, which it never takes
+// from another file: it links the in-progress file there, and removes the
+// in-progress name after. A transaction already committed (its final file
+// there with its size) or without records is done; one whose file is in
+// neither place, or whose final name another file of another size holds
+// (an incarnation that ran at the same time, and was fenced), is an error.
+func (s *sink[T]) Commit(_ context.Context, h []byte) error {
+	x, err := parseHandle(h)
 	if err != nil {
 		return err
 	}
-	if size == 0 {
+	if x.size == 0 {
 		return nil
 	}
-	final := filepath.Join(s.dir, FinalName(s.subtask, seq))
-	err = os.Rename(filepath.Join(s.dir, tempName(s.subtask, seq)), final)
+	name := FinalName(s.subtask, x.seq)
+	final, temp := filepath.Join(s.dir, name), filepath.Join(s.dir, tempName(s.subtask, x.seq, x.epoch))
+	err = os.Link(temp, final)
 	switch {
 	case err == nil:
-		return syncDir(s.dir)
+	case errors.Is(err, fs.ErrExist):
+		if fi, serr := os.Stat(final); serr != nil || fi.Size() != x.size {
+			return fmt.Errorf("filesink: commit %s: another file of another size holds its name: another incarnation of the task wrote it", name)
+		}
 	case errors.Is(err, fs.ErrNotExist):
-		if fi, serr := os.Stat(final); serr == nil && fi.Size() == size {
+		if fi, serr := os.Stat(final); serr == nil && fi.Size() == x.size {
 			return nil // committed before
 		}
-		return fmt.Errorf("filesink: commit %s: neither its in-progress file nor its part file of %d bytes is there: its records would be lost", FinalName(s.subtask, seq), size)
+		return fmt.Errorf("filesink: commit %s: neither its in-progress file nor its part file of %d bytes is there: its records would be lost", name, x.size)
+	default:
+		return fmt.Errorf("filesink: commit %s: %w", name, err)
 	}
-	return fmt.Errorf("filesink: commit %s: %w", FinalName(s.subtask, seq), err)
+	if err := os.Remove(temp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("filesink: commit %s: %w", name, err)
+	}
+	return syncDir(s.dir)
 }
 
 // Close closes the open transaction's file, if any, without committing it:
