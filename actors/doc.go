@@ -88,9 +88,19 @@
 // process, with its tasks placed on the workers that remain (waiting, within
 // the restart strategy, for slots). A worker that loses its coordinator
 // drops its tasks and registers again under a new id, so that a restarted
-// coordinator finds it. A coordinator claims the job's lease in the store
-// when it starts (snapshots.Checkpoints.ClaimLease), which gives it epochs
-// above every earlier coordinator's, and checks it before every manifest it
-// writes: a superseded coordinator fails with snapshots.ErrLeaseLost rather
-// than complete a checkpoint.
+// coordinator finds it. A worker starts the tasks of a deployment only once
+// the coordinator confirms that its epoch is still current.
+//
+// # One holder per job
+//
+// Every job, in one process as in a cluster's coordinator, claims the
+// job's lease in the store when it starts
+// (snapshots.Checkpoints.AcquireLease), renews it while it runs and
+// releases it when it ends. A second instance of the job on the same
+// store is refused with an error wrapping snapshots.ErrLeaseHeld that
+// names the holder, unless WithTakeOver, which fences the first: it fails
+// with snapshots.ErrLeaseLost at its next write, without completing a
+// checkpoint or committing a sink. The lease gives each holder epochs above
+// every earlier holder's; state keys, manifests and the file sink's files
+// are fenced by them (docs/holder.md in the repository).
 package actors

@@ -11,14 +11,19 @@
 // [Checkpoints] keeps the checkpoints and savepoints of one job under
 // these keys:
 //
-//	<job>/checkpoints/chk-<id, 20 digits>/<task-id>.state       one per task, unless inline
-//	<job>/checkpoints/chk-<id, 20 digits>/_manifest             written last
-//	<job>/savepoints/<name>/chk-<id, 20 digits>/<task-id>.state one per task, unless inline
-//	<job>/savepoints/<name>/_manifest                           written last
-//	<job>/lease                                                 the coordinator lease
-//	<job>/origin                                                where the job was started from
+//	<job>/checkpoints/chk-<id>/e<epoch>/<task-id>.state       one per task, unless inline
+//	<job>/checkpoints/chk-<id>/_manifest                      written last, only if absent
+//	<job>/savepoints/<name>/chk-<id>/e<epoch>/<task-id>.state one per task, unless inline
+//	<job>/savepoints/<name>/_manifest                         written last, only if absent
+//	<job>/leases/<generation>.claim|.seal|.renewal            the job's lease
+//	<job>/origin                                              where the job was started from
+//
+// (ids, epochs and generations are 20 digits; states of epoch 0, written
+// by earlier versions, lie directly under chk-<id>).
 //
 // Ids start at 1 and are zero-padded so that key order is id order. A
+// state's key names the epoch of the task that wrote it, so that two
+// holders of the job never write the same key (see below). A
 // savepoint's states lie under the id it was taken as, so that a failed
 // attempt at the same name never touches them. An inline state (see
 // [Checkpoints.SetInlineLimit]) has no object: its bytes are in the manifest. No key is
@@ -132,19 +137,31 @@
 // Retain keeps an origin checkpoint until the job has a usable checkpoint
 // of its own, and DeleteAll deletes the origin.
 //
-// # The coordinator lease
+// # One holder per job
 //
-// In cluster mode a coordinator can be replaced while the old one is only
-// paused or cut off. [Checkpoints.ClaimLease] records the new coordinator
-// as the holder of the job's lease, with a first epoch at least
-// [EpochsPerLease] above the previous holder's, so epochs order the
-// incarnations of different coordinators. A coordinator checks the lease
-// with [Checkpoints.CheckLease] before every manifest it writes and stops
-// on [ErrLeaseLost]; CheckLease says what a manifest written between the
-// check and the write can be. The lease lies outside the checkpoints'
-// keys: listing, retention and cleanup ignore it, and
+// One job name on one store has one holder that writes: a job in one
+// process, or a cluster's coordinator. [Checkpoints.AcquireLease] makes c
+// the holder: it creates the lease's next generation only if absent
+// ([Creator]), after the previous holder released it, or its process is
+// gone on this host, or it has not renewed it for its TTL; or, with
+// LeaseRequest.TakeOver, from a live holder, which is then fenced. Another
+// live holder otherwise gets a [*LeaseHeldError] naming it. Each
+// generation's epochs are [EpochsPerLease] above the previous one's.
+//
+// The holder lists the store, then [Checkpoints.SealLease] records the
+// newest complete checkpoint it found: a manifest of an earlier holder
+// with a higher id, or an origin it records, lands after the new holder
+// looked and is void ([ErrVoid]): loads skip it and retention deletes it.
+// Every write of a holder is fenced: state keys carry its epoch;
+// manifests are created only if absent ([ErrCheckpointTaken]); manifests,
+// origins and deletes check the lease first ([ErrLeaseLost]), a manifest
+// again once in place, before anything commits at it; and a holder
+// deletes no object of a later epoch. The lease lies outside the
+// checkpoints' keys: listing, retention and cleanup ignore it, and
 // [Checkpoints.DeleteAll] leaves it, so that starting a job over never
-// lets a superseded coordinator take it back.
+// lets a superseded holder take it back. docs/holder.md in the repository
+// says why a paused holder that wakes up cannot change what its successor
+// wrote, and what remains with a store that cannot create only if absent.
 //
 // # A guarded store
 //
