@@ -36,6 +36,8 @@ func permanent(cause error) (string, bool) {
 		return "its newest checkpoint is damaged, and its sinks committed there", true
 	case errors.Is(cause, errEpochsExhausted):
 		return "it used every epoch of its lease", true
+	case errors.Is(cause, errOriginInDoubt):
+		return "whether its stop-with-savepoint was recorded is unknown", true
 	}
 	return "", false
 }
@@ -134,6 +136,10 @@ func (j *jobActor) onFailureOf(cause error, fc FailureCause) {
 // for the manifest go on.
 func (j *jobActor) onManifestWritten(m *manifestWrittenMsg) {
 	j.manifests--
+	if errors.Is(m.stopErr, errOriginInDoubt) {
+		j.fail(m.stopErr, "whether its stop-with-savepoint was recorded is unknown")
+		return
+	}
 	if m.stopErr != nil {
 		j.stopFailed[m.id] = m.stopErr
 	}
@@ -201,6 +207,10 @@ func (j *jobActor) onRestorePoint(m *restorePointMsg) {
 		return
 	}
 	for id, err := range m.stopErrs {
+		if errors.Is(err, errOriginInDoubt) {
+			j.fail(err, "whether its stop-with-savepoint was recorded is unknown")
+			return
+		}
 		j.stopFailed[id] = err
 	}
 	if j.settleSavepoints(m.savepoints) {

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -221,16 +222,40 @@ func recoveryPoint(ctx context.Context, sh *shared, m *messages.Manifest) bool {
 // visible. Until it is recorded, the job must not stop there: its sinks
 // commit only once it is, and a failure fails the stop (see
 // savepointCompleted), and the job goes on.
+//
+// A write that fails may have landed all the same (its answer was lost):
+// the origin is read back. Found, the stop goes on; found absent, the stop
+// fails; when that cannot be told, it returns an error wrapping
+// errOriginInDoubt, which fails the job at once: a failover would restore
+// a checkpoint older than a savepoint that may be the job's origin, and
+// abort the transactions that the next start from the savepoint commits.
 func stoppedAt(ctx context.Context, sh *shared, name string, id uint64) error {
 	o := &messages.Origin{Savepoint: name, CheckpointId: id, FirstId: id + 1, TimestampUnixNano: time.Now().UnixNano()}
-	if err := sh.cps.PutOrigin(ctx, o); err != nil {
-		sh.log.Warn("the stop-with-savepoint's savepoint is complete, but recording it as where the job resumes failed: the job does not stop, and its sinks do not commit at it",
-			"savepoint", name, "checkpoint", id, "err", err)
-		return fmt.Errorf("actors: savepoint %q is complete, but recording it as where the job resumes failed, so the job goes on (its sinks did not commit at it; stop it again, under another name): %w",
-			name, err)
+	err := sh.cps.PutOrigin(ctx, o)
+	if err == nil {
+		return nil
 	}
-	return nil
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), snapshots.ManifestCheckTimeout)
+	defer cancel()
+	got, rerr := sh.cps.ReadOrigin(rctx)
+	switch {
+	case rerr == nil && got.GetSavepoint() == name && got.GetCheckpointId() == id && got.GetFirstId() == id+1:
+		sh.log.Warn("recording the stop-with-savepoint's savepoint as where the job resumes reported an error, but it is in place (a write whose answer was lost); the job stops there",
+			"savepoint", name, "checkpoint", id, "err", err)
+		return nil
+	case rerr != nil:
+		return fmt.Errorf("actors: savepoint %q is complete, but recording it as where the job resumes failed (%w), and reading that back failed too (%v): %w",
+			name, err, rerr, errOriginInDoubt)
+	}
+	sh.log.Warn("the stop-with-savepoint's savepoint is complete, but recording it as where the job resumes failed: the job does not stop, and its sinks do not commit at it",
+		"savepoint", name, "checkpoint", id, "err", err)
+	return fmt.Errorf("actors: savepoint %q is complete, but recording it as where the job resumes failed, so the job goes on (its sinks did not commit at it; stop it again, under another name): %w",
+		name, err)
 }
+
+// errOriginInDoubt: whether a stop-with-savepoint's savepoint was recorded
+// as the job's origin is unknown (see stoppedAt).
+var errOriginInDoubt = errors.New("actors: whether the savepoint is where the job resumes is unknown; the job fails rather than restore an older checkpoint: start it again (with FromSavepoint to resume from the savepoint)")
 
 // stopFailedAt turns the stop-with-savepoint of checkpoint id into a plain
 // savepoint when it could not be recorded as the job's origin, and answers

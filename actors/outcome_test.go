@@ -24,6 +24,9 @@ type faultyStore struct {
 	mu sync.Mutex
 	// putThenFail stores the object, then reports an error (a lost answer).
 	putThenFail map[string]int
+	// afterPut, when set before the store is used, is called with the key
+	// of every object putThenFail stored, before the error is returned.
+	afterPut func(key string)
 	// putFail reports an error without storing.
 	putFail map[string]int
 	// getFail fails reads.
@@ -96,6 +99,9 @@ func (f *faultyStore) Put(ctx context.Context, key string, data []byte) error {
 	case f.take(f.putThenFail, key):
 		if err := f.Store.Put(ctx, key, data); err != nil {
 			return err
+		}
+		if f.afterPut != nil {
+			f.afterPut(key)
 		}
 		return fmt.Errorf("put %s: the answer was lost: %w", key, errFaulty)
 	}

@@ -84,7 +84,7 @@ func (e *LeaseHeldError) Error() string {
 	if h.GetAddress() != "" {
 		where += ", address " + h.GetAddress()
 	}
-	return fmt.Sprintf("snapshots: job %q in store %s is held by %s (%s, since %s, lease generation %d): %s; "+
+	return fmt.Sprintf("snapshots: job %q in store %s is held by %s (%s, holding the job since %s, lease generation %d): %s; "+
 		"one job name on one store has one running holder: stop the other first, or take over on purpose (it is then fenced and stops at its next write)",
 		e.Job, e.Store, h.GetHolder(), where, taken, h.GetGeneration(), e.Why)
 }
