@@ -247,7 +247,7 @@ func (c *clusterCoord) onConfirmDeploy(m *messages.ConfirmDeploy) {
 	if to == nil {
 		to = actor.NewPID(w.Addr, workerName)
 	}
-	j.send(to, &messages.DeployConfirmed{Coordinator: c.id, Epoch: m.Epoch, Current: current})
+	j.send(to, &messages.DeployConfirmed{Coordinator: c.id, Epoch: m.Epoch, Current: current, Lost: w.Lost})
 }
 
 func (c *clusterCoord) onTaskFailed(m *messages.TaskFailed) {

@@ -473,7 +473,12 @@ func (h *workerHost) onConfirmed(ctx actor.Context, m *messages.DeployConfirmed)
 	if h.dep == nil || m.Coordinator != h.coordinator || m.Epoch != h.dep.inc.Load().epoch {
 		return // an answer about a deployment already replaced here
 	}
-	if !m.Current {
+	switch {
+	case m.Lost: // it registers again at once, rather than after a heartbeat timeout
+		h.log.Warn("the coordinator has replaced this deployment; dropping its tasks", "epoch", m.Epoch)
+		h.lostCoordinator(ctx, "it declared this worker lost")
+		return
+	case !m.Current:
 		h.log.Warn("the coordinator has replaced this deployment; dropping its tasks", "epoch", m.Epoch)
 		h.stopDeployment(ctx)
 		return

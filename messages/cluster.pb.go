@@ -1272,10 +1272,13 @@ func (x *ConfirmDeploy) GetEpoch() uint64 {
 // DeployConfirmed answers a ConfirmDeploy: current is true only while the
 // epoch is the coordinator's and the worker is live in it.
 type DeployConfirmed struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Coordinator   string                 `protobuf:"bytes,1,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
-	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	Current       bool                   `protobuf:"varint,3,opt,name=current,proto3" json:"current,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Coordinator string                 `protobuf:"bytes,1,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
+	Epoch       uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Current     bool                   `protobuf:"varint,3,opt,name=current,proto3" json:"current,omitempty"`
+	// lost: the coordinator declared the asking worker lost; it registers
+	// again under a new id.
+	Lost          bool `protobuf:"varint,4,opt,name=lost,proto3" json:"lost,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1327,6 +1330,13 @@ func (x *DeployConfirmed) GetEpoch() uint64 {
 func (x *DeployConfirmed) GetCurrent() bool {
 	if x != nil {
 		return x.Current
+	}
+	return false
+}
+
+func (x *DeployConfirmed) GetLost() bool {
+	if x != nil {
+		return x.Lost
 	}
 	return false
 }
@@ -1430,11 +1440,12 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\rConfirmDeploy\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12 \n" +
 	"\vcoordinator\x18\x02 \x01(\tR\vcoordinator\x12\x14\n" +
-	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\"c\n" +
+	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\"w\n" +
 	"\x0fDeployConfirmed\x12 \n" +
 	"\vcoordinator\x18\x01 \x01(\tR\vcoordinator\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x18\n" +
-	"\acurrent\x18\x03 \x01(\bR\acurrentB'Z%github.com/snapflow/snapflow/messagesb\x06proto3"
+	"\acurrent\x18\x03 \x01(\bR\acurrent\x12\x12\n" +
+	"\x04lost\x18\x04 \x01(\bR\x04lostB'Z%github.com/snapflow/snapflow/messagesb\x06proto3"
 
 var (
 	file_messages_cluster_proto_rawDescOnce sync.Once

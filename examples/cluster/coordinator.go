@@ -18,7 +18,7 @@ import (
 
 // runCoordinator runs the job as the coordinator of a cluster: it waits for
 // the workers, runs the job to its end, and checks the final checkpoint
-// against the closed form.
+// against the closed form, and with -sink-dir the sink's part files.
 func runCoordinator(ctx context.Context, o options, stdout io.Writer, logger *slog.Logger) (err error) {
 	out := &lineWriter{w: stdout}
 	srv, err := serve.Start(ctx, o.http, out, logger)
@@ -43,10 +43,25 @@ func runCoordinator(ctx context.Context, o options, stdout io.Writer, logger *sl
 	if o.startOver {
 		opts = append(opts, actors.WithStartOver())
 	}
+	if o.takeOver {
+		opts = append(opts, actors.WithTakeOver())
+	}
+	if o.leaseTimeout > 0 {
+		opts = append(opts, actors.WithLeaseTimeout(o.leaseTimeout))
+	}
+	if o.inlineLimit >= 0 {
+		opts = append(opts, actors.WithInlineStateLimit(o.inlineLimit))
+	}
+	if o.retained > 0 {
+		opts = append(opts, actors.WithRetainedCheckpoints(o.retained))
+	}
 	job, err := actors.Start(ctx, buildJob(o.job), opts...)
 	if err != nil {
 		if errors.Is(err, actors.ErrAlreadyFinished) {
 			return fmt.Errorf("%w (the store %s holds a finished run of job %q: add -start-over to run it again)", err, o.store, jobName)
+		}
+		if errors.Is(err, snapshots.ErrLeaseHeld) {
+			return fmt.Errorf("%w (add -takeover to take the job over from it on purpose)", err)
 		}
 		return err
 	}
@@ -60,6 +75,13 @@ func runCoordinator(ctx context.Context, o options, stdout io.Writer, logger *sl
 		return err
 	}
 	out.println(fmt.Sprintf("%skeys=%d records=%d checkpoint=%d", resultPrefix, res.keys, res.records, res.checkpoint))
+	if o.job.sinkDir != "" {
+		sr, err := checkSink(o.job.sinkDir, o.job)
+		if err != nil {
+			return err
+		}
+		out.println(fmt.Sprintf("%sparts=%d records=%d", sinkPrefix, sr.parts, sr.records))
+	}
 	out.println(okLine)
 	return nil
 }

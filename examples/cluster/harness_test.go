@@ -27,7 +27,9 @@ type testCluster struct {
 	t     *testing.T
 	dir   string
 	store string
-	hold  string // the sources pause halfway until this file exists
+	hold  string   // the sources pause halfway until this file exists
+	env   []string // added to every process's environment (a MinIO store's credentials)
+	job   []string // more job flags, given to every process (e.g. -sink-dir)
 	procs []*child
 }
 
@@ -54,7 +56,7 @@ func newTestCluster(t *testing.T) *testCluster {
 // jobFlags are the job's flags for the process tests: the records last a few
 // seconds at the paced rate, and the sources hold halfway until release.
 func (c *testCluster) jobFlags() []string {
-	return []string{"-records", "6000", "-keys", "200", "-rate", "3000", "-hold", c.hold}
+	return append([]string{"-records", "6000", "-keys", "200", "-rate", "3000", "-hold", c.hold}, c.job...)
 }
 
 // coordinatorFlags are the coordinator's flags: 20 ms checkpoints and a
@@ -70,7 +72,7 @@ func (c *testCluster) coordinatorFlags(listen string, workers int) []string {
 // start starts a process of the binary.
 func (c *testCluster) start(name string, args ...string) *child {
 	c.t.Helper()
-	p, err := startChild(name, []string{raceOptions}, exe, args...)
+	p, err := startChild(name, append([]string{raceOptions}, c.env...), exe, args...)
 	if err != nil {
 		c.t.Fatal(err)
 	}

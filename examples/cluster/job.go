@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/topology"
+	"github.com/snapflow/snapflow/topology/filesink"
 )
 
 // jobName is the name of the job, and of its checkpoints in the store.
@@ -31,6 +32,7 @@ type jobParams struct {
 	rate        float64       // records/s of all the sources together (0: unpaced)
 	recordBytes int           // each record is padded to about this size
 	hold        string        // sources pause halfway until this file exists ("": never)
+	sinkDir     string        // the sink's part files (topology/filesink; "": the sink discards)
 	variant     int           // 2 changes the sum's parallelism (tests of the fingerprint check)
 	holdPoll    time.Duration // how often a held source looks for the hold file
 }
@@ -67,7 +69,9 @@ func (p jobParams) sumOperatorParallelism() int {
 // buildJob returns the job: a paced source of parallelism 2, keyed by
 // record key (a shuffle: every source task feeds every sum task, and the
 // tasks run on different workers) into a sum of parallelism 3 that keeps a
-// count and a sum per key in keyed value state, into a sink.
+// count and a sum per key in keyed value state, into a sink. With a sink
+// directory, the sink commits a line per record in part files there, exactly
+// once (see checkSink); without, it discards the totals.
 func buildJob(p jobParams) *topology.Graph {
 	pad := strings.Repeat("x", p.padLen())
 	g := topology.New(jobName)
@@ -91,7 +95,11 @@ func buildJob(p jobParams) *topology.Graph {
 			return nil
 		}
 	}, topology.Parallelism(p.sumOperatorParallelism()))
-	topology.Sink(sums, "sink", func(total) error { return nil })
+	if p.sinkDir != "" {
+		topology.TwoPhaseCommitSink(sums, "sink", filesink.New(p.sinkDir, filesink.Lines(formatTotal)))
+	} else {
+		topology.Sink(sums, "sink", func(total) error { return nil })
+	}
 	return g
 }
 

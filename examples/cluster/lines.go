@@ -23,6 +23,10 @@ package main
 //	result keys=K records=N checkpoint=C
 //	    the coordinator read the final checkpoint C back from the store and
 //	    compared every key's count and sum with the closed form.
+//	sink parts=P records=N
+//	    with -sink-dir: the coordinator read the P committed part files
+//	    of the sink and found every record's line in them once (see
+//	    checkSink).
 //	exactly-once: OK
 //	    the last line of a successful coordinator (and of the demo).
 //
@@ -44,6 +48,7 @@ const (
 	listeningPrefix = "listening "
 	eventPrefix     = "event "
 	resultPrefix    = "result "
+	sinkPrefix      = "sink "
 	okLine          = "exactly-once: OK"
 )
 

@@ -20,6 +20,14 @@
 //	go run ./examples/cluster -role worker -join 127.0.0.1:7070
 //	go run ./examples/cluster -role worker -join 127.0.0.1:7070
 //
+// One job on one store has one running coordinator (docs/holder.md): a
+// second one is refused, naming the first, unless it is started with
+// -takeover, which fences the first (it fails at its next write).
+// -inline-limit 0 stores every task state as an object of its own, and
+// -sink-dir DIR (given to every node) makes the sink write its output
+// exactly once into part files there, which the coordinator checks at the
+// end.
+//
 // With -http ADDR the coordinator (the only node that serves; in the demo,
 // the coordinator child) serves the job's dashboard, /metrics and JSON API:
 //
@@ -80,6 +88,10 @@ type options struct {
 	tlsCert, tlsKey  string
 	tlsCA            string
 	startOver        bool
+	takeOver         bool
+	leaseTimeout     time.Duration
+	inlineLimit      int
+	retained         int
 	verbose          bool
 	http             string
 	maxFailures      int
@@ -112,12 +124,17 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.maxFailures, "max-failures", restart.DefaultMaxFailures, "coordinator: failures restarted within -failure-window before the job fails")
 	fs.DurationVar(&o.failureWindow, "failure-window", restart.DefaultWindow, "coordinator: how long a failure counts against -max-failures")
 	fs.BoolVar(&o.startOver, "start-over", false, "coordinator: discard the job's checkpoints in the store and run it from the beginning")
+	fs.BoolVar(&o.takeOver, "takeover", false, "coordinator: take the job over from a coordinator of it that still runs on the same store (it is fenced: it fails at its next write); without it, such a coordinator makes this one exit, naming it")
+	fs.DurationVar(&o.leaseTimeout, "lease-timeout", 0, "coordinator: how long another coordinator of the job waits for this one's lease renewals (every tenth of it) before it takes the job over without -takeover (0: the runtime's default, 10s)")
+	fs.IntVar(&o.inlineLimit, "inline-limit", -1, "coordinator: keep a task's state in the checkpoint's manifest up to this many `bytes`; 0 stores every state as an object of its own (-1: the runtime's default, which keeps small states inline)")
+	fs.IntVar(&o.retained, "retain", 0, "coordinator: how many complete checkpoints to keep in the store (0: the runtime's default)")
 	fs.BoolVar(&o.verbose, "v", false, "log the runtime's debug messages")
 	fs.StringVar(&o.http, "http", "", "coordinator and demo: serve the job's dashboard, /metrics and JSON API on `ADDR` (host:port; a host-less :8080 is loopback)")
 	fs.Int64Var(&o.job.records, "records", 20_000, "job: the records in all (the same on every node)")
 	fs.Int64Var(&o.job.keys, "keys", 1000, "job: the number of keys (the same on every node)")
 	fs.Float64Var(&o.job.rate, "rate", 5000, "job: records/s of all the sources together, so that a run lasts a while (0: as fast as possible)")
 	fs.IntVar(&o.job.recordBytes, "record-bytes", 0, "job: pad each record to this many bytes (the same on every node)")
+	fs.StringVar(&o.job.sinkDir, "sink-dir", "", "job: the sink writes its output, a line \"key sum\" per record, exactly once into part files in this `directory` (topology/filesink), which every node shares; the coordinator checks them at the end (\"\": the sink discards the output)")
 	fs.StringVar(&o.job.hold, "hold", "", "job: the sources pause halfway until this file exists (the demo and the tests use it to act while the job runs)")
 	fs.IntVar(&o.job.variant, "variant", 1, "test only: 2 changes the sum's parallelism, and so the topology's fingerprint")
 	fs.Usage = func() {
@@ -189,6 +206,12 @@ func (o options) check() error {
 		return bad("-variant %d: want 1 or 2", o.job.variant)
 	case o.interval <= 0:
 		return bad("-interval %v: want a positive duration", o.interval)
+	case o.inlineLimit < -1 || o.inlineLimit > actors.MaxInlineStateLimit:
+		return bad("-inline-limit %d: want -1 (the default) or 0..%d", o.inlineLimit, actors.MaxInlineStateLimit)
+	case o.leaseTimeout < 0:
+		return bad("-lease-timeout %v: want 0 (the default) or a positive duration", o.leaseTimeout)
+	case o.retained < 0:
+		return bad("-retain %d: want 0 (the default) or more", o.retained)
 	}
 	if n := countSet(o.tlsCert, o.tlsKey, o.tlsCA); n != 0 && n != 3 {
 		return bad("mutual TLS needs -tls-cert, -tls-key and -tls-ca together")
