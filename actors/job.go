@@ -249,7 +249,8 @@ func (j *Job) Checkpoint(ctx context.Context) (uint64, error) {
 // older checkpoint: two-phase-commit sinks then commit at the savepoint,
 // and what it pre-committed is never aborted by a recovery behind it.
 // Delete such a savepoint once newer checkpoints exist: while it is the
-// newest, recovery falls back past it when it is gone.
+// newest, recovery falls back past it when it is gone, and a job with
+// two-phase-commit sinks refuses to (snapshots.ErrFallbackRefused).
 func (j *Job) Savepoint(ctx context.Context, name string) (uint64, error) {
 	return j.savepoint(ctx, name, false)
 }
