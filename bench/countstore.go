@@ -80,12 +80,12 @@ func (c *countingStore) started() {
 	c.mu.Unlock()
 }
 
-// ended counts a read that returned n bytes, when it succeeded, and when
-// it read a checkpoint's or savepoint's object: the job's lease and origin
-// are read at every start, and are not what a restore costs.
+// ended counts a read that returned n bytes, when it succeeded, unless it
+// read the job's lease or origin: a job reads them at every start, and
+// they are not what a restore costs.
 func (c *countingStore) ended(op readOp, n int, err error) {
 	c.inFlight.Add(-1)
-	if err != nil || !strings.Contains(op.key, "/checkpoints/") && !strings.Contains(op.key, "/savepoints/") {
+	if err != nil || strings.Contains(op.key, "/leases/") || strings.HasSuffix(op.key, "/origin") {
 		return
 	}
 	c.mu.Lock()
