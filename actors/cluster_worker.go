@@ -317,6 +317,10 @@ func (h *workerHost) onTick(ctx actor.Context) {
 	} else if silent := time.Since(h.lastHeard); silent > timeout {
 		h.lostCoordinator(ctx, fmt.Sprintf("no heartbeat for %v", silent.Round(time.Millisecond)))
 		return
+	} else if p := h.confirming; p != nil {
+		// The question or its answer may have been lost with a broken
+		// stream: ask again until the coordinator answers.
+		h.confirm(p.deploy.Epoch)
 	}
 	h.arm(interval)
 }
