@@ -8,7 +8,6 @@ import (
 
 	"github.com/snapflow/snapflow/actors"
 	"github.com/snapflow/snapflow/internal/testsrc"
-	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
 )
 
@@ -18,29 +17,6 @@ import (
 // checkpoint's manifest, a source's or a sink's state, a deleted object;
 // a finished job's final checkpoint; the savepoint a stopped job resumes
 // from; a savepoint written as the job's newest checkpoint.
-
-// rpHandle returns the state handle of task in the manifest stored at key.
-func rpHandle(t *testing.T, store snapshots.Store, key, task string) *messages.StateHandle {
-	t.Helper()
-	data, err := store.Get(context.Background(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &messages.Manifest{}
-	if err := snapshots.DecodeObject(data, snapshots.KindManifest, m); err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range m.GetTasks() {
-		if e.GetTaskId() == task {
-			if e.GetState().GetKey() == "" || len(e.GetState().GetInline()) > 0 {
-				t.Fatalf("%s: the state of %s is inline", key, task)
-			}
-			return e.GetState()
-		}
-	}
-	t.Fatalf("%s names no state of %s", key, task)
-	return nil
-}
 
 // rpHarm is a way to damage one object.
 type rpHarm struct {
@@ -79,7 +55,7 @@ var (
 	// rpKeyGroup flips a byte inside one key group's entries: the heads
 	// verify, the key group does not.
 	rpKeyGroup = rpHarm{"one key group", func(t *testing.T, store snapshots.Store, manifest, task, key string) {
-		h := rpHandle(t, store, manifest, task)
+		h := stateHandleIn(t, store, manifest, task)
 		if len(h.GetKeyGroups()) == 0 {
 			t.Fatalf("%s: the state of %s holds no key groups", manifest, task)
 		}
@@ -90,32 +66,6 @@ var (
 		rpPutBytes(t, store, key, func(b []byte) []byte { b[sec.GetOffset()+sec.GetLength()-1] ^= 0xff; return b })
 	}}
 )
-
-// rpNoneTwice checks the committed part files of dir: no value
-// twice, every value below committed present (what the job committed for
-// sure), none at or above below.
-func rpNoneTwice(t *testing.T, dir string, committed, below int64) {
-	t.Helper()
-	seen, _ := readParts(t, dir)
-	var dup, above, missing []int64
-	for v, c := range seen {
-		if c > 1 {
-			dup = append(dup, v)
-		}
-		if v >= below {
-			above = append(above, v)
-		}
-	}
-	for v := range committed {
-		if seen[v] == 0 {
-			missing = append(missing, v)
-		}
-	}
-	if len(dup) > 0 || len(above) > 0 || len(missing) > 0 {
-		t.Fatalf("committed output: %d values twice or more (%v), %d at or above %d (%v), %d of 0..%d missing (%v)",
-			len(dup), head(dup), len(above), below, head(above), len(missing), committed-1, head(missing))
-	}
-}
 
 func rpOpts(t *testing.T, store snapshots.Store, ev *events) []actors.Option {
 	return []actors.Option{actors.WithStore(store), actors.WithInlineStateLimit(0), actors.WithLogger(testLogger(t)),
@@ -128,7 +78,7 @@ func rpOpts(t *testing.T, store snapshots.Store, ev *events) []actors.Option {
 func rpRestartRefused(t *testing.T, job string, n int64, out string, store snapshots.Store, want uint64) error {
 	t.Helper()
 	var ev events
-	j, err := actors.Start(context.Background(), rpJob(job, n, out, testsrc.NewGate(n), 0), rpOpts(t, store, &ev)...)
+	j, err := actors.Start(context.Background(), gatedFileSinkJob(job, n, out, testsrc.NewGate(n), 0), rpOpts(t, store, &ev)...)
 	if err == nil {
 		err = waitJob(t, j)
 		if err == nil {
@@ -158,7 +108,7 @@ func rpRestartExact(t *testing.T, job string, n int64, out string, store snapsho
 func rpRestartExactWith(t *testing.T, job string, n int64, out string, from uint64, opts func(*events) []actors.Option) {
 	t.Helper()
 	var ev events
-	j, err := actors.Start(context.Background(), rpJob(job, n, out, testsrc.NewGate(n), 0), opts(&ev)...)
+	j, err := actors.Start(context.Background(), gatedFileSinkJob(job, n, out, testsrc.NewGate(n), 0), opts(&ev)...)
 	if err != nil {
 		t.Fatalf("Start once the object is back: %v", err)
 	}
@@ -224,7 +174,7 @@ func TestReplayDamagedNewestObjects(t *testing.T) {
 				t.Fatal(err)
 			}
 			gate := testsrc.NewGate(1000)
-			j, err := actors.Start(ctx, rpJob(job, n, out, gate, 0), rpOpts(t, store, &events{})...)
+			j, err := actors.Start(ctx, gatedFileSinkJob(job, n, out, gate, 0), rpOpts(t, store, &events{})...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -245,7 +195,7 @@ func TestReplayDamagedNewestObjects(t *testing.T) {
 
 			err = rpRestartRefused(t, job, n, out, store, newer)
 			rpRefusedNaming(t, err, key)
-			rpNoneTwice(t, out, 1000, 2000)
+			committedOnce(t, out, 1000, 2000)
 
 			if err := store.Put(ctx, key, original); err != nil {
 				t.Fatal(err)
@@ -275,7 +225,7 @@ func TestReplayDamagedFinalCheckpoint(t *testing.T) {
 			}
 			var ev events
 			gate := testsrc.NewGate(1000)
-			j, err := actors.Start(ctx, rpJob(job, n, out, gate, 0), rpOpts(t, store, &ev)...)
+			j, err := actors.Start(ctx, gatedFileSinkJob(job, n, out, gate, 0), rpOpts(t, store, &ev)...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -330,7 +280,7 @@ func TestReplayDamagedOriginSavepoint(t *testing.T) {
 				t.Fatal(err)
 			}
 			gate := testsrc.NewGate(1000)
-			j, err := actors.Start(ctx, rpJob(job, n, out, gate, 0), rpOpts(t, store, &events{})...)
+			j, err := actors.Start(ctx, gatedFileSinkJob(job, n, out, gate, 0), rpOpts(t, store, &events{})...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -341,7 +291,7 @@ func TestReplayDamagedOriginSavepoint(t *testing.T) {
 			gate.SetLimit(2000)
 			gate.WaitReached(t, 2000)
 			sp := stopWithSavepoint(t, j, "sp")
-			rpNoneTwice(t, out, 2000, 2000)
+			committedOnce(t, out, 2000, 2000)
 
 			manifest := snapshots.SavepointManifestKey(job, "sp")
 			key := savepointStateKey(t, store, job, "sp", "count#1")
@@ -363,7 +313,7 @@ func TestReplayDamagedOriginSavepoint(t *testing.T) {
 			if !strings.Contains(err.Error(), `"sp"`) {
 				t.Errorf("the error does not name the savepoint the job resumes from")
 			}
-			rpNoneTwice(t, out, 2000, 2000)
+			committedOnce(t, out, 2000, 2000)
 			if h.apply == nil {
 				return
 			}
@@ -413,7 +363,7 @@ func TestReplayDamagedSavepointCheckpoint(t *testing.T) {
 			}
 			var ev events
 			gate := testsrc.NewGate(1000)
-			j, err := actors.Start(ctx, rpJob(job, n, out, gate, failAt), rpOpts(t, store, &ev)...)
+			j, err := actors.Start(ctx, gatedFileSinkJob(job, n, out, gate, failAt), rpOpts(t, store, &ev)...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -433,7 +383,7 @@ func TestReplayDamagedSavepointCheckpoint(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the savepoint's checkpoint %d: %v", sp, err)
 			}
-			key := rpHandle(t, store, snapshots.ManifestKey(job, sp), "count#1").GetKey()
+			key := stateHandleIn(t, store, snapshots.ManifestKey(job, sp), "count#1").GetKey()
 			if !strings.HasPrefix(key, snapshots.SavepointPrefix(job, "sp")) {
 				t.Fatalf("checkpoint %d (%v) keeps the count's state at %s, not in the savepoint", sp, m.GetSavepoint(), key)
 			}
@@ -470,7 +420,7 @@ func TestReplayDamagedSavepointCheckpoint(t *testing.T) {
 				key = snapshots.SavepointPrefix(job, "sp")
 			}
 			rpRefusedNaming(t, err, key)
-			rpNoneTwice(t, out, 1000, 2000)
+			committedOnce(t, out, 1000, 2000)
 		})
 	}
 }
@@ -493,7 +443,7 @@ func TestReplayDamagedFirstOwnCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	gate := testsrc.NewGate(2000)
-	j, err := actors.Start(ctx, rpJob(job, n, out, gate, 0), rpOpts(t, store, &events{})...)
+	j, err := actors.Start(ctx, gatedFileSinkJob(job, n, out, gate, 0), rpOpts(t, store, &events{})...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -503,7 +453,7 @@ func TestReplayDamagedFirstOwnCheckpoint(t *testing.T) {
 	var ev events
 	sub := ev.subscribe()
 	gate = testsrc.NewGate(3000)
-	j, err = actors.Start(ctx, rpJob(job, n, out, gate, 0), rpOpts(t, store, &ev)...)
+	j, err = actors.Start(ctx, gatedFileSinkJob(job, n, out, gate, 0), rpOpts(t, store, &ev)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -530,7 +480,7 @@ func TestReplayDamagedFirstOwnCheckpoint(t *testing.T) {
 
 	err = rpRestartRefused(t, job, n, out, store, own)
 	rpRefusedNaming(t, err, key)
-	rpNoneTwice(t, out, 2000, 3000)
+	committedOnce(t, out, 2000, 3000)
 
 	if err := store.Put(ctx, key, original); err != nil {
 		t.Fatal(err)
@@ -560,7 +510,7 @@ func TestReplayDamagedAfterFailover(t *testing.T) {
 			}
 			var ev events
 			gate := testsrc.NewGate(1000)
-			j, err := actors.Start(ctx, rpJobFailing(job, n, out, gate, 2500, 3500), rpOpts(t, store, &ev)...)
+			j, err := actors.Start(ctx, gatedFileSinkJob(job, n, out, gate, 2500, 3500), rpOpts(t, store, &ev)...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -585,7 +535,7 @@ func TestReplayDamagedAfterFailover(t *testing.T) {
 			}
 			if err != nil {
 				rpRefusedNaming(t, err, key)
-				rpNoneTwice(t, out, 1000, 2000)
+				committedOnce(t, out, 1000, 2000)
 				return
 			}
 			seen, hidden := readParts(t, out)

@@ -3,69 +3,13 @@ package actors_test
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/snapflow/snapflow/actors"
 	"github.com/snapflow/snapflow/internal/testsrc"
-	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
-	"github.com/snapflow/snapflow/topology"
-	"github.com/snapflow/snapflow/topology/filesink"
 )
-
-// frFileSinkJob is a gated source of 0..n-1 (one task, so that the gate
-// says exactly which records precede a barrier), a keyed count per v%13
-// (two tasks, whose state the tests damage) and an exactly-once file sink
-// "out" of two tasks in dir. The count panics once on record failAt (0:
-// never).
-func frFileSinkJob(name string, n int64, dir string, gate *testsrc.Gate, failAt int64) *topology.Graph {
-	g := topology.New(name)
-	src := testsrc.GatedSplits(g, "source", n, func(i int64) int64 { return i }, gate, topology.Parallelism(1))
-	var failed atomic.Bool
-	keyed := topology.Process(topology.KeyBy(src, func(v int64) int64 { return v % 13 }), "count",
-		func(ks *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, int64, int64] {
-			c := topology.Value[int64](ks, "n")
-			return func(_ *topology.Context[int64], v int64, out *topology.Collector[int64]) error {
-				if failAt != 0 && v == failAt && failed.CompareAndSwap(false, true) {
-					panic("injected: the count fails once on record " + strconv.FormatInt(v, 10))
-				}
-				x, _ := c.Get()
-				c.Set(x + 1)
-				out.Emit(v)
-				return nil
-			}
-		}, topology.Parallelism(2))
-	topology.TwoPhaseCommitSink(keyed, "out", filesink.New(dir, filesink.Lines(func(v int64) string { return strconv.FormatInt(v, 10) })),
-		topology.Parallelism(2))
-	return g
-}
-
-// frStateHandle returns the state handle of task in checkpoint id of job,
-// as its manifest names it.
-func frStateHandle(t testing.TB, store snapshots.Store, job string, id uint64, task string) *messages.StateHandle {
-	t.Helper()
-	data, err := store.Get(context.Background(), snapshots.ManifestKey(job, id))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &messages.Manifest{}
-	if err := snapshots.DecodeObject(data, snapshots.KindManifest, m); err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range m.GetTasks() {
-		if e.GetTaskId() == task {
-			if len(e.GetState().GetInline()) > 0 {
-				t.Fatalf("checkpoint %d: the state of %s is inline", id, task)
-			}
-			return e.GetState()
-		}
-	}
-	t.Fatalf("checkpoint %d names no state of %s", id, task)
-	return nil
-}
 
 // frDamage is a way to damage a task's state object in a checkpoint. It
 // returns the key it damaged and its bytes before.
@@ -112,7 +56,7 @@ var frDamages = []frDamage{
 		return key, original
 	}},
 	{name: "one key group", headsIntact: true, apply: func(t *testing.T, store snapshots.Store, job string, id uint64, task string) (string, []byte) {
-		h := frStateHandle(t, store, job, id, task)
+		h := stateHandleIn(t, store, snapshots.ManifestKey(job, id), task)
 		if len(h.GetKeyGroups()) == 0 {
 			t.Fatalf("checkpoint %d holds no key groups for %s", id, task)
 		}
@@ -150,33 +94,6 @@ func frCheckRefusal(t *testing.T, err error, key string) {
 	}
 }
 
-// frCommittedOnce checks the committed part files of dir: no value
-// twice, every value of 0..committed-1 present (the output the job
-// committed for sure), none at or above below (records no checkpoint
-// completed for).
-func frCommittedOnce(t *testing.T, dir string, committed, below int64) {
-	t.Helper()
-	seen, _ := readParts(t, dir)
-	var dup, above, missing []int64
-	for v, c := range seen {
-		if c > 1 {
-			dup = append(dup, v)
-		}
-		if v >= below {
-			above = append(above, v)
-		}
-	}
-	for v := range committed {
-		if seen[v] == 0 {
-			missing = append(missing, v)
-		}
-	}
-	if len(dup) > 0 || len(above) > 0 || len(missing) > 0 {
-		t.Fatalf("committed output: %d values twice or more (%v), %d at or above %d (%v), %d of 0..%d missing (%v)",
-			len(dup), head(dup), len(above), below, head(above), len(missing), committed-1, head(missing))
-	}
-}
-
 // TestFileSinkDamagedNewestCheckpointRefusedAtStart: a job with the file
 // sink takes two checkpoints (after records 0..999 and 0..1999) and stops;
 // a state object of the newest is damaged. Starting the job again must not
@@ -202,7 +119,7 @@ func TestFileSinkDamagedNewestCheckpointRefusedAtStart(t *testing.T) {
 					actors.WithCheckpointInterval(0), actors.WithListener(ev.listen)}
 			}
 			gate := testsrc.NewGate(1000)
-			j, err := actors.Start(context.Background(), frFileSinkJob(job, n, out, gate, 0), opts(&events{})...)
+			j, err := actors.Start(context.Background(), gatedFileSinkJob(job, n, out, gate, 0), opts(&events{})...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -213,7 +130,7 @@ func TestFileSinkDamagedNewestCheckpointRefusedAtStart(t *testing.T) {
 			key, original := d.apply(t, store, job, newer, "count#1")
 
 			var ev events
-			j2, err := actors.Start(context.Background(), frFileSinkJob(job, n, out, testsrc.NewGate(n), 0), opts(&ev)...)
+			j2, err := actors.Start(context.Background(), gatedFileSinkJob(job, n, out, testsrc.NewGate(n), 0), opts(&ev)...)
 			switch {
 			case err == nil && !d.headsIntact:
 				_ = j2.Stop()
@@ -238,7 +155,7 @@ func TestFileSinkDamagedNewestCheckpointRefusedAtStart(t *testing.T) {
 			if ev.count(actors.EventCheckpointCompleted) > 0 {
 				t.Fatalf("the refused job completed %d checkpoints", ev.count(actors.EventCheckpointCompleted))
 			}
-			frCommittedOnce(t, out, 1000, 2000)
+			committedOnce(t, out, 1000, 2000)
 
 			// Put the object back: the job resumes from the newest
 			// checkpoint, and ends exactly once.
@@ -246,7 +163,7 @@ func TestFileSinkDamagedNewestCheckpointRefusedAtStart(t *testing.T) {
 				t.Fatal(err)
 			}
 			var ev3 events
-			j3, err := actors.Start(context.Background(), frFileSinkJob(job, n, out, testsrc.NewGate(n), 0), opts(&ev3)...)
+			j3, err := actors.Start(context.Background(), gatedFileSinkJob(job, n, out, testsrc.NewGate(n), 0), opts(&ev3)...)
 			if err != nil {
 				t.Fatalf("Start once the damaged object is back: %v", err)
 			}
@@ -287,7 +204,7 @@ func TestFileSinkDamagedNewestCheckpointRefusedOnFailover(t *testing.T) {
 			}
 			gate := testsrc.NewGate(1000)
 			var ev events
-			j, err := actors.Start(context.Background(), frFileSinkJob(job, n, out, gate, 2500), opts(&ev)...)
+			j, err := actors.Start(context.Background(), gatedFileSinkJob(job, n, out, gate, 2500), opts(&ev)...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -309,13 +226,13 @@ func TestFileSinkDamagedNewestCheckpointRefusedOnFailover(t *testing.T) {
 			if c := ev.of(actors.EventCheckpointCompleted); len(c) != 2 {
 				t.Fatalf("%d checkpoints completed, want the 2 the test took", len(c))
 			}
-			frCommittedOnce(t, out, 1000, 2000)
+			committedOnce(t, out, 1000, 2000)
 
 			if err := store.Put(context.Background(), key, original); err != nil {
 				t.Fatal(err)
 			}
 			var ev2 events
-			j2, err := actors.Start(context.Background(), frFileSinkJob(job, n, out, testsrc.NewGate(n), 0), opts(&ev2)...)
+			j2, err := actors.Start(context.Background(), gatedFileSinkJob(job, n, out, testsrc.NewGate(n), 0), opts(&ev2)...)
 			if err != nil {
 				t.Fatalf("Start once the damaged object is back: %v", err)
 			}
@@ -357,7 +274,7 @@ func TestFileSinkDamagedFinalCheckpointRefused(t *testing.T) {
 			}
 			gate := testsrc.NewGate(1000)
 			var ev events
-			j, err := actors.Start(context.Background(), frFileSinkJob(job, n, out, gate, 0), opts(&ev)...)
+			j, err := actors.Start(context.Background(), gatedFileSinkJob(job, n, out, gate, 0), opts(&ev)...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -383,7 +300,7 @@ func TestFileSinkDamagedFinalCheckpointRefused(t *testing.T) {
 			key, _ := d.apply(t, store, job, final, "count#1")
 
 			var ev2 events
-			j2, err := actors.Start(context.Background(), frFileSinkJob(job, n, out, testsrc.NewGate(n), 0), opts(&ev2)...)
+			j2, err := actors.Start(context.Background(), gatedFileSinkJob(job, n, out, testsrc.NewGate(n), 0), opts(&ev2)...)
 			if err == nil {
 				werr := waitJob(t, j2)
 				t.Fatalf("Start succeeded with the final checkpoint damaged (the job then ended with %v, having run from %+v)", werr, ev2.of(actors.EventRunning))
@@ -412,7 +329,7 @@ func TestFileSinkDeletedSavepointUnderRecoveryPointRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	gate := testsrc.NewGate(1000)
-	j, err := actors.Start(context.Background(), frFileSinkJob(job, n, out, gate, 0), actors.WithStore(store),
+	j, err := actors.Start(context.Background(), gatedFileSinkJob(job, n, out, gate, 0), actors.WithStore(store),
 		actors.WithInlineStateLimit(0), actors.WithLogger(testLogger(t)), actors.WithCheckpointInterval(0))
 	if err != nil {
 		t.Fatal(err)
@@ -440,7 +357,7 @@ func TestFileSinkDeletedSavepointUnderRecoveryPointRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ev events
-	j2, err := actors.Start(context.Background(), frFileSinkJob(job, n, out, testsrc.NewGate(n), 0), actors.WithStore(store),
+	j2, err := actors.Start(context.Background(), gatedFileSinkJob(job, n, out, testsrc.NewGate(n), 0), actors.WithStore(store),
 		actors.WithInlineStateLimit(0), actors.WithLogger(testLogger(t)), actors.WithListener(ev.listen))
 	if err == nil {
 		werr := waitJob(t, j2)
@@ -458,5 +375,5 @@ func TestFileSinkDeletedSavepointUnderRecoveryPointRefused(t *testing.T) {
 	if !errors.Is(err, snapshots.ErrFallbackRefused) || !strings.Contains(err.Error(), `"out"`) {
 		t.Fatalf("Start: %v, want an error wrapping ErrFallbackRefused naming the sink", err)
 	}
-	frCommittedOnce(t, out, 1000, 2000)
+	committedOnce(t, out, 1000, 2000)
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
+	"github.com/snapflow/snapflow/topology/filesink"
 )
 
 // testTimeout bounds every wait in these tests.
@@ -267,6 +269,13 @@ func savepointStateKey(t testing.TB, store snapshots.Store, job, name, task stri
 
 func stateKeyIn(t testing.TB, store snapshots.Store, manifest, task string) string {
 	t.Helper()
+	return stateHandleIn(t, store, manifest, task).GetKey()
+}
+
+// stateHandleIn returns the handle of task's state object in the manifest
+// stored at key manifest; an inline state fails the test.
+func stateHandleIn(t testing.TB, store snapshots.Store, manifest, task string) *messages.StateHandle {
+	t.Helper()
 	data, err := store.Get(context.Background(), manifest)
 	if err != nil {
 		t.Fatal(err)
@@ -280,9 +289,66 @@ func stateKeyIn(t testing.TB, store snapshots.Store, manifest, task string) stri
 			if len(e.GetState().GetInline()) > 0 {
 				t.Fatalf("%s: the state of %s is inline", manifest, task)
 			}
-			return e.GetState().GetKey()
+			return e.GetState()
 		}
 	}
 	t.Fatalf("%s names no state of %s", manifest, task)
-	return ""
+	return nil
+}
+
+// gatedFileSinkJob is a gated split source of 0..n-1 (one task, so that the
+// gate says exactly which records precede a barrier), a keyed count per
+// v%13 (two tasks) and an exactly-once file sink "out" (two tasks) in dir.
+// The count panics once on each record of failAt (0: never).
+func gatedFileSinkJob(name string, n int64, dir string, gate *testsrc.Gate, failAt ...int64) *topology.Graph {
+	g := topology.New(name)
+	src := testsrc.GatedSplits(g, "source", n, func(i int64) int64 { return i }, gate, topology.Parallelism(1))
+	failed := map[int64]*atomic.Bool{}
+	for _, v := range failAt {
+		if v != 0 {
+			failed[v] = &atomic.Bool{}
+		}
+	}
+	keyed := topology.Process(topology.KeyBy(src, func(v int64) int64 { return v % 13 }), "count",
+		func(ks *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, int64, int64] {
+			c := topology.Value[int64](ks, "n")
+			return func(_ *topology.Context[int64], v int64, out *topology.Collector[int64]) error {
+				if f := failed[v]; f != nil && f.CompareAndSwap(false, true) {
+					panic("injected: the count fails once on record " + strconv.FormatInt(v, 10))
+				}
+				x, _ := c.Get()
+				c.Set(x + 1)
+				out.Emit(v)
+				return nil
+			}
+		}, topology.Parallelism(2))
+	topology.TwoPhaseCommitSink(keyed, "out", filesink.New(dir, filesink.Lines(func(v int64) string { return strconv.FormatInt(v, 10) })),
+		topology.Parallelism(2))
+	return g
+}
+
+// committedOnce checks the committed part files of dir: no value twice,
+// every value of 0..committed-1 present (the output the job committed for
+// sure), none at or above below (records no checkpoint completed for).
+func committedOnce(t *testing.T, dir string, committed, below int64) {
+	t.Helper()
+	seen, _ := readParts(t, dir)
+	var dup, above, missing []int64
+	for v, c := range seen {
+		if c > 1 {
+			dup = append(dup, v)
+		}
+		if v >= below {
+			above = append(above, v)
+		}
+	}
+	for v := range committed {
+		if seen[v] == 0 {
+			missing = append(missing, v)
+		}
+	}
+	if len(dup) > 0 || len(above) > 0 || len(missing) > 0 {
+		t.Fatalf("committed output: %d values twice or more (%v), %d at or above %d (%v), %d of 0..%d missing (%v)",
+			len(dup), head(dup), len(above), below, head(above), len(missing), committed-1, head(missing))
+	}
 }

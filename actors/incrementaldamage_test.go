@@ -234,7 +234,7 @@ func TestReplayIncrementalFileSinkRefused(t *testing.T) {
 	}
 	var ev events
 	gate := testsrc.NewGate(1000)
-	j, err := actors.Start(ctx, rpJob(job, n, out, gate, 2500), opts(&ev)...)
+	j, err := actors.Start(ctx, gatedFileSinkJob(job, n, out, gate, 2500), opts(&ev)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +256,7 @@ func TestReplayIncrementalFileSinkRefused(t *testing.T) {
 	}
 	t.Logf("complete checkpoints in the store: %v (checkpoint %d's manifest there: %v)", rpCompleteIDs(t, store, job), second,
 		manifestPresent(t, store, snapshots.ManifestKey(job, second)))
-	h := rpHandle(t, store, snapshots.ManifestKey(job, newest), "count#1")
+	h := stateHandleIn(t, store, snapshots.ManifestKey(job, newest), "count#1")
 	refs := h.GetKey() == key
 	for _, s := range h.GetKeyGroups() {
 		refs = refs || s.GetKey() == key
@@ -276,7 +276,7 @@ func TestReplayIncrementalFileSinkRefused(t *testing.T) {
 			t.Fatalf("the failover restored checkpoint %d, before the newest, %d", r.Checkpoint, newest)
 		}
 	}
-	rpNoneTwice(t, out, 1000, 2000)
+	committedOnce(t, out, 1000, 2000)
 
 	if err := store.Put(ctx, key, original); err != nil {
 		t.Fatal(err)

@@ -105,6 +105,9 @@ type stopping struct {
 // onCommitted counts a task's answer to a stop-with-savepoint's
 // completion, and stops the job once every task has answered.
 func (j *jobActor) onCommitted(m *messages.CheckpointCommitted) {
+	if int(m.Task) >= len(j.sh.plan.Tasks) {
+		return // no task of the job: counted, it would stand for a real one
+	}
 	if j.final != 0 && m.Epoch == j.epoch && m.CheckpointId == j.final && j.phase == phaseRunning {
 		j.committed[m.Task] = true
 		j.checkDone()

@@ -3,9 +3,7 @@ package actors_test
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,46 +11,7 @@ import (
 	"github.com/snapflow/snapflow/actors/restart"
 	"github.com/snapflow/snapflow/internal/testsrc"
 	"github.com/snapflow/snapflow/snapshots"
-	"github.com/snapflow/snapflow/topology"
-	"github.com/snapflow/snapflow/topology/filesink"
 )
-
-// rpJob is a gated split source of 0..n-1 (one task, so that the gate
-// says exactly which records precede a barrier), a keyed count per v%13
-// (two tasks) and an exactly-once file sink "out" (two tasks) in dir. The
-// count panics once on record failAt (0: never).
-func rpJob(name string, n int64, dir string, gate *testsrc.Gate, failAt int64) *topology.Graph {
-	return rpJobFailing(name, n, dir, gate, failAt)
-}
-
-// rpJobFailing is rpJob whose count panics once on each record of failAt
-// (0: never).
-func rpJobFailing(name string, n int64, dir string, gate *testsrc.Gate, failAt ...int64) *topology.Graph {
-	g := topology.New(name)
-	src := testsrc.GatedSplits(g, "source", n, func(i int64) int64 { return i }, gate, topology.Parallelism(1))
-	failed := map[int64]*atomic.Bool{}
-	for _, v := range failAt {
-		if v != 0 {
-			failed[v] = &atomic.Bool{}
-		}
-	}
-	keyed := topology.Process(topology.KeyBy(src, func(v int64) int64 { return v % 13 }), "count",
-		func(ks *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, int64, int64] {
-			c := topology.Value[int64](ks, "n")
-			return func(_ *topology.Context[int64], v int64, out *topology.Collector[int64]) error {
-				if f := failed[v]; f != nil && f.CompareAndSwap(false, true) {
-					panic("injected: the count fails once on record " + strconv.FormatInt(v, 10))
-				}
-				x, _ := c.Get()
-				c.Set(x + 1)
-				out.Emit(v)
-				return nil
-			}
-		}, topology.Parallelism(2))
-	topology.TwoPhaseCommitSink(keyed, "out", filesink.New(dir, filesink.Lines(func(v int64) string { return strconv.FormatInt(v, 10) })),
-		topology.Parallelism(2))
-	return g
-}
 
 // TestReplayStopOriginAnswerLost: a stop-with-savepoint whose origin
 // write lands in the store but reports an error (the answer was lost), or
@@ -103,7 +62,7 @@ func TestReplayStopOriginAnswerLost(t *testing.T) {
 				failAt = 2500 // after the savepoint (2000), before the next checkpoint
 			}
 			gate := testsrc.NewGate(1000)
-			j, err := actors.Start(ctx, rpJob(job, n, out, gate, failAt), opts(&ev)...)
+			j, err := actors.Start(ctx, gatedFileSinkJob(job, n, out, gate, failAt), opts(&ev)...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,7 +137,7 @@ func TestReplayStopOriginAnswerLost(t *testing.T) {
 
 		restart:
 			var ev2 events
-			j2, err := actors.Start(ctx, rpJob(job, n, out, testsrc.NewGate(n), 0), opts(&ev2)...)
+			j2, err := actors.Start(ctx, gatedFileSinkJob(job, n, out, testsrc.NewGate(n), 0), opts(&ev2)...)
 			if err != nil {
 				t.Fatalf("plain restart: %v", err)
 			}

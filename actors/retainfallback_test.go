@@ -15,7 +15,7 @@ import (
 // reads a key group from object key.
 func rfReferences(t *testing.T, store snapshots.Store, job string, id uint64, task, key string) bool {
 	t.Helper()
-	h := frStateHandle(t, store, job, id, task)
+	h := stateHandleIn(t, store, snapshots.ManifestKey(job, id), task)
 	if h.GetKey() == key {
 		return true
 	}

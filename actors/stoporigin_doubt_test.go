@@ -32,7 +32,7 @@ func TestStopWithSavepointOriginWriteInDoubt(t *testing.T) {
 			gate := testsrc.NewGate(1000)
 			// Record 2500 would fail the count: a failover after a failed
 			// stop would restore the checkpoint before the savepoint.
-			j, err := actors.Start(context.Background(), frFileSinkJob(job, n, out, gate, 2500), actors.WithStore(store),
+			j, err := actors.Start(context.Background(), gatedFileSinkJob(job, n, out, gate, 2500), actors.WithStore(store),
 				actors.WithInlineStateLimit(0), actors.WithLogger(testLogger(t)), actors.WithCheckpointInterval(0))
 			if err != nil {
 				t.Fatal(err)
@@ -73,7 +73,7 @@ func TestStopWithSavepointOriginWriteInDoubt(t *testing.T) {
 			if err != nil || o.GetSavepoint() != "first" {
 				t.Fatalf("origin %v, %v: want the savepoint, whose write landed", o, err)
 			}
-			j2, err := actors.Start(context.Background(), frFileSinkJob(job, n, out, testsrc.NewGate(n), 0), actors.WithStore(store),
+			j2, err := actors.Start(context.Background(), gatedFileSinkJob(job, n, out, testsrc.NewGate(n), 0), actors.WithStore(store),
 				actors.WithInlineStateLimit(0), actors.WithLogger(testLogger(t)))
 			if err != nil {
 				t.Fatalf("plain restart: %v", err)

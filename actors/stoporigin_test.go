@@ -97,7 +97,7 @@ func TestStopWithSavepointOriginWriteFails(t *testing.T) {
 				failAt = 2500 // after the failed stop, before the next checkpoint
 			}
 			gate := testsrc.NewGate(1000)
-			j, err := actors.Start(context.Background(), frFileSinkJob(job, n, out, gate, failAt), opts...)
+			j, err := actors.Start(context.Background(), gatedFileSinkJob(job, n, out, gate, failAt), opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -168,7 +168,7 @@ func TestStopWithSavepointOriginWriteFails(t *testing.T) {
 					t.Fatalf("origin after the second stop: %v", err)
 				}
 				var ev2 events
-				j2, err := actors.Start(context.Background(), frFileSinkJob(job, n, out, testsrc.NewGate(n), 0),
+				j2, err := actors.Start(context.Background(), gatedFileSinkJob(job, n, out, testsrc.NewGate(n), 0),
 					actors.WithStore(store), actors.WithInlineStateLimit(0), actors.WithLogger(testLogger(t)), actors.WithListener(ev2.listen))
 				if err != nil {
 					t.Fatal(err)
@@ -184,7 +184,7 @@ func TestStopWithSavepointOriginWriteFails(t *testing.T) {
 					t.Fatal(err)
 				}
 				var ev2 events
-				j2, err := actors.Start(context.Background(), frFileSinkJob(job, n, out, testsrc.NewGate(n), 0),
+				j2, err := actors.Start(context.Background(), gatedFileSinkJob(job, n, out, testsrc.NewGate(n), 0),
 					actors.WithStore(store), actors.WithInlineStateLimit(0), actors.WithLogger(testLogger(t)), actors.WithListener(ev2.listen))
 				if err != nil {
 					t.Fatal(err)
@@ -201,7 +201,7 @@ func TestStopWithSavepointOriginWriteFails(t *testing.T) {
 					t.Fatal(err)
 				}
 				// Starting the finished job again runs nothing.
-				j2, err := actors.Start(context.Background(), frFileSinkJob(job, n, out, testsrc.NewGate(n), 0),
+				j2, err := actors.Start(context.Background(), gatedFileSinkJob(job, n, out, testsrc.NewGate(n), 0),
 					actors.WithStore(store), actors.WithInlineStateLimit(0), actors.WithLogger(testLogger(t)))
 				if err == nil {
 					_ = j2.Stop()

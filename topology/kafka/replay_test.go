@@ -5,10 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,37 +15,8 @@ import (
 	"github.com/snapflow/snapflow/internal/testsrc"
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
-	"github.com/snapflow/snapflow/topology"
-	"github.com/snapflow/snapflow/topology/kafka"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
-
-// rpKafkaJob is a gated split source of 0..n-1 (one task: the gate says
-// exactly which records precede a barrier), a keyed count per v%11 (two
-// tasks) and the Kafka sink "out" (two tasks). The count panics once on
-// record failAt (0: never).
-func rpKafkaJob(name string, n int64, brokers []string, gate *testsrc.Gate, failAt int64) *topology.Graph {
-	g := topology.New(name)
-	src := testsrc.GatedSplits(g, "source", n, func(i int64) int64 { return i }, gate, topology.Parallelism(1))
-	var failed atomic.Bool
-	keyed := topology.Process(topology.KeyBy(src, func(v int64) int64 { return v % 11 }), "count",
-		func(ks *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, int64, int64] {
-			c := topology.Value[int64](ks, "n")
-			return func(_ *topology.Context[int64], v int64, out *topology.Collector[int64]) error {
-				if failAt != 0 && v == failAt && failed.CompareAndSwap(false, true) {
-					panic("injected: the count fails once on record " + strconv.FormatInt(v, 10))
-				}
-				x, _ := c.Get()
-				c.Set(x + 1)
-				out.Emit(v)
-				return nil
-			}
-		}, topology.Parallelism(2))
-	kafka.Sink(keyed, "out", kafka.SinkConfig{Brokers: brokers, Topic: "out", TransactionalIDPrefix: name},
-		func(v int64) ([]byte, []byte) { return nil, binary.BigEndian.AppendUint64(nil, uint64(v)) },
-		topology.Parallelism(2))
-	return g
-}
 
 // rpEvents records a job's events.
 type rpEvents struct {
@@ -94,17 +63,6 @@ func (e *rpEvents) await(t *testing.T, k actors.EventKind) actors.Event {
 		case <-timer.C:
 			t.Fatalf("timed out waiting for event %v", k)
 		}
-	}
-}
-
-func rpWait(t *testing.T, j *actors.Job) error {
-	t.Helper()
-	select {
-	case <-j.Done():
-		return j.Wait()
-	case <-time.After(2 * time.Minute):
-		t.Fatal("job did not end in time")
-		return nil
 	}
 }
 
@@ -208,7 +166,7 @@ func TestReplayKafkaRefusedOutputNoDuplicate(t *testing.T) {
 					actors.WithRestartPolicy(restart.Policy{InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, MaxFailures: 3, Window: time.Hour})}
 			}
 			gate := testsrc.NewGate(1000)
-			j, err := actors.Start(ctx, rpKafkaJob(job, n, brokers, gate, 0), opts(newRPEvents())...)
+			j, err := actors.Start(ctx, gatedKafkaJob(job, n, brokers, gate, 0), opts(newRPEvents())...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -243,9 +201,9 @@ func TestReplayKafkaRefusedOutputNoDuplicate(t *testing.T) {
 			}
 
 			ev := newRPEvents()
-			j2, err := actors.Start(ctx, rpKafkaJob(job, n, brokers, testsrc.NewGate(n), 0), opts(ev)...)
+			j2, err := actors.Start(ctx, gatedKafkaJob(job, n, brokers, testsrc.NewGate(n), 0), opts(ev)...)
 			if err == nil {
-				err = rpWait(t, j2)
+				err = waitKafkaJob(t, j2)
 				if err == nil {
 					t.Fatal("the restart with a damaged newest checkpoint ended nil")
 				}
@@ -265,11 +223,11 @@ func TestReplayKafkaRefusedOutputNoDuplicate(t *testing.T) {
 				t.Fatal(err)
 			}
 			ev3 := newRPEvents()
-			j3, err := actors.Start(ctx, rpKafkaJob(job, n, brokers, testsrc.NewGate(n), 0), opts(ev3)...)
+			j3, err := actors.Start(ctx, gatedKafkaJob(job, n, brokers, testsrc.NewGate(n), 0), opts(ev3)...)
 			if err != nil {
 				t.Fatalf("Start once the object is back: %v", err)
 			}
-			if err := rpWait(t, j3); err != nil {
+			if err := waitKafkaJob(t, j3); err != nil {
 				t.Fatal(err)
 			}
 			if r := ev3.of(actors.EventRunning); len(r) == 0 || r[0].Checkpoint != newer {
@@ -347,7 +305,7 @@ func TestReplayKafkaStopOriginAnswerLost(t *testing.T) {
 	}
 	ev := newRPEvents()
 	gate := testsrc.NewGate(1000)
-	j, err := actors.Start(ctx, rpKafkaJob(job, n, brokers, gate, 2500), opts(ev)...)
+	j, err := actors.Start(ctx, gatedKafkaJob(job, n, brokers, gate, 2500), opts(ev)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +323,7 @@ func TestReplayKafkaStopOriginAnswerLost(t *testing.T) {
 	o, oerr := j.Checkpoints().ReadOrigin(ctx)
 	t.Logf("StopWithSavepoint: %v; the origin in the store: %v (%v)", err, o, oerr)
 	if err == nil {
-		if werr := rpWait(t, j); !errors.Is(werr, actors.ErrStopped) {
+		if werr := waitKafkaJob(t, j); !errors.Is(werr, actors.ErrStopped) {
 			t.Fatalf("Wait after a successful StopWithSavepoint: %v", werr)
 		}
 	} else {
@@ -380,12 +338,12 @@ func TestReplayKafkaStopOriginAnswerLost(t *testing.T) {
 		}
 	}
 	ev2 := newRPEvents()
-	j2, err := actors.Start(ctx, rpKafkaJob(job, n, brokers, testsrc.NewGate(n), 0), opts(ev2)...)
+	j2, err := actors.Start(ctx, gatedKafkaJob(job, n, brokers, testsrc.NewGate(n), 0), opts(ev2)...)
 	if err != nil {
 		t.Fatalf("plain restart: %v", err)
 	}
 	defer j2.Stop()
-	if err := rpWait(t, j2); err != nil {
+	if err := waitKafkaJob(t, j2); err != nil {
 		t.Fatalf("plain restart: %v", err)
 	}
 	wantOnce(t, rpCommitted(t, brokers, "out", "final"), n)
