@@ -3,7 +3,6 @@ package kafka_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -62,25 +61,14 @@ func TestSinkReusesPooledIDs(t *testing.T) {
 	}
 	stopWith(t, j, "end")
 	wantOnce(t, committed(t, brokers, "out"), rounds*per)
-	ids := transactionalIDs(t, brokers, "pooled-")
-	want := map[string]bool{"pooled-check": true}
-	for task := range 2 {
-		for i := range 3 {
-			want[fmt.Sprintf("pooled-%d-%d", task, i)] = true
-		}
-	}
-	for _, id := range ids {
-		if !want[id] {
-			t.Errorf("transactional id %s is outside the pools", id)
-		}
-	}
+	ids, incarnations := inPools(t, brokers, "pooled", 2, 3)
 	if n := completed.Load(); n < 3*rounds {
 		t.Fatalf("%d checkpoints completed, want at least %d", n, 3*rounds)
 	}
 	if f := failures.Load(); f != rounds {
 		t.Fatalf("%d failures injected, want one per round, %d", f, rounds)
 	}
-	t.Logf("%d checkpoints completed over %d transactional ids", completed.Load(), len(ids))
+	t.Logf("%d checkpoints completed over %d transactional ids of %d incarnations", completed.Load(), ids, incarnations)
 }
 
 // epochOf returns the producer epoch of transactional id id.
@@ -135,8 +123,14 @@ func TestSinkOlderSavepointFencedCommit(t *testing.T) {
 	defer cl.Close()
 	// The savepoint pre-committed each task's first transaction, on id 0
 	// of its pool; checkpoints go on until both ids have a newer epoch.
-	before := [2]int16{epochOf(t, cl, "older-0-0"), epochOf(t, cl, "older-1-0")}
-	for try := 0; epochOf(t, cl, "older-0-0") == before[0] || epochOf(t, cl, "older-1-0") == before[1]; try++ {
+	var first [2]string
+	for task := range first {
+		if first[task], err = poolID(brokers, "older", task, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := [2]int16{epochOf(t, cl, first[0]), epochOf(t, cl, first[1])}
+	for try := 0; epochOf(t, cl, first[0]) == before[0] || epochOf(t, cl, first[1]) == before[1]; try++ {
 		if try == 100 {
 			t.Fatal("the ids of the savepoint's transactions were not used again in 100 checkpoints")
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -37,9 +38,9 @@ type SinkConfig struct {
 	// Topic is the topic written to.
 	Topic string
 	// TransactionalIDPrefix starts every transactional id of the sink:
-	// "<prefix>-<subtask>-<n>", n < PoolSize. It must stay the same across
-	// restarts of the job, and no other producer of the cluster may use
-	// it.
+	// "<prefix>-<subtask>-e<incarnation>-<n>", n < PoolSize (see the
+	// package documentation). It must stay the same across restarts of
+	// the job, and no other producer of the cluster may use it.
 	TransactionalIDPrefix string
 	// PoolSize is how many transactional ids each sink task takes turns
 	// over (default DefaultPoolSize, at least 3). A task needs three while
@@ -67,6 +68,17 @@ type SinkConfig struct {
 	// topic exists and the transactional ids may be used (default
 	// DefaultCheckTimeout).
 	CheckTimeout time.Duration
+}
+
+// withDefaults returns c with the defaults of the options left 0.
+func (c SinkConfig) withDefaults() SinkConfig {
+	if c.TransactionTimeout == 0 {
+		c.TransactionTimeout = DefaultTransactionTimeout
+	}
+	if c.PoolSize == 0 {
+		c.PoolSize = DefaultPoolSize
+	}
+	return c
 }
 
 func (c SinkConfig) check() error {
@@ -133,12 +145,7 @@ func (c SinkConfig) checkTransactionalID(ctx context.Context) error {
 // Sink adds a transactional Kafka sink of the records of s (see the
 // package documentation): encode gives each record's key and value.
 func Sink[T any](s topology.Stream[T], name string, cfg SinkConfig, encode func(T) (key, value []byte), opts ...topology.Option) {
-	if cfg.TransactionTimeout == 0 {
-		cfg.TransactionTimeout = DefaultTransactionTimeout
-	}
-	if cfg.PoolSize == 0 {
-		cfg.PoolSize = DefaultPoolSize
-	}
+	cfg = cfg.withDefaults()
 	opts = append(opts, topology.Check(func(ctx context.Context) error { return cfg.preflight(ctx) }))
 	topology.TwoPhaseCommitSink(s, name, func(subtask, _ int) topology.TwoPhaseSink[T] {
 		return &sink[T]{cfg: cfg, encode: encode, subtask: subtask}
@@ -153,10 +160,11 @@ type sink[T any] struct {
 	subtask int
 	admin   *kgo.Client // plain: raw EndTxn
 
-	ids  []string // the pool's transactional ids
-	pool *idPool
-	txns []*txn // by slot: open or pre-committed
-	open *txn   // the transaction records go into
+	epoch uint64   // the task's incarnation (topology.Incarnation), from Recover
+	ids   []string // the pool's transactional ids, of this incarnation
+	pool  *idPool
+	txns  []*txn // by slot: open or pre-committed
+	open  *txn   // the transaction records go into
 }
 
 // txn is a transaction of a slot.
@@ -185,9 +193,48 @@ func (s *sink[T]) init() error {
 	s.txns = make([]*txn, s.cfg.PoolSize)
 	s.ids = make([]string, s.cfg.PoolSize)
 	for i := range s.ids {
-		s.ids[i] = fmt.Sprintf("%s-%d-%d", s.cfg.TransactionalIDPrefix, s.subtask, i)
+		s.ids[i] = txnID(s.cfg.TransactionalIDPrefix, s.subtask, s.epoch, i)
 	}
 	return nil
+}
+
+// txnID names slot n of the pool of incarnation epoch of task subtask:
+// "<prefix>-<subtask>-e<epoch>-<n>", or "<prefix>-<subtask>-<n>" for epoch
+// 0 (unknown), as earlier versions named the pool of every incarnation.
+func txnID(prefix string, subtask int, epoch uint64, n int) string {
+	if epoch == 0 {
+		return fmt.Sprintf("%s-%d-%d", prefix, subtask, n)
+	}
+	return fmt.Sprintf("%s-%d-e%d-%d", prefix, subtask, epoch, n)
+}
+
+// parseTxnID returns the task and the incarnation (0 for a name without
+// one) of a transactional id that txnID gave with prefix.
+func parseTxnID(prefix, id string) (subtask int, epoch uint64, ok bool) {
+	rest, ok := strings.CutPrefix(id, prefix+"-")
+	if !ok {
+		return 0, 0, false
+	}
+	parts := strings.Split(rest, "-")
+	switch {
+	case len(parts) == 2:
+	case len(parts) == 3 && strings.HasPrefix(parts[1], "e"):
+		e, err := strconv.ParseUint(parts[1][1:], 10, 64)
+		if err != nil || e == 0 {
+			return 0, 0, false
+		}
+		epoch = e
+	default:
+		return 0, 0, false
+	}
+	sub, err := strconv.Atoi(parts[0])
+	if err != nil || sub < 0 {
+		return 0, 0, false
+	}
+	if _, err := strconv.Atoi(parts[len(parts)-1]); err != nil {
+		return 0, 0, false
+	}
+	return sub, epoch, true
 }
 
 func (s *sink[T]) client(extra ...kgo.Opt) (*kgo.Client, error) {
@@ -217,37 +264,130 @@ func decodeHandle(b []byte) (id string, pid int64, epoch int16, records int64, e
 	return string(b[18:]), int64(binary.BigEndian.Uint64(b)), int16(binary.BigEndian.Uint16(b[8:])), int64(binary.BigEndian.Uint64(b[10:])), nil
 }
 
+// ErrSuperseded is wrapped by the error of Recover when a newer
+// incarnation of the same sink task has a transaction open: this one is
+// stale (its process was paused while the job moved on), and must not run.
+var ErrSuperseded = errors.New("kafka: a newer incarnation of the sink task is writing")
+
 // Recover commits the pending transactions by their stored producer id and
-// epoch, then initialises every other id of the pool, which fences the
-// producers of failed incarnations and aborts what they left open.
-func (s *sink[T]) Recover(ctx context.Context, _ uint64, pending [][]byte, _ []byte) error {
+// epoch, then aborts the transactions that older incarnations of the task
+// left open, by initialising their ids, which also fences their producers.
+// It finds them by listing the open transactions (ListTransactions, Kafka
+// 3.0 and later); a broker that cannot list them has only the restored
+// checkpoint's incarnation's pool aborted, and the rest is left to its
+// transaction timeout. It touches no transaction of a newer incarnation:
+// finding one open, it fails with ErrSuperseded before it commits or
+// aborts anything.
+func (s *sink[T]) Recover(ctx context.Context, _ uint64, pending [][]byte, open []byte) error {
+	s.epoch = topology.Incarnation(ctx)
 	if err := s.init(); err != nil {
 		return err
 	}
-	keep := make([]bool, len(s.ids)) // committed here: a fence would make a retry fail
+	var older []string // open transactions of older incarnations
+	listed := false
+	if s.epoch != 0 {
+		var err error
+		older, listed, err = s.openOlder(ctx)
+		if err != nil {
+			return err
+		}
+	}
+	committed := map[string]bool{} // committed here: a fence would make a retry fail
 	for _, h := range pending {
 		id, _, _, _, err := decodeHandle(h)
 		if err != nil {
 			return err
 		}
-		committed, err := s.commitRaw(ctx, h)
+		ok, err := s.commitRaw(ctx, h)
 		if err != nil {
 			return err
 		}
-		if i := s.slotOf(id); i >= 0 {
-			keep[i] = committed
+		committed[id] = committed[id] || ok
+		if i := s.slotOf(id); i >= 0 { // an id of this incarnation's pool: epoch 0
 			s.pool.restored(i)
 		}
 	}
-	errs := make([]error, len(s.ids))
+	switch {
+	case s.epoch == 0:
+		// The incarnation is unknown: every incarnation uses the same
+		// pool, whose other ids may hold what a failed one left open.
+		older = s.ids
+	case !listed:
+		older = s.restoredPool(pending, open)
+	}
+	errs := make([]error, len(older))
 	var wg sync.WaitGroup
-	for i, id := range s.ids {
-		if !keep[i] {
+	for i, id := range older {
+		if !committed[id] {
 			wg.Go(func() { errs[i] = s.fence(ctx, id) })
 		}
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// openOlder lists the transactions of this task open on the brokers: it
+// returns those of older incarnations, fails with ErrSuperseded on one of a
+// newer incarnation, and reports listed false when the brokers cannot list
+// them.
+func (s *sink[T]) openOlder(ctx context.Context) (older []string, listed bool, err error) {
+	req := kmsg.NewPtrListTransactionsRequest()
+	req.StateFilters = []string{"Ongoing"}
+	resp, err := req.RequestWith(ctx, s.admin)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, false, fmt.Errorf("kafka: list the open transactions of sink task %d: %w", s.subtask, ctx.Err())
+		}
+		if _, said := cannotList.LoadOrStore(s.cfg.TransactionalIDPrefix, true); said {
+			return nil, false, nil
+		}
+		slog.Warn("kafka: the brokers cannot list open transactions (ListTransactions needs Kafka 3.0 or later); only the restored checkpoint's transactions are aborted now, what other failed incarnations left open is aborted at their transaction timeout, and read_committed consumers wait until then",
+			"transactional_id_prefix", s.cfg.TransactionalIDPrefix, "subtask", s.subtask, "transaction_timeout", s.cfg.TransactionTimeout, "err", err)
+		return nil, false, nil
+	}
+	for _, t := range resp.TransactionStates {
+		sub, epoch, ok := parseTxnID(s.cfg.TransactionalIDPrefix, t.TransactionalID)
+		if !ok || sub != s.subtask {
+			continue
+		}
+		switch {
+		case epoch > s.epoch:
+			return nil, true, fmt.Errorf("%w: transaction %q of incarnation %d is open, this task runs incarnation %d: this incarnation is stale, and leaves the transactions alone",
+				ErrSuperseded, t.TransactionalID, epoch, s.epoch)
+		case epoch < s.epoch:
+			older = append(older, t.TransactionalID)
+		}
+	}
+	return older, true, nil
+}
+
+// cannotList holds the transactional id prefixes whose brokers could not
+// list open transactions, so that each is logged once.
+var cannotList sync.Map
+
+// restoredPool returns the ids of the pools of the older incarnations that
+// the restored checkpoint's handles name.
+func (s *sink[T]) restoredPool(pending [][]byte, open []byte) []string {
+	var ids []string
+	seen := map[uint64]bool{}
+	for _, h := range append(slices.Clip(pending), open) {
+		id, _, _, _, err := decodeHandle(h)
+		if err != nil {
+			continue
+		}
+		sub, epoch, ok := parseTxnID(s.cfg.TransactionalIDPrefix, id)
+		if !ok || sub != s.subtask || epoch >= s.epoch || seen[epoch] {
+			continue
+		}
+		seen[epoch] = true
+		for n := range s.cfg.PoolSize {
+			ids = append(ids, txnID(s.cfg.TransactionalIDPrefix, s.subtask, epoch, n))
+		}
+	}
+	return ids
 }
 
 // fence initialises transactional id id, which aborts a transaction open

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -155,19 +157,66 @@ func TestSinkExactlyOnceUnderFailures(t *testing.T) {
 		t.Fatalf("seed %d: %v", seed, err)
 	}
 	wantOnce(t, committed(t, brokers, "out"), n)
-	ids := transactionalIDs(t, brokers, "kafka-eo-")
-	want := map[string]bool{"kafka-eo-check": true}
-	for task := range 2 {
-		for i := range pool {
-			want[fmt.Sprintf("kafka-eo-%d-%d", task, i)] = true
-		}
+	ids, incarnations := inPools(t, brokers, "kafka-eo", 2, pool)
+	if incarnations < 2 {
+		t.Errorf("the sink tasks used the pools of %d incarnations, want one more after each of %d failures", incarnations, failures.Load())
 	}
-	for _, id := range ids {
-		if !want[id] {
+	t.Logf("%d failures injected, %d checkpoints completed, %d transactional ids of %d incarnations used", failures.Load(), completed.Load(), ids, incarnations)
+}
+
+// poolIDRE matches the transactional ids of a sink's pools.
+var poolIDRE = regexp.MustCompile(`^(.+)-(\d+)-e(\d+)-(\d+)$`)
+
+// inPools checks that every transactional id of prefix is "<prefix>-check"
+// or in the pool of a sink task, "<prefix>-<task>-e<incarnation>-<n>" with
+// task < tasks and n < pool, and returns how many there are and of how
+// many incarnations.
+func inPools(t *testing.T, brokers []string, prefix string, tasks, pool int) (ids, incarnations int) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, id := range transactionalIDs(t, brokers, prefix+"-") {
+		if id == prefix+"-check" {
+			continue
+		}
+		m := poolIDRE.FindStringSubmatch(id)
+		if m == nil || m[1] != prefix {
 			t.Errorf("transactional id %s is outside the pools", id)
+			continue
+		}
+		if task, _ := strconv.Atoi(m[2]); task >= tasks {
+			t.Errorf("transactional id %s is of task %d, the sink has %d", id, task, tasks)
+		}
+		if n, _ := strconv.Atoi(m[4]); n >= pool {
+			t.Errorf("transactional id %s is outside the pool of %d", id, pool)
+		}
+		ids++
+		seen[m[3]] = true
+	}
+	return ids, len(seen)
+}
+
+// poolID returns the transactional id of slot n of sink task task of
+// prefix, which one incarnation only has used.
+func poolID(brokers []string, prefix string, task, n int) (string, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return "", err
+	}
+	defer cl.Close()
+	resp, err := kmsg.NewPtrListTransactionsRequest().RequestWith(context.Background(), cl)
+	if err != nil {
+		return "", err
+	}
+	var ids []string
+	for _, tx := range resp.TransactionStates {
+		if m := poolIDRE.FindStringSubmatch(tx.TransactionalID); m != nil && m[1] == prefix && m[2] == strconv.Itoa(task) && m[4] == strconv.Itoa(n) {
+			ids = append(ids, tx.TransactionalID)
 		}
 	}
-	t.Logf("%d failures injected, %d checkpoints completed, %d transactional ids used", failures.Load(), completed.Load(), len(ids))
+	if len(ids) != 1 {
+		return "", fmt.Errorf("slot %d of sink task %d of %s: transactional ids %q, want one", n, task, prefix, ids)
+	}
+	return ids[0], nil
 }
 
 // transactionalIDs lists the broker's transactional ids that start with
@@ -237,8 +286,12 @@ func TestSinkLostTransactionFailsLoudly(t *testing.T) {
 			if task != "out#0" || !fired.CompareAndSwap(false, true) {
 				return
 			}
-			// Its id ends in -0-0.
-			cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.TransactionalID("kafka-lost-0-0"))
+			// It is on slot 0 of the pool.
+			id, err := poolID(brokers, "kafka-lost", 0, 0)
+			if err != nil {
+				panic(err)
+			}
+			cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.TransactionalID(id))
 			if err != nil {
 				panic(err)
 			}
