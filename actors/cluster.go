@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/snapflow/snapflow/actors/membership"
+	"github.com/snapflow/snapflow/internal/nodeauth"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
 	"google.golang.org/grpc"
@@ -51,7 +53,20 @@ type Cluster struct {
 	// (default 5s) is lost.
 	HeartbeatInterval, HeartbeatTimeout time.Duration
 	// TLS, when set, makes every connection between nodes mutual TLS.
+	// A Listen host off loopback needs it (see AllowPlaintext).
 	TLS *TLS
+	// Secret authenticates the nodes to each other: every node of the
+	// cluster has the same one, of at least 16 bytes (for example the
+	// output of `openssl rand -hex 32`), and refuses every connection
+	// that does not prove it, before reading a message (see
+	// docs/cluster.md). Default: the environment variable
+	// SNAPFLOW_CLUSTER_SECRET. Keep it like the store's credentials.
+	Secret string
+	// AllowPlaintext lets Listen be off loopback without TLS, which is
+	// refused otherwise: anyone who reads the network between the nodes
+	// could take the token that proves the secret, then control the job.
+	// It is logged as a warning.
+	AllowPlaintext bool
 }
 
 // TLS names the PEM files of mutual TLS between nodes: every node presents
@@ -126,7 +141,19 @@ func (c *Cluster) finish() error {
 	if c.Store == "" {
 		return errors.New("actors: Cluster.Store is empty: every node must open the same store (s3://... or a shared directory)")
 	}
-	_, _, err := splitHostPort("Cluster.Listen", c.Listen)
+	if scheme, _, ok := strings.Cut(c.Store, "://"); ok && strings.EqualFold(scheme, "mem") {
+		return fmt.Errorf("actors: Cluster.Store %q: a memory store lives in one process and the workers could not read or write it; use s3://... or a directory every node shares", c.Store)
+	}
+	secret, err := nodeauth.Secret("actors: Cluster.Secret", c.Secret, os.Getenv)
+	if err != nil {
+		return err
+	}
+	c.Secret = secret
+	host, _, err := splitHostPort("Cluster.Listen", c.Listen)
+	if err != nil {
+		return err
+	}
+	_, err = nodeauth.Listener("actors: Cluster.Listen", host, c.TLS != nil, c.AllowPlaintext, "Cluster.AllowPlaintext")
 	return err
 }
 
@@ -150,13 +177,32 @@ type node struct {
 	addr   string
 }
 
-// startNode makes system reachable from other nodes on listen.
-func startNode(system *actor.ActorSystem, option, listen string, t *TLS) (*node, error) {
+// nodeSpec is what startNode needs of a Cluster or a Worker.
+type nodeSpec struct {
+	option, listen string // the listen option's name, and its value
+	tls            *TLS
+	secret         string
+	allowPlaintext bool
+	allowOption    string // the name of the AllowPlaintext option
+	log            *slog.Logger
+}
+
+// startNode makes system reachable from the nodes that share spec's secret,
+// and from no one else.
+func startNode(system *actor.ActorSystem, spec nodeSpec) (*node, error) {
+	option, listen := spec.option, spec.listen
 	host, _, err := splitHostPort(option, listen)
 	if err != nil {
 		return nil, err
 	}
-	creds, dialCreds, err := t.credentials()
+	plaintextOff, err := nodeauth.Listener("actors: "+option, host, spec.tls != nil, spec.allowPlaintext, spec.allowOption)
+	if err != nil {
+		return nil, err
+	}
+	if plaintextOff {
+		spec.log.Warn("listening off loopback without TLS: anyone who reads the network between the nodes can take the token that proves the cluster's secret", "listen", listen, spec.allowOption, true)
+	}
+	creds, dialCreds, err := spec.tls.credentials()
 	if err != nil {
 		return nil, err
 	}
@@ -168,9 +214,12 @@ func startNode(system *actor.ActorSystem, option, listen string, t *TLS) (*node,
 	}
 	port := probe.Addr().(*net.TCPAddr).Port // the free port found for port 0
 	probe.Close()
+	rejected := func(peer, reason string) {
+		spec.log.Warn("refused a connection from outside the cluster", "peer", peer, "reason", reason, "refused_so_far", nodeauth.Rejected.Load())
+	}
 	cfg := remote.Configure(host, port,
-		remote.WithServerOptions(grpc.MaxRecvMsgSize(maxWireMessage), grpc.Creds(creds)),
-		remote.WithDialOptions(grpc.WithTransportCredentials(dialCreds),
+		remote.WithServerOptions(append(nodeauth.ServerOptions(spec.secret, rejected), grpc.MaxRecvMsgSize(maxWireMessage), grpc.Creds(creds))...),
+		remote.WithDialOptions(grpc.WithTransportCredentials(dialCreds), nodeauth.DialOption(spec.secret),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxWireMessage), grpc.MaxCallSendMsgSize(maxWireMessage))),
 		remote.WithEndpointWriterBatchSize(wireWriterBatch),
 	)
@@ -263,9 +312,6 @@ func (cfg *config) openClusterStore(ctx context.Context, plan *topology.Plan) (s
 	}
 	if err := c.finish(); err != nil {
 		return nil, err
-	}
-	if strings.HasPrefix(c.Store, "mem:") {
-		return nil, fmt.Errorf("actors: Cluster.Store %q: a memory store lives in one process and the workers could not read or write it; use s3://... or a directory every node shares", c.Store)
 	}
 	if err := plan.CheckWire(); err != nil {
 		return nil, fmt.Errorf("actors: job %q in cluster mode: %w", plan.Job, err)

@@ -25,7 +25,7 @@ func TestClusterRescaleFromSavepoint(t *testing.T) {
 		}
 		gate := testsrc.NewGate(limit)
 		job := func() *topology.Graph { return shape.build(par, gate, func(int64) error { return nil }) }
-		opts := []actors.Option{actors.WithCluster(actors.Cluster{Workers: 2, Store: dir}), actors.WithLogger(testLogger(t)),
+		opts := []actors.Option{actors.WithCluster(actors.Cluster{Workers: 2, Store: dir, Secret: testSecret}), actors.WithLogger(testLogger(t)),
 			actors.WithCheckpointInterval(20e6)}
 		if phase == 1 {
 			opts = append(opts, actors.FromSavepoint("half"))

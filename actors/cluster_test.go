@@ -3,7 +3,6 @@ package actors_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 
@@ -43,7 +42,7 @@ func startWorkers(t *testing.T, ctx context.Context, addr string, n int, job fun
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = actors.ServeWorker(ctx, actors.Worker{Join: addr, Slots: 6, Jobs: []func() *topology.Graph{job}, Logger: testLogger(t)})
+			errs[i] = actors.ServeWorker(ctx, actors.Worker{Join: addr, Slots: 6, Jobs: []func() *topology.Graph{job}, Logger: testLogger(t), Secret: testSecret})
 		}()
 	}
 	return func() []error { wg.Wait(); return errs }
@@ -63,7 +62,7 @@ func TestClusterInProcessExact(t *testing.T) {
 	dir := t.TempDir()
 	job := clusterJob(n, keys)
 	ev := &events{}
-	j, err := actors.Start(context.Background(), job(), actors.WithCluster(actors.Cluster{Workers: 2, Store: dir}),
+	j, err := actors.Start(context.Background(), job(), actors.WithCluster(actors.Cluster{Workers: 2, Store: dir, Secret: testSecret}),
 		actors.WithCheckpointInterval(20e6), actors.WithLogger(testLogger(t)), actors.WithListener(ev.listen))
 	if err != nil {
 		t.Fatal(err)
@@ -105,13 +104,6 @@ func TestClusterInProcessExact(t *testing.T) {
 	}
 }
 
-func TestClusterRefusesMemStore(t *testing.T) {
-	_, err := actors.Start(context.Background(), clusterJob(10, 2)(), actors.WithCluster(actors.Cluster{Store: "mem://x"}))
-	if err == nil || !strings.Contains(err.Error(), `Cluster.Store "mem://x": a memory store lives in one process`) {
-		t.Fatalf("mem:// store: got %v, want a refusal naming the option and the URL", err)
-	}
-}
-
 func TestClusterWorkerLeavesInProcess(t *testing.T) {
 	inProcessCluster(t)
 	const n, keys = 20_000, 16
@@ -125,7 +117,7 @@ func TestClusterWorkerLeavesInProcess(t *testing.T) {
 	}
 	dir := t.TempDir()
 	ev := &events{}
-	j, err := actors.Start(context.Background(), job(), actors.WithCluster(actors.Cluster{Workers: 2, Store: dir}),
+	j, err := actors.Start(context.Background(), job(), actors.WithCluster(actors.Cluster{Workers: 2, Store: dir, Secret: testSecret}),
 		actors.WithCheckpointInterval(0), actors.WithLogger(testLogger(t)), actors.WithListener(ev.listen))
 	if err != nil {
 		t.Fatal(err)

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"runtime/debug"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/snapflow/snapflow/internal/nodeauth"
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
@@ -31,7 +33,14 @@ type Worker struct {
 	// topology fingerprint: run the same binary on every node.
 	Jobs []func() *topology.Graph
 	// TLS, when set, makes the connections to other nodes mutual TLS.
+	// A Listen host off loopback needs it (see AllowPlaintext).
 	TLS *TLS
+	// Secret is the cluster's secret (see Cluster.Secret); default: the
+	// environment variable SNAPFLOW_CLUSTER_SECRET.
+	Secret string
+	// AllowPlaintext lets Listen be off loopback without TLS (see
+	// Cluster.AllowPlaintext).
+	AllowPlaintext bool
 	// RegisterTimeout bounds how long the worker tries to register with
 	// the coordinator, at start and again after losing it (default 30s).
 	RegisterTimeout time.Duration
@@ -79,6 +88,10 @@ func ServeWorker(ctx context.Context, w Worker) error {
 	if _, _, err := splitHostPort("Worker.Join", w.Join); err != nil {
 		return err
 	}
+	secret, err := nodeauth.Secret("actors: Worker.Secret", w.Secret, os.Getenv)
+	if err != nil {
+		return err
+	}
 	jobs := map[string]*topology.Plan{}
 	var offered []*messages.JobFingerprint
 	for i, mk := range w.Jobs {
@@ -103,7 +116,8 @@ func ServeWorker(ctx context.Context, w Worker) error {
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return w.Logger.With("component", "protoactor") }),
 		actor.WithDeadLetterThrottleInterval(50*time.Millisecond),
 	)
-	n, err := startNode(system, "Worker.Listen", w.Listen, w.TLS)
+	n, err := startNode(system, nodeSpec{option: "Worker.Listen", listen: w.Listen, tls: w.TLS, secret: secret,
+		allowPlaintext: w.AllowPlaintext, allowOption: "Worker.AllowPlaintext", log: w.Logger})
 	if err != nil {
 		system.Shutdown()
 		return err
@@ -247,7 +261,11 @@ func (h *workerHost) Receive(ctx actor.Context) {
 		if h.timer != nil {
 			h.timer.Stop()
 		}
-	case *actor.Stopped, *actor.Restarting:
+	case *actor.Stopped:
+		// ServeWorker stops it after taking its result; any other stop
+		// (a Stop or PoisonPill message) ends ServeWorker with an error.
+		h.end(fmt.Errorf("%w: the host actor of worker %s was stopped", ErrActorStopped, h.id))
+	case *actor.Restarting:
 	default:
 		h.log.Warn("worker dropping a message of unknown type", "type", fmt.Sprintf("%T", m))
 	}

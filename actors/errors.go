@@ -14,6 +14,11 @@ var ErrStopped = errors.New("actors: job stopped")
 // ErrFinished is returned by Checkpoint once the job has finished.
 var ErrFinished = errors.New("actors: job finished")
 
+// ErrActorStopped is the cause of a job whose job actor, or of a worker
+// whose host actor, was stopped by something other than the job's end (a
+// Stop or PoisonPill message): the job did not finish.
+var ErrActorStopped = errors.New("actors: stopped before the job ended")
+
 // TaskError is a task's failure: a panic or an error returned by an operator.
 type TaskError struct {
 	Task     string // e.g. "sum#1"

@@ -4,3 +4,7 @@ package actors
 func SendToTask(j *Job, task string, msg any) {
 	j.system.Root.Send(j.sh.pids[j.sh.plan.Task(task).Index], msg)
 }
+
+// PoisonJobActor sends a PoisonPill to the job's job actor, as a peer could
+// before nodes were authenticated.
+func PoisonJobActor(j *Job) { j.system.Root.Poison(j.pid) }

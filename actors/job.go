@@ -115,7 +115,8 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 	if cfg.cluster != nil {
 		// Listen first: a coordinator started by mistake on a running one's
 		// address fails here, before it takes the job's lease.
-		if n, err = startNode(system, "Cluster.Listen", cfg.cluster.Listen, cfg.cluster.TLS); err != nil {
+		if n, err = startNode(system, nodeSpec{option: "Cluster.Listen", listen: cfg.cluster.Listen,
+			tls: cfg.cluster.TLS, secret: cfg.cluster.Secret, allowPlaintext: cfg.cluster.AllowPlaintext, allowOption: "Cluster.AllowPlaintext", log: log}); err != nil {
 			undo()
 			return nil, err
 		}

@@ -201,6 +201,13 @@ func (j *jobActor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		j.onStarted(ctx)
 	case *actor.Stopped:
+		if j.phase != phaseDone {
+			// Stopped by a message, not by finish: never a success.
+			cause := fmt.Errorf("%w: the job actor of job %q was stopped (a Stop or PoisonPill message)", ErrActorStopped, j.sh.job)
+			j.log.Error("the job actor was stopped before the job ended", "err", cause)
+			j.phase, j.result = phaseDone, &JobError{Job: j.sh.job, Failures: j.strategy.Failures(time.Now()), Reason: "its job actor stopped", Cause: cause}
+			j.sh.inc.Load().cancel()
+		}
 		close(j.stopped)
 	case *actor.Stopping, *actor.Restarting:
 	default:

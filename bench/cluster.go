@@ -20,6 +20,8 @@ import (
 
 	"github.com/snapflow/snapflow/actors"
 	"github.com/snapflow/snapflow/actors/restart"
+	"github.com/snapflow/snapflow/internal/nodeauth"
+	"github.com/snapflow/snapflow/internal/racedetect"
 	"github.com/snapflow/snapflow/topology"
 )
 
@@ -242,8 +244,9 @@ func runCluster(ctx context.Context, rc rowConfig) (row Row, err error) {
 	}()
 
 	l := &clusterListener{running: make(chan struct{})}
+	secret := nodeauth.NewSecret() // the workers get it through their environment
 	job, err = actors.Start(ctx, g,
-		actors.WithCluster(actors.Cluster{Listen: actors.DefaultListen, Workers: clusterWorkers, Store: dir}),
+		actors.WithCluster(actors.Cluster{Listen: actors.DefaultListen, Workers: clusterWorkers, Store: dir, Secret: secret}),
 		actors.WithCheckpointInterval(interval), actors.WithCheckpointTimeout(time.Minute),
 		actors.WithRestartPolicy(restart.Policy{InitialBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond}),
 		actors.WithListener(l.on))
@@ -252,7 +255,7 @@ func runCluster(ctx context.Context, rc rowConfig) (row Row, err error) {
 	}
 	spec := workerSpec{Join: job.Address(), Job: name,
 		Config: childConfig{rowConfig: rc, Records: rc.Records, Duration: rc.Duration}}
-	if ws, err = startWorkers(ctx, exe, spec, clusterWorkers, rc.CPUProfile); err != nil {
+	if ws, err = startWorkers(ctx, exe, spec, secret, clusterWorkers, rc.CPUProfile); err != nil {
 		return Row{}, err
 	}
 	if rc.Records > 0 {
@@ -437,10 +440,11 @@ func (t *tailBuffer) String() string {
 	return string(t.b)
 }
 
-// startWorkers starts n workers of spec. Each is killed if this process
-// dies first, where the platform allows (see childAttr), and stops by
-// itself when its stdin closes.
-func startWorkers(ctx context.Context, exe string, spec workerSpec, n int, profile string) (*workerSet, error) {
+// startWorkers starts n workers of spec, with the cluster's secret in their
+// environment. Each is killed if this process dies first, where the
+// platform allows (see childAttr), and stops by itself when its stdin
+// closes.
+func startWorkers(ctx context.Context, exe string, spec workerSpec, secret string, n int, profile string) (*workerSet, error) {
 	ws := &workerSet{exited: make(chan int, n)}
 	for i := range n {
 		spec.Index = i
@@ -455,6 +459,7 @@ func startWorkers(ctx context.Context, exe string, spec workerSpec, n int, profi
 		}
 		w := &workerProc{cmd: exec.Command(exe, "-child", clusterWorkerPrefix+string(b)), done: make(chan struct{})}
 		w.cmd.SysProcAttr = childAttr()
+		w.cmd.Env = append(os.Environ(), nodeauth.EnvSecret+"="+secret)
 		w.cmd.Stdout, w.cmd.Stderr = &w.stdout, &w.stderr
 		if w.stdin, err = w.cmd.StdinPipe(); err != nil {
 			ws.kill()
@@ -543,7 +548,7 @@ func (ws *workerSet) wait(d time.Duration) ([]workerStats, error) {
 		if w.err != nil {
 			return nil, fmt.Errorf("bench: cluster: worker %d: %w", i, w.err)
 		}
-		if r := foreignRaces(w.stderr.String()); len(r) > 0 {
+		if r := racedetect.Foreign(w.stderr.String()); len(r) > 0 {
 			return nil, fmt.Errorf("bench: cluster: worker %d: %d data races, the first:\n%s", i, len(r), r[0])
 		}
 		s, err := parseStats(w.stdout.Bytes())

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snapflow/snapflow/internal/nodeauth"
 )
 
 // TestStatsLine: a worker's stats line reads back as written, among other
@@ -255,7 +257,7 @@ func TestWorkersAreReaped(t *testing.T) {
 	// keep trying to register.
 	spec := workerSpec{Join: closedAddr(t), Job: "bench-reap",
 		Config: childConfig{rowConfig: rowConfig{Topology: "paritysum", Mode: "cluster", Interval: "off", Parallelism: 2, RecordSize: 16, Keys: 8}, Duration: time.Second}}
-	ws, err := startWorkers(context.Background(), exe, spec, 2, "")
+	ws, err := startWorkers(context.Background(), exe, spec, nodeauth.NewSecret(), 2, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,49 +299,6 @@ func closedAddr(t *testing.T) string {
 	addr := l.Addr().String()
 	l.Close()
 	return addr
-}
-
-// TestForeignRaces: a race report both of whose accesses are in
-// protoactor-go's remote package is tolerated, with or without a worker's
-// prefix; one with an access elsewhere is returned.
-func TestForeignRaces(t *testing.T) {
-	report := func(prefix, first, second string) string {
-		lines := []string{"==================", "WARNING: DATA RACE",
-			"Write at 0x00c0002f4400 by goroutine 17:", "  " + first, "      /x/remote/endpoint_manager.go:115 +0x405", "",
-			"Previous read at 0x00c0002f4400 by goroutine 60:", "  " + second, "      /x/remote/endpoint_manager.go:248 +0x73", "",
-			"Goroutine 17 (running) created at:", "  github.com/snapflow/snapflow/actors.Start()", "=================="}
-		var b strings.Builder
-		for _, l := range lines {
-			b.WriteString(prefix + l + "\n")
-		}
-		return b.String()
-	}
-	upstream := report("", "github.com/asynkron/protoactor-go/remote.(*endpointManager).stop()",
-		"github.com/asynkron/protoactor-go/remote.(*endpointManager).removeEndpoint()")
-	ours := report("worker 1: ", "github.com/asynkron/protoactor-go/remote.(*endpointReader).suspend()",
-		"github.com/snapflow/snapflow/bench.(*workerWindow).open()")
-	if got := foreignRaces("progress ...\n" + upstream + report("worker 0: ", "github.com/asynkron/protoactor-go/remote.(*endpointReader).Receive()",
-		"github.com/asynkron/protoactor-go/remote.(*endpointReader).suspend()")); len(got) != 0 {
-		t.Errorf("upstream races reported: %q", got)
-	}
-	// Past the runtime's frames (a channel closed and sent on).
-	viaRuntime := func(second string) string {
-		return report("", "runtime.closechan()\n      /go/src/runtime/chan.go:414 +0x0\n  github.com/asynkron/protoactor-go/remote.(*endpointReader).Receive.func1()",
-			"runtime.chansend()\n      /go/src/runtime/chan.go:176 +0x0\n  "+second)
-	}
-	if got := foreignRaces(viaRuntime("github.com/asynkron/protoactor-go/remote.(*endpointManager).stop.func1()")); len(got) != 0 {
-		t.Errorf("an upstream race through the runtime reported: %q", got)
-	}
-	if got := foreignRaces(viaRuntime("github.com/snapflow/snapflow/actors.(*node).shutdown()")); len(got) != 1 {
-		t.Errorf("a race with snapflow through the runtime: %q, want it reported", got)
-	}
-	got := foreignRaces(upstream + ours + "tail\n")
-	if len(got) != 1 || !strings.Contains(got[0], "workerWindow") {
-		t.Errorf("foreignRaces = %q, want the report with workerWindow", got)
-	}
-	if got := foreignRaces(strings.Join(strings.SplitAfter(ours, "\n")[:6], "")); len(got) != 1 {
-		t.Errorf("a report cut short: %q, want it reported", got)
-	}
 }
 
 // TestSurvive: a worker's error passes through, a panic that is not

@@ -39,6 +39,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/snapflow/snapflow/internal/racedetect"
 )
 
 type flags struct {
@@ -687,7 +689,7 @@ func runInChild(ctx context.Context, stderr io.Writer, rc rowConfig) (Row, error
 	if err != nil {
 		return Row{}, fmt.Errorf("child: %w", err)
 	}
-	if r := foreignRaces(races.String()); len(r) > 0 {
+	if r := racedetect.Foreign(races.String()); len(r) > 0 {
 		return Row{}, fmt.Errorf("child: %d data races, the first:\n%s", len(r), r[0])
 	}
 	var row Row

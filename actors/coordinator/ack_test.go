@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -128,8 +129,8 @@ func TestTimeout(t *testing.T) {
 	}
 	expect(t, c.Tick(at(time.Minute+time.Second-1)))
 	expect(t, c.Tick(at(time.Minute+time.Second)),
-		`Aborted chk=1 reason="timed out after 1m0s"`,
-		`RequestDone req=1 chk=1 err="coordinator: checkpoint aborted: checkpoint 1: timed out after 1m0s"`)
+		`Aborted chk=1 reason="timed out after 1m0s, waiting for 2 tasks: a, b"`,
+		`RequestDone req=1 chk=1 err="coordinator: checkpoint aborted: checkpoint 1: timed out after 1m0s, waiting for 2 tasks: a, b"`)
 	if _, ok := c.NextTrigger(); ok {
 		t.Fatal("NextTrigger with nothing to do")
 	}
@@ -154,4 +155,20 @@ func TestNoTimeoutWhileWritingManifest(t *testing.T) {
 	}
 	expect(t, c.Tick(at(time.Hour)))
 	expect(t, c.ManifestWritten(at(time.Hour), 1, nil), "Completed chk=1", "RequestDone req=1 chk=1")
+}
+
+// TestTimeoutNamesMissingTasks: a timed-out checkpoint names the tasks that
+// did not acknowledge it, the first eight of them, and counts the rest.
+func TestTimeoutNamesMissingTasks(t *testing.T) {
+	var tasks []string
+	for i := range 12 {
+		tasks = append(tasks, fmt.Sprintf("t%02d", i))
+	}
+	c := New(Config{Timeout: time.Minute, TolerableFailures: -1}, tasks, 1)
+	expect(t, c.RequestCheckpoint(at(0), 1), "Trigger chk=1")
+	c.Ack(at(1), ack(1, "t00"))
+	c.Ack(at(1), ack(1, "t05"))
+	expect(t, c.Tick(at(time.Minute)),
+		`Aborted chk=1 reason="timed out after 1m0s, waiting for 10 tasks: t01, t02, t03, t04, t06, t07, t08, t09 and 2 more"`,
+		`RequestDone req=1 chk=1 err="coordinator: checkpoint aborted: checkpoint 1: timed out after 1m0s, waiting for 10 tasks: t01, t02, t03, t04, t06, t07, t08, t09 and 2 more"`)
 }

@@ -43,7 +43,7 @@ func TestFinalRetried(t *testing.T) {
 	expect(t, c.Tick(at(time.Second+FinalRetryPause-time.Millisecond)))
 	expect(t, c.Tick(at(time.Second+FinalRetryPause)), "Trigger chk=2 final")
 	expect(t, c.Tick(at(time.Minute+time.Second+FinalRetryPause)),
-		`Aborted chk=2 final reason="timed out after 1m0s"`)
+		`Aborted chk=2 final reason="timed out after 1m0s, waiting for 2 tasks: a, b"`)
 	expect(t, c.Tick(at(time.Minute+time.Second+2*FinalRetryPause)), "Trigger chk=3 final")
 	c.Ack(at(time.Hour), ack(3, "a"))
 	expect(t, c.Ack(at(time.Hour), ack(3, "b")), "WriteManifest chk=3 final acks=[a,b]")

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/snapflow/snapflow/messages"
@@ -15,9 +16,35 @@ func (c *Coordinator) Tick(now time.Time) []Action {
 		if p.writing || now.Before(p.triggered.Add(c.cfg.Timeout)) {
 			return nil
 		}
-		return c.fail(now, "timed out after "+c.cfg.Timeout.String())
+		return c.fail(now, "timed out after "+c.cfg.Timeout.String()+", waiting for "+c.missing(p))
 	}
 	return c.maybeTrigger(now)
+}
+
+// missingShown bounds the tasks a timed-out checkpoint's reason names.
+const missingShown = 8
+
+// missing names the tasks that have not acknowledged p, the first
+// missingShown of them.
+func (c *Coordinator) missing(p *pending) string {
+	var names []string
+	n := 0
+	for i, a := range p.acks {
+		if a != nil {
+			continue
+		}
+		if n++; n <= missingShown {
+			names = append(names, c.tasks[i])
+		}
+	}
+	s := strings.Join(names, ", ")
+	if n > missingShown {
+		s += fmt.Sprintf(" and %d more", n-missingShown)
+	}
+	if n == 1 {
+		return "task " + s
+	}
+	return fmt.Sprintf("%d tasks: %s", n, s)
 }
 
 // RequestCheckpoint asks for a checkpoint now, ignoring Interval and

@@ -97,7 +97,13 @@ func (d *demo) coordinatorArgs() []string {
 // startProcesses starts the coordinator, reads its address, and starts the
 // workers.
 func (d *demo) startProcesses(ctx context.Context) error {
-	c, err := startChild("coordinator", nil, d.exe, d.coordinatorArgs()...)
+	// The children share a secret of their own, unless the environment
+	// gives one.
+	var env []string
+	if os.Getenv(envSecret) == "" {
+		env = []string{envSecret + "=" + newSecret()}
+	}
+	c, err := startChild("coordinator", env, d.exe, d.coordinatorArgs()...)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
@@ -118,7 +124,7 @@ func (d *demo) startProcesses(ctx context.Context) error {
 	d.victim = -1
 	for i := range demoWorkers {
 		args := append([]string{"-role", "worker", "-join", addr, "-listen", "127.0.0.1:0", "-v=" + strconv.FormatBool(d.o.verbose)}, d.jobArgs()...)
-		w, err := startChild(fmt.Sprintf("worker %d", i+1), nil, d.exe, args...)
+		w, err := startChild(fmt.Sprintf("worker %d", i+1), env, d.exe, args...)
 		if err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}

@@ -14,11 +14,17 @@
 // shared store, SIGKILLs a worker once a checkpoint has completed, and tells
 // what happened, down to "exactly-once: OK".
 //
-// By hand, in three shells (every node gets the same job flags):
+// By hand, in three shells (every node gets the same job flags and the
+// same secret; the coordinator writes the secret's file, mode 0600, when
+// it does not exist):
 //
-//	go run ./examples/cluster -role coordinator -listen 127.0.0.1:7070 -store /tmp/snapflow-cluster -workers 2
-//	go run ./examples/cluster -role worker -join 127.0.0.1:7070
-//	go run ./examples/cluster -role worker -join 127.0.0.1:7070
+//	go run ./examples/cluster -role coordinator -listen 127.0.0.1:7070 -store /tmp/snapflow-cluster -workers 2 -secret-file /tmp/snapflow-cluster.secret
+//	go run ./examples/cluster -role worker -join 127.0.0.1:7070 -secret-file /tmp/snapflow-cluster.secret
+//	go run ./examples/cluster -role worker -join 127.0.0.1:7070 -secret-file /tmp/snapflow-cluster.secret
+//
+// The nodes refuse every connection that does not prove the secret
+// (docs/cluster.md); without -secret-file they read it from
+// $SNAPFLOW_CLUSTER_SECRET, and the demo makes one for its children.
 //
 // One job on one store has one running coordinator (docs/holder.md): a
 // second one is refused, naming the first, unless it is started with
@@ -38,14 +44,18 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -87,6 +97,8 @@ type options struct {
 	registerTimeout  time.Duration
 	tlsCert, tlsKey  string
 	tlsCA            string
+	secretFile       string
+	secret           string // read from secretFile
 	startOver        bool
 	takeOver         bool
 	leaseTimeout     time.Duration
@@ -121,6 +133,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "mutual TLS: this node's certificate (PEM)")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "mutual TLS: this node's private key (PEM)")
 	fs.StringVar(&o.tlsCA, "tls-ca", "", "mutual TLS: the CA that signs every node's certificate (PEM)")
+	fs.StringVar(&o.secretFile, "secret-file", "", "coordinator and worker: the `file` holding the cluster's secret, the same on every node; the coordinator writes a new one (mode 0600) when it does not exist (\"\": $"+envSecret+")")
 	fs.IntVar(&o.maxFailures, "max-failures", restart.DefaultMaxFailures, "coordinator: failures restarted within -failure-window before the job fails")
 	fs.DurationVar(&o.failureWindow, "failure-window", restart.DefaultWindow, "coordinator: how long a failure counts against -max-failures")
 	fs.BoolVar(&o.startOver, "start-over", false, "coordinator: discard the job's checkpoints in the store and run it from the beginning")
@@ -229,6 +242,50 @@ func countSet(s ...string) int {
 	return n
 }
 
+// envSecret is where the nodes read the cluster's secret from without
+// -secret-file.
+const envSecret = "SNAPFLOW_CLUSTER_SECRET"
+
+// newSecret returns a random secret: 32 bytes, hex-encoded.
+func newSecret() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// loadSecret reads the cluster's secret from file ("" and nil error without
+// a file: the runtime reads $SNAPFLOW_CLUSTER_SECRET). A coordinator writes
+// a new one there, readable by its user only, when the file does not exist.
+func loadSecret(file string, create bool, logger *slog.Logger) (string, error) {
+	if file == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) && create {
+		secret := newSecret()
+		f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) { // another coordinator just wrote it
+			return loadSecret(file, false, logger)
+		}
+		if err != nil {
+			return "", fmt.Errorf("-secret-file: %w", err)
+		}
+		_, err = f.WriteString(secret + "\n")
+		if err = errors.Join(err, f.Close()); err != nil {
+			return "", fmt.Errorf("-secret-file: %w", err)
+		}
+		logger.Info("wrote a new cluster secret; give the workers the same -secret-file", "file", file)
+		return secret, nil
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("-secret-file %s does not exist: start the coordinator with the same -secret-file first (it writes the file), or copy the coordinator's file here", file)
+	}
+	if err != nil {
+		return "", fmt.Errorf("-secret-file: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
 // tls returns the TLS settings, nil without TLS.
 func (o options) tls() *actors.TLS {
 	if o.tlsCert == "" {
@@ -264,6 +321,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 		h = quietProtoactor{Handler: h}
 	}
 	logger := slog.New(h).With("role", o.role)
+	if o.role != "demo" {
+		if o.secret, err = loadSecret(o.secretFile, o.role == "coordinator", logger); err != nil {
+			return err
+		}
+	}
 	switch o.role {
 	case "coordinator":
 		return runCoordinator(ctx, o, stdout, logger)

@@ -21,6 +21,9 @@ var exe string
 // remote package, see internal/racedetect), and the tests' pacing keeps the
 // slower race build's runs about as long as the others.
 func TestMain(m *testing.M) {
+	// Every node the tests start, and every bare node they forge messages
+	// from, inherits the cluster's secret.
+	os.Setenv(envSecret, newSecret())
 	dir, err := os.MkdirTemp("", "snapflow-cluster-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cluster tests:", err)

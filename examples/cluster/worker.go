@@ -26,6 +26,7 @@ func runWorker(ctx context.Context, o options, stdout io.Writer, logger *slog.Lo
 		Slots:           o.slots,
 		Jobs:            []func() *topology.Graph{func() *topology.Graph { return buildJob(o.job) }},
 		TLS:             o.tls(),
+		Secret:          o.secret,
 		RegisterTimeout: o.registerTimeout,
 		Logger:          logger,
 		Listening:       func(addr string) { out.println(listeningPrefix + addr) },

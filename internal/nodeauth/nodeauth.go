@@ -1,0 +1,156 @@
+package nodeauth
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync/atomic"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+)
+
+// EnvSecret is the environment variable a node reads its secret from when
+// its configuration gives none.
+const EnvSecret = "SNAPFLOW_CLUSTER_SECRET"
+
+// MinSecret is the least length of a secret, in bytes.
+const MinSecret = 16
+
+// header is the gRPC metadata key that carries the token.
+const header = "snapflow-node-token"
+
+// label is what the token is the HMAC of.
+const label = "snapflow cluster node token v1"
+
+// Secret returns the secret configured (option names the option it came
+// from, for errors), or the one in the environment when configured is
+// empty, or an error that says how to set one.
+func Secret(option, configured string, getenv func(string) string) (string, error) {
+	s, from := configured, option
+	if s == "" {
+		s, from = getenv(EnvSecret), "$"+EnvSecret
+	}
+	if s == "" {
+		return "", fmt.Errorf("%s is empty and %s is not set: every node of a cluster must share a secret of at least %d bytes (for example the output of `openssl rand -hex 32`), which authenticates the nodes to each other", option, EnvSecret, MinSecret)
+	}
+	if len(s) < MinSecret {
+		return "", fmt.Errorf("%s: the secret has %d bytes, want at least %d", from, len(s), MinSecret)
+	}
+	return s, nil
+}
+
+// Token returns the token of secret.
+func Token(secret string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(label))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// Rejected is the number of calls refused so far in this process.
+var Rejected atomic.Uint64
+
+// ServerOptions returns the options of a node's gRPC server that refuse
+// every call without secret's token; rejected, when not nil, is told of
+// each refusal (the peer's address and why), after Rejected counts it.
+func ServerOptions(secret string, rejected func(peer, reason string)) []grpc.ServerOption {
+	want := []byte(Token(secret))
+	check := func(ctx context.Context) error {
+		reason := ""
+		md, _ := metadata.FromIncomingContext(ctx)
+		switch got := md.Get(header); {
+		case len(got) == 0:
+			reason = "it presented no token (a node without the cluster's secret, or not a snapflow node)"
+		case len(got) > 1 || subtle.ConstantTimeCompare([]byte(got[0]), want) != 1:
+			reason = "its token is not the cluster's (a node with another secret)"
+		default:
+			return nil
+		}
+		Rejected.Add(1)
+		if rejected != nil {
+			addr := "unknown"
+			if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+				addr = p.Addr.String()
+			}
+			rejected(addr, reason)
+		}
+		return status.Error(codes.Unauthenticated, "snapflow: this node accepts only the nodes of its cluster: "+reason)
+	}
+	return []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			if err := check(ctx); err != nil {
+				return nil, err
+			}
+			return h(ctx, req)
+		}),
+		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+			if err := check(ss.Context()); err != nil {
+				return err
+			}
+			return h(srv, ss)
+		}),
+	}
+}
+
+// DialOption returns the option of a node's gRPC client that presents
+// secret's token on every call.
+func DialOption(secret string) grpc.DialOption {
+	return grpc.WithPerRPCCredentials(token(Token(secret)))
+}
+
+type token string
+
+func (t token) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{header: string(t)}, nil
+}
+
+// RequireTransportSecurity is false: the token also guards plaintext
+// listeners on loopback (see Listener).
+func (token) RequireTransportSecurity() bool { return false }
+
+// ErrPlaintext is wrapped by Listener's error for a listener off loopback
+// without TLS.
+var ErrPlaintext = errors.New("a listener off loopback without TLS")
+
+// Listener checks the host a node listens on: off loopback (an address
+// other than 127.0.0.0/8 and ::1, or a name other than localhost, which
+// includes the unspecified 0.0.0.0 and ::), it needs TLS, unless
+// allowPlaintext. It reports whether the listener is plaintext off
+// loopback, for the caller's warning.
+func Listener(option, host string, tls, allowPlaintext bool, allowOption string) (plaintextOff bool, err error) {
+	if tls || Loopback(host) {
+		return false, nil
+	}
+	if !allowPlaintext {
+		return false, fmt.Errorf("%s host %q is not loopback, and there is no TLS: %w would let anyone who reads the network take the cluster's token; set TLS, or %s to accept that", option, host, ErrPlaintext, allowOption)
+	}
+	return true, nil
+}
+
+// Loopback reports whether host is a loopback address or "localhost".
+func Loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// NewSecret returns a random secret of 32 bytes, hex-encoded, for programs
+// that start every node of a cluster themselves (a demo, a benchmark, a
+// test) and hand it to their children through EnvSecret.
+func NewSecret() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
