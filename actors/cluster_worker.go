@@ -113,7 +113,7 @@ func ServeWorker(ctx context.Context, w Worker) error {
 		return errors.New("actors: Worker.Jobs is empty: the worker must know the coordinator's job")
 	}
 	system := actor.NewActorSystem(
-		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return w.Logger.With("component", "protoactor") }),
+		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return protoactorLogger(w.Logger) }),
 		actor.WithDeadLetterThrottleInterval(50*time.Millisecond),
 	)
 	n, err := startNode(system, nodeSpec{option: "Worker.Listen", listen: w.Listen, tls: w.TLS, secret: secret,
@@ -314,7 +314,7 @@ func (h *workerHost) onTick(ctx actor.Context) {
 	}
 	if h.registered == nil {
 		if since := time.Since(h.regSince); since > h.cfg.RegisterTimeout {
-			h.end(fmt.Errorf("%w: no answer from the coordinator at %s within %v (%d attempts): is it running, and do both sides use the same TLS settings?",
+			h.end(fmt.Errorf("%w: no answer from the coordinator at %s within %v (%d attempts): is it running, and do both sides have the same secret and TLS settings? (a warning from protoactor says why a connection was refused)",
 				ErrRegister, h.cfg.Join, h.cfg.RegisterTimeout, h.attempt))
 			return
 		}

@@ -90,7 +90,7 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 	}
 	log := cfg.logger.With("job", plan.Job)
 	system := actor.NewActorSystem(
-		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return cfg.logger.With("component", "protoactor") }),
+		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return protoactorLogger(cfg.logger) }),
 		// Messages to actors that have just stopped (a linger timer firing
 		// during Stop, say) are dead letters. protoactor-go logs them through
 		// a throttle whose goroutine lives for one interval: keep it short so

@@ -54,14 +54,14 @@ type task struct {
 	ready   []align.Action[*batchMsg] // actions waiting for output credit
 	head    int
 
-	running    bool
-	paused     bool // a source during a synchronous checkpoint or a stop-with-savepoint
-	warnedSlow bool // a slow source read was logged
-	polling    bool
-	idle       bool
-	exhausted  bool
-	ending     bool
-	finished   bool
+	running   bool
+	paused    bool       // a source during a synchronous checkpoint or a stop-with-savepoint
+	reading   *readWatch // a source task's watch on its reads
+	polling   bool
+	idle      bool
+	exhausted bool
+	ending    bool
+	finished  bool
 
 	dirty       bool // records emitted since the last flush
 	lingerArmed bool
@@ -232,6 +232,9 @@ func (t *task) onStarted(ctx actor.Context) {
 	}
 	t.inst = inst
 	t.src, _ = inst.(topology.SourceInstance)
+	if t.src != nil {
+		t.reading = watchReads(t.ctx, t.log)
+	}
 	// A task without state in the checkpoint belongs to an operator that is
 	// new or held no state: topology.PlanRestore has refused any other
 	// checkpoint. It starts empty.

@@ -253,10 +253,6 @@ func (t *task) execute(a align.Action[*batchMsg]) {
 	}
 }
 
-// slowRead is how long a source read may take before a warning is logged:
-// the task handles nothing else meanwhile (no barrier, no credit, no stop).
-const slowRead = time.Second
-
 // onPoll lets a source produce while its outputs have credit.
 func (t *task) onPoll() {
 	t.polling = false
@@ -264,13 +260,9 @@ func (t *task) onPoll() {
 		if t.ctx.Err() != nil {
 			return // the incarnation is ending: a failover or a stop
 		}
-		start := time.Now()
+		t.reading.begin()
 		n, status, err := t.src.Produce(t.sh.cfg.batchSize)
-		if took := time.Since(start); took >= slowRead && !t.warnedSlow {
-			t.warnedSlow = true
-			t.log.Warn("a source read blocked; Read must return promptly: return topology.ErrSourceIdle and call the wake function when records arrive, or return when the context given to Open is done",
-				"took", took)
-		}
+		t.reading.end()
 		if err != nil {
 			if t.ctx.Err() != nil {
 				return // interrupted by the end of the incarnation
