@@ -9,6 +9,7 @@ import (
 	"github.com/snapflow/snapflow/actors"
 	"github.com/snapflow/snapflow/internal/nodeauth"
 	"github.com/snapflow/snapflow/internal/testsrc"
+	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
 )
 
@@ -23,7 +24,7 @@ func TestPoisonedJobActorIsNotASuccess(t *testing.T) {
 	g := topology.New("poisoned")
 	src := topology.FromSource(g, "source", func(int, int) topology.Source[int64] { return &testsrc.Gated{N: 1000, Gate: gate} })
 	topology.Sink(src, "sink", func(int64) error { return nil })
-	j, err := actors.Start(context.Background(), g, actors.WithCheckpointInterval(0), actors.WithLogger(testLogger(t)))
+	j, err := actors.Start(context.Background(), g, actors.WithStore(snapshots.NewMem()), actors.WithCheckpointInterval(0), actors.WithLogger(testLogger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

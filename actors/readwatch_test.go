@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
 )
 
@@ -71,7 +72,7 @@ func TestBlockedReadNamedWhileBlocked(t *testing.T) {
 	src := topology.FromSource(g, "stuck", func(int, int) topology.Source[int64] { return &stuckSource{release: release} })
 	topology.Sink(src, "sink", func(int64) error { return nil })
 	logs := make(recordsTo, 1024)
-	j, err := actors.Start(context.Background(), g, actors.WithCheckpointInterval(0), actors.WithLogger(slog.New(logs)))
+	j, err := actors.Start(context.Background(), g, actors.WithStore(snapshots.NewMem()), actors.WithCheckpointInterval(0), actors.WithLogger(slog.New(logs)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,7 +80,7 @@ func openTransactions(t *testing.T, brokers []string, prefix string) []string {
 	}
 	var ids []string
 	for _, s := range resp.TransactionStates {
-		if len(s.TransactionalID) > len(prefix) && s.TransactionalID[:len(prefix)] == prefix {
+		if strings.HasPrefix(s.TransactionalID, prefix) {
 			ids = append(ids, s.TransactionalID)
 		}
 	}

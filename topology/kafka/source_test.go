@@ -18,7 +18,6 @@ import (
 	"github.com/snapflow/snapflow/topology"
 	"github.com/snapflow/snapflow/topology/kafka"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // fill writes the values 0..n-1 to topic, spread over its partitions.
@@ -191,21 +190,8 @@ func TestStopWithSavepointCommits(t *testing.T) {
 	}
 	<-wrote
 	stopWith(t, j, "mid")
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	req := kmsg.NewPtrListTransactionsRequest()
-	req.StateFilters = []string{"Ongoing"}
-	resp, err := req.RequestWith(context.Background(), cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tx := range resp.TransactionStates {
-		if strings.HasPrefix(tx.TransactionalID, "stop-commits") {
-			t.Errorf("transaction %s is still %s after StopWithSavepoint", tx.TransactionalID, tx.TransactionState)
-		}
+	for _, id := range openTransactions(t, brokers, "stop-commits") {
+		t.Errorf("transaction %s is still open after StopWithSavepoint", id)
 	}
 	j, err = actors.Start(context.Background(), pipeline("stop-commits", brokers, 2), actors.WithStore(store),
 		actors.WithCheckpointInterval(20*time.Millisecond))
