@@ -9,6 +9,7 @@ import (
 	"github.com/snapflow/snapflow/actors"
 	"github.com/snapflow/snapflow/internal/testsrc"
 	"github.com/snapflow/snapflow/snapshots"
+	"github.com/snapflow/snapflow/snapshots/snapshotstest"
 )
 
 // These tests damage, in other ways than a state object of the newest
@@ -55,7 +56,7 @@ var (
 	// rpKeyGroup flips a byte inside one key group's entries: the heads
 	// verify, the key group does not.
 	rpKeyGroup = rpHarm{"one key group", func(t *testing.T, store snapshots.Store, manifest, task, key string) {
-		h := stateHandleIn(t, store, manifest, task)
+		h := snapshotstest.StateHandle(t, store, manifest, task)
 		if len(h.GetKeyGroups()) == 0 {
 			t.Fatalf("%s: the state of %s holds no key groups", manifest, task)
 		}
@@ -136,6 +137,27 @@ func rpRefusedNaming(t *testing.T, err error, key string) {
 	}
 }
 
+// rpRefusedUntilRepaired damages key (of checkpoint id's manifest, the
+// state of task, or the manifest itself with task "") with harm, checks
+// that a restart is refused naming key and that the committed files hold
+// 0..committed-1 once and nothing at or above below, then puts key back
+// and checks that a restart resumes from id and ends exactly once.
+func rpRefusedUntilRepaired(t *testing.T, job string, n int64, out string, store snapshots.Store, id uint64, manifest, task, key string, harm rpHarm, committed, below int64) {
+	t.Helper()
+	original, err := store.Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	harm.apply(t, store, manifest, task, key)
+	err = rpRestartRefused(t, job, n, out, store, id)
+	rpRefusedNaming(t, err, key)
+	committedOnce(t, out, committed, below)
+	if err := store.Put(context.Background(), key, original); err != nil {
+		t.Fatal(err)
+	}
+	rpRestartExact(t, job, n, out, store, id)
+}
+
 // TestReplayDamagedNewestObjects: checkpoints after 0..999 and
 // 0..1999, a stop, and then one object of the newest checkpoint damaged:
 // its manifest, the count's state deleted or cut short, the source's
@@ -187,20 +209,7 @@ func TestReplayDamagedNewestObjects(t *testing.T) {
 			if tc.task != "" {
 				key = stateKey(t, store, job, newer, tc.task)
 			}
-			original, err := store.Get(ctx, key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tc.rpHarm.apply(t, store, manifest, tc.task, key)
-
-			err = rpRestartRefused(t, job, n, out, store, newer)
-			rpRefusedNaming(t, err, key)
-			committedOnce(t, out, 1000, 2000)
-
-			if err := store.Put(ctx, key, original); err != nil {
-				t.Fatal(err)
-			}
-			rpRestartExact(t, job, n, out, store, newer)
+			rpRefusedUntilRepaired(t, job, n, out, store, newer, manifest, tc.task, key, tc.rpHarm, 1000, 2000)
 		})
 	}
 }
@@ -383,7 +392,7 @@ func TestReplayDamagedSavepointCheckpoint(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the savepoint's checkpoint %d: %v", sp, err)
 			}
-			key := stateHandleIn(t, store, snapshots.ManifestKey(job, sp), "count#1").GetKey()
+			key := snapshotstest.StateHandle(t, store, snapshots.ManifestKey(job, sp), "count#1").GetKey()
 			if !strings.HasPrefix(key, snapshots.SavepointPrefix(job, "sp")) {
 				t.Fatalf("checkpoint %d (%v) keeps the count's state at %s, not in the savepoint", sp, m.GetSavepoint(), key)
 			}
@@ -472,20 +481,7 @@ func TestReplayDamagedFirstOwnCheckpoint(t *testing.T) {
 		t.Fatalf("Stop: %v", err)
 	}
 	key := stateKey(t, store, job, own, "count#0")
-	original, err := store.Get(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rpGarbage.apply(t, store, snapshots.ManifestKey(job, own), "count#0", key)
-
-	err = rpRestartRefused(t, job, n, out, store, own)
-	rpRefusedNaming(t, err, key)
-	committedOnce(t, out, 2000, 3000)
-
-	if err := store.Put(ctx, key, original); err != nil {
-		t.Fatal(err)
-	}
-	rpRestartExact(t, job, n, out, store, own)
+	rpRefusedUntilRepaired(t, job, n, out, store, own, snapshots.ManifestKey(job, own), "count#0", key, rpGarbage, 2000, 3000)
 }
 
 // TestReplayDamagedAfterFailover: a job with the file sink completes

@@ -9,6 +9,7 @@ import (
 	"github.com/snapflow/snapflow/actors"
 	"github.com/snapflow/snapflow/internal/testsrc"
 	"github.com/snapflow/snapflow/snapshots"
+	"github.com/snapflow/snapflow/snapshots/snapshotstest"
 )
 
 // frDamage is a way to damage a task's state object in a checkpoint. It
@@ -56,7 +57,7 @@ var frDamages = []frDamage{
 		return key, original
 	}},
 	{name: "one key group", headsIntact: true, apply: func(t *testing.T, store snapshots.Store, job string, id uint64, task string) (string, []byte) {
-		h := stateHandleIn(t, store, snapshots.ManifestKey(job, id), task)
+		h := snapshotstest.StateHandle(t, store, snapshots.ManifestKey(job, id), task)
 		if len(h.GetKeyGroups()) == 0 {
 			t.Fatalf("checkpoint %d holds no key groups for %s", id, task)
 		}
@@ -114,12 +115,8 @@ func TestFileSinkDamagedNewestCheckpointRefusedAtStart(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			opts := func(ev *events) []actors.Option {
-				return []actors.Option{actors.WithStore(store), actors.WithInlineStateLimit(0), actors.WithLogger(testLogger(t)),
-					actors.WithCheckpointInterval(0), actors.WithListener(ev.listen)}
-			}
 			gate := testsrc.NewGate(1000)
-			j, err := actors.Start(context.Background(), gatedFileSinkJob(job, n, out, gate, 0), opts(&events{})...)
+			j, err := actors.Start(context.Background(), gatedFileSinkJob(job, n, out, gate, 0), rpOpts(t, store, &events{})...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -130,7 +127,7 @@ func TestFileSinkDamagedNewestCheckpointRefusedAtStart(t *testing.T) {
 			key, original := d.apply(t, store, job, newer, "count#1")
 
 			var ev events
-			j2, err := actors.Start(context.Background(), gatedFileSinkJob(job, n, out, testsrc.NewGate(n), 0), opts(&ev)...)
+			j2, err := actors.Start(context.Background(), gatedFileSinkJob(job, n, out, testsrc.NewGate(n), 0), rpOpts(t, store, &ev)...)
 			switch {
 			case err == nil && !d.headsIntact:
 				_ = j2.Stop()
@@ -162,22 +159,7 @@ func TestFileSinkDamagedNewestCheckpointRefusedAtStart(t *testing.T) {
 			if err := store.Put(context.Background(), key, original); err != nil {
 				t.Fatal(err)
 			}
-			var ev3 events
-			j3, err := actors.Start(context.Background(), gatedFileSinkJob(job, n, out, testsrc.NewGate(n), 0), opts(&ev3)...)
-			if err != nil {
-				t.Fatalf("Start once the damaged object is back: %v", err)
-			}
-			if err := waitJob(t, j3); err != nil {
-				t.Fatal(err)
-			}
-			if r := ev3.of(actors.EventRunning); len(r) == 0 || r[0].Checkpoint != newer {
-				t.Fatalf("the repaired job ran from %+v, want checkpoint %d", r, newer)
-			}
-			seen, hidden := readParts(t, out)
-			exactlyOnce(t, seen, n)
-			if len(hidden) > 0 {
-				t.Errorf("in-progress files left: %v", hidden)
-			}
+			rpRestartExact(t, job, n, out, store, newer)
 		})
 	}
 }
@@ -198,13 +180,9 @@ func TestFileSinkDamagedNewestCheckpointRefusedOnFailover(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			opts := func(ev *events) []actors.Option {
-				return []actors.Option{actors.WithStore(store), actors.WithInlineStateLimit(0), actors.WithLogger(testLogger(t)),
-					actors.WithCheckpointInterval(0), actors.WithListener(ev.listen)}
-			}
 			gate := testsrc.NewGate(1000)
 			var ev events
-			j, err := actors.Start(context.Background(), gatedFileSinkJob(job, n, out, gate, 2500), opts(&ev)...)
+			j, err := actors.Start(context.Background(), gatedFileSinkJob(job, n, out, gate, 2500), rpOpts(t, store, &ev)...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -231,22 +209,7 @@ func TestFileSinkDamagedNewestCheckpointRefusedOnFailover(t *testing.T) {
 			if err := store.Put(context.Background(), key, original); err != nil {
 				t.Fatal(err)
 			}
-			var ev2 events
-			j2, err := actors.Start(context.Background(), gatedFileSinkJob(job, n, out, testsrc.NewGate(n), 0), opts(&ev2)...)
-			if err != nil {
-				t.Fatalf("Start once the damaged object is back: %v", err)
-			}
-			if err := waitJob(t, j2); err != nil {
-				t.Fatal(err)
-			}
-			if r := ev2.of(actors.EventRunning); len(r) == 0 || r[0].Checkpoint != newer {
-				t.Fatalf("the repaired job ran from %+v, want checkpoint %d", r, newer)
-			}
-			seen, hidden := readParts(t, out)
-			exactlyOnce(t, seen, n)
-			if len(hidden) > 0 {
-				t.Errorf("in-progress files left: %v", hidden)
-			}
+			rpRestartExact(t, job, n, out, store, newer)
 		})
 	}
 }
@@ -268,13 +231,9 @@ func TestFileSinkDamagedFinalCheckpointRefused(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			opts := func(ev *events) []actors.Option {
-				return []actors.Option{actors.WithStore(store), actors.WithInlineStateLimit(0), actors.WithLogger(testLogger(t)),
-					actors.WithCheckpointInterval(0), actors.WithListener(ev.listen)}
-			}
 			gate := testsrc.NewGate(1000)
 			var ev events
-			j, err := actors.Start(context.Background(), gatedFileSinkJob(job, n, out, gate, 0), opts(&ev)...)
+			j, err := actors.Start(context.Background(), gatedFileSinkJob(job, n, out, gate, 0), rpOpts(t, store, &ev)...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -300,7 +259,7 @@ func TestFileSinkDamagedFinalCheckpointRefused(t *testing.T) {
 			key, _ := d.apply(t, store, job, final, "count#1")
 
 			var ev2 events
-			j2, err := actors.Start(context.Background(), gatedFileSinkJob(job, n, out, testsrc.NewGate(n), 0), opts(&ev2)...)
+			j2, err := actors.Start(context.Background(), gatedFileSinkJob(job, n, out, testsrc.NewGate(n), 0), rpOpts(t, store, &ev2)...)
 			if err == nil {
 				werr := waitJob(t, j2)
 				t.Fatalf("Start succeeded with the final checkpoint damaged (the job then ended with %v, having run from %+v)", werr, ev2.of(actors.EventRunning))

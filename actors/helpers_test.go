@@ -14,8 +14,8 @@ import (
 
 	"github.com/snapflow/snapflow/actors"
 	"github.com/snapflow/snapflow/internal/testsrc"
-	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
+	"github.com/snapflow/snapflow/snapshots/snapshotstest"
 	"github.com/snapflow/snapflow/topology"
 	"github.com/snapflow/snapflow/topology/filesink"
 )
@@ -269,31 +269,7 @@ func savepointStateKey(t testing.TB, store snapshots.Store, job, name, task stri
 
 func stateKeyIn(t testing.TB, store snapshots.Store, manifest, task string) string {
 	t.Helper()
-	return stateHandleIn(t, store, manifest, task).GetKey()
-}
-
-// stateHandleIn returns the handle of task's state object in the manifest
-// stored at key manifest; an inline state fails the test.
-func stateHandleIn(t testing.TB, store snapshots.Store, manifest, task string) *messages.StateHandle {
-	t.Helper()
-	data, err := store.Get(context.Background(), manifest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &messages.Manifest{}
-	if err := snapshots.DecodeObject(data, snapshots.KindManifest, m); err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range m.GetTasks() {
-		if e.GetTaskId() == task {
-			if len(e.GetState().GetInline()) > 0 {
-				t.Fatalf("%s: the state of %s is inline", manifest, task)
-			}
-			return e.GetState()
-		}
-	}
-	t.Fatalf("%s names no state of %s", manifest, task)
-	return nil
+	return snapshotstest.StateHandle(t, store, manifest, task).GetKey()
 }
 
 // gatedFileSinkJob is a gated split source of 0..n-1 (one task, so that the

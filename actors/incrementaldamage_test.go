@@ -10,6 +10,7 @@ import (
 	"github.com/snapflow/snapflow/actors"
 	"github.com/snapflow/snapflow/internal/testsrc"
 	"github.com/snapflow/snapflow/snapshots"
+	"github.com/snapflow/snapflow/snapshots/snapshotstest"
 )
 
 // TestReplayIncrementalDamageSweep: incremental checkpoints (a key group
@@ -256,7 +257,7 @@ func TestReplayIncrementalFileSinkRefused(t *testing.T) {
 	}
 	t.Logf("complete checkpoints in the store: %v (checkpoint %d's manifest there: %v)", rpCompleteIDs(t, store, job), second,
 		manifestPresent(t, store, snapshots.ManifestKey(job, second)))
-	h := stateHandleIn(t, store, snapshots.ManifestKey(job, newest), "count#1")
+	h := snapshotstest.StateHandle(t, store, snapshots.ManifestKey(job, newest), "count#1")
 	refs := h.GetKey() == key
 	for _, s := range h.GetKeyGroups() {
 		refs = refs || s.GetKey() == key

@@ -9,13 +9,14 @@ import (
 	"github.com/snapflow/snapflow/actors"
 	"github.com/snapflow/snapflow/internal/testsrc"
 	"github.com/snapflow/snapflow/snapshots"
+	"github.com/snapflow/snapflow/snapshots/snapshotstest"
 )
 
 // rfReferences reports whether the state of task in checkpoint id of job
 // reads a key group from object key.
 func rfReferences(t *testing.T, store snapshots.Store, job string, id uint64, task, key string) bool {
 	t.Helper()
-	h := stateHandleIn(t, store, snapshots.ManifestKey(job, id), task)
+	h := snapshotstest.StateHandle(t, store, snapshots.ManifestKey(job, id), task)
 	if h.GetKey() == key {
 		return true
 	}

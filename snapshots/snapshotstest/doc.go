@@ -29,4 +29,7 @@
 // verification and deletion, savepoints that checkpoint scans, retention
 // and cleanup leave alone, the origin marker, retention of an origin
 // checkpoint, LoadLatestSince and LoadCheckpoint.
+//
+// StateHandle reads a task's state handle out of a stored manifest, for
+// tests elsewhere that damage or inspect a checkpoint's objects.
 package snapshotstest

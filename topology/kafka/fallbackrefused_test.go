@@ -13,8 +13,8 @@ import (
 
 	"github.com/snapflow/snapflow/actors"
 	"github.com/snapflow/snapflow/internal/testsrc"
-	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
+	"github.com/snapflow/snapflow/snapshots/snapshotstest"
 	"github.com/snapflow/snapflow/topology"
 	"github.com/snapflow/snapflow/topology/kafka"
 )
@@ -46,30 +46,6 @@ func gatedKafkaJob(name string, n int64, brokers []string, gate *testsrc.Gate, f
 	return g
 }
 
-// kafkaStateHandle returns the state handle of task in checkpoint id of
-// job, as its manifest names it.
-func kafkaStateHandle(t *testing.T, store snapshots.Store, job string, id uint64, task string) *messages.StateHandle {
-	t.Helper()
-	data, err := store.Get(context.Background(), snapshots.ManifestKey(job, id))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &messages.Manifest{}
-	if err := snapshots.DecodeObject(data, snapshots.KindManifest, m); err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range m.GetTasks() {
-		if e.GetTaskId() == task {
-			if e.GetState().GetKey() == "" || len(e.GetState().GetInline()) > 0 {
-				t.Fatalf("checkpoint %d: the state of %s is inline", id, task)
-			}
-			return e.GetState()
-		}
-	}
-	t.Fatalf("checkpoint %d names no state of %s", id, task)
-	return nil
-}
-
 // damageState damages the state object of task in checkpoint id: the
 // whole object replaced by garbage, or (keyGroup) one byte of one key
 // group, which leaves the heads intact. It returns the key and the bytes
@@ -77,7 +53,7 @@ func kafkaStateHandle(t *testing.T, store snapshots.Store, job string, id uint64
 func damageState(t *testing.T, store snapshots.Store, job string, id uint64, task string, keyGroup bool) (string, []byte) {
 	t.Helper()
 	ctx := context.Background()
-	h := kafkaStateHandle(t, store, job, id, task)
+	h := snapshotstest.StateHandle(t, store, snapshots.ManifestKey(job, id), task)
 	original, err := store.Get(ctx, h.GetKey())
 	if err != nil {
 		t.Fatal(err)

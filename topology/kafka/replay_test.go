@@ -13,8 +13,8 @@ import (
 	"github.com/snapflow/snapflow/actors"
 	"github.com/snapflow/snapflow/actors/restart"
 	"github.com/snapflow/snapflow/internal/testsrc"
-	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
+	"github.com/snapflow/snapflow/snapshots/snapshotstest"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -112,30 +112,6 @@ func rpCommitted(t *testing.T, brokers []string, topic, tag string) map[int64]in
 	return seen
 }
 
-// rpStateKey returns the key of task's state object in the manifest at
-// key.
-func rpStateKey(t *testing.T, store snapshots.Store, key, task string) string {
-	t.Helper()
-	data, err := store.Get(context.Background(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &messages.Manifest{}
-	if err := snapshots.DecodeObject(data, snapshots.KindManifest, m); err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range m.GetTasks() {
-		if e.GetTaskId() == task {
-			if e.GetState().GetKey() == "" || len(e.GetState().GetInline()) > 0 {
-				t.Fatalf("%s: the state of %s is inline", key, task)
-			}
-			return e.GetState().GetKey()
-		}
-	}
-	t.Fatalf("%s names no state of %s", key, task)
-	return ""
-}
-
 // TestReplayKafkaRefusedOutputNoDuplicate: a job with the Kafka sink
 // completes checkpoints after 0..999 and 0..1999 and stops; then one
 // object of the newest checkpoint is replaced by garbage: the count's
@@ -190,7 +166,7 @@ func TestReplayKafkaRefusedOutputNoDuplicate(t *testing.T) {
 			}
 			key := snapshots.ManifestKey(job, newer)
 			if task != "" {
-				key = rpStateKey(t, store, key, task)
+				key = snapshotstest.StateHandle(t, store, key, task).GetKey()
 			}
 			original, err := store.Get(ctx, key)
 			if err != nil {

@@ -36,49 +36,15 @@ func startKafka(t *testing.T, topics ...string) []string {
 	return c.ListenAddrs()
 }
 
-// committed reads topic with a read_committed consumer and returns how many
-// times each value appears. After the job has ended it writes a sentinel to
-// every partition, outside any transaction, and reads until it has seen
-// them all: every committed record lies before them, and nothing is
-// waited for by the clock.
+// committed reads topic with a read_committed consumer and returns how
+// many times each value appears: every value committed before the call
+// (see rpCommitted, here with a tag of the call's own).
 func committed(t *testing.T, brokers []string, topic string) map[int64]int {
 	t.Helper()
-	ctx := context.Background()
-	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-	for p := range int32(partitions) {
-		if err := prod.ProduceSync(ctx, &kgo.Record{Partition: p, Key: []byte("sentinel")}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cons, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cons.Close()
-	seen := map[int64]int{}
-	sentinels := map[int32]bool{}
-	pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	for len(sentinels) < partitions {
-		fs := cons.PollFetches(pctx)
-		if err := pctx.Err(); err != nil {
-			t.Fatalf("read %d values and %d sentinels: %v", len(seen), len(sentinels), err)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if string(r.Key) == "sentinel" {
-				sentinels[r.Partition] = true
-				return
-			}
-			seen[int64(binary.BigEndian.Uint64(r.Value))]++
-		})
-	}
-	return seen
+	return rpCommitted(t, brokers, topic, "committed-"+strconv.FormatInt(committedCalls.Add(1), 10))
 }
+
+var committedCalls atomic.Int64
 
 // kafkaJob is a generated source -> keyed count -> Kafka "out"; sink edits
 // the sink's configuration.
