@@ -34,8 +34,10 @@ type clusterCoord struct {
 	hbSeq   uint64
 	hbTimer *time.Timer
 	hbDue   time.Time // when the heartbeat tick is due
-	// ending holds the workers yet to let go of the ended job.
+	// ending holds the workers yet to let go of the ended job; ended is
+	// set once the job has ended, when ending may be empty already.
 	ending map[string]bool
+	ended  bool
 	// counts are the task counters each worker reported last, by worker
 	// id and task index (see report).
 	counts map[string][]workerCounts
@@ -99,8 +101,8 @@ func (c *clusterCoord) receive(ctx actor.Context, m any) bool {
 		c.onConfirmDeploy(m)
 	case *actor.Terminated:
 		if id, ok := c.ids[m.Who.GetAddress()]; ok && m.Who.GetId() == workerName {
-			if c.ending != nil {
-				c.released(id) // it ended
+			if c.ended {
+				c.released(id) // it ended, after the job: never a loss
 				return true
 			}
 			c.lose(id, "its connection broke (process ended or network lost)")
@@ -330,7 +332,7 @@ func (c *clusterCoord) end(err error) {
 		reason = err.Error()
 	}
 	done := &messages.JobDone{Coordinator: c.id, Reason: reason}
-	c.ending = map[string]bool{}
+	c.ending, c.ended = map[string]bool{}, true
 	for _, w := range c.members.Live() {
 		c.ending[w.ID] = true
 		c.j.send(c.pids[w.ID], done)

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"log/slog"
+	"strings"
 )
 
 // protoactorLogger returns the logger of protoactor-go's own log: base,
@@ -11,8 +12,9 @@ import (
 // made, also when a node ends on purpose (every normal end of a cluster
 // job) and when a lost node is retried; snapflow reports the losses that
 // matter itself ("worker lost", "lost the coordinator"), so those go to
-// Debug. A stream that cannot be opened goes to Warn: it carries why (a
-// refused token, a TLS mismatch).
+// Debug. A stream that the peer refused goes to Warn: it carries why (a
+// refused token, a TLS mismatch); one that cannot be opened because the
+// peer is gone goes to Debug too.
 func protoactorLogger(base *slog.Logger) *slog.Logger {
 	return slog.New(loweredHandler{base.Handler()}).With("component", "protoactor")
 }
@@ -32,6 +34,21 @@ var loweredLevels = map[string]slog.Level{
 
 type loweredHandler struct{ slog.Handler }
 
+// refusal reports whether r's error says that the peer refused the
+// stream (another secret, a TLS mismatch), rather than that it is gone.
+func refusal(r slog.Record) bool {
+	found := false
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "error" {
+			e := a.Value.String()
+			found = strings.Contains(e, "Unauthenticated") || strings.Contains(e, "tls:") ||
+				strings.Contains(e, "certificate") || strings.Contains(e, "handshake")
+		}
+		return !found
+	})
+	return found
+}
+
 // Enabled is true when the handler takes Debug records too: a record's
 // level is known only in Handle.
 func (h loweredHandler) Enabled(ctx context.Context, l slog.Level) bool {
@@ -41,6 +58,9 @@ func (h loweredHandler) Enabled(ctx context.Context, l slog.Level) bool {
 func (h loweredHandler) Handle(ctx context.Context, r slog.Record) error {
 	if l, ok := loweredLevels[r.Message]; ok && l < r.Level {
 		r.Level = l
+		if l == slog.LevelWarn && !refusal(r) {
+			r.Level = slog.LevelDebug // a peer that is gone: its loss is reported by snapflow
+		}
 	}
 	if !h.Handler.Enabled(ctx, r.Level) {
 		return nil

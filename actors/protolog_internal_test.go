@@ -16,6 +16,7 @@ func TestProtoactorLoggerLowers(t *testing.T) {
 	log.Error("EndpointWriter lost connection", "address", "127.0.0.1:1")
 	log.Error("EndpointWriter failed to connect", "address", "127.0.0.1:1")
 	log.Error("EndpointWriter failed to create receive stream", "error", "Unauthenticated")
+	log.Error("EndpointWriter failed to create receive stream", "address", "127.0.0.1:2", "error", "connect: connection refused")
 	log.Error("EndpointReader failed to deserialize")
 	out := buf.String()
 	for _, want := range []string{
@@ -26,7 +27,7 @@ func TestProtoactorLoggerLowers(t *testing.T) {
 			t.Errorf("log lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "lost connection") || strings.Contains(out, "failed to connect") {
+	if strings.Contains(out, "lost connection") || strings.Contains(out, "failed to connect") || strings.Contains(out, "connection refused") {
 		t.Errorf("connection ends logged above Debug:\n%s", out)
 	}
 	buf.Reset()

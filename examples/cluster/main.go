@@ -283,7 +283,11 @@ func loadSecret(file string, create bool, logger *slog.Logger) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("-secret-file: %w", err)
 	}
-	return strings.TrimSpace(string(b)), nil
+	secret := strings.TrimSpace(string(b))
+	if secret == "" {
+		return "", fmt.Errorf("-secret-file %s is empty", file)
+	}
+	return secret, nil
 }
 
 // tls returns the TLS settings, nil without TLS.
