@@ -49,6 +49,9 @@ type Worker struct {
 	// Listening, when set, is called with the worker's address once it
 	// listens.
 	Listening func(addr string)
+	// Faults injects failures into the worker's tasks, for tests and
+	// soaks (see Faults); nil in production.
+	Faults *Faults
 }
 
 // Defaults of a worker.
@@ -381,6 +384,7 @@ func (h *workerHost) onRegistered(ctx actor.Context, m *messages.Registered) {
 	// reported under its previous one.
 	h.counters = newCounters(len(plan.Tasks))
 	h.runtime = workerRuntime(m.Settings, h.cfg.Logger, h.store)
+	h.runtime.faults = h.cfg.Faults
 	ctx.Watch(h.coordPID)
 	h.log.Info("registered with the coordinator", "worker", h.id, "coordinator", m.Coordinator, "job", m.Job, "store", h.store.String())
 	if h.timer != nil {
@@ -421,6 +425,7 @@ func workerRuntime(s *messages.RuntimeSettings, log *slog.Logger, store snapshot
 	c.incremental, c.rewriteEvery = s.GetIncremental(), int(s.GetRewriteEvery())
 	c.inline, c.inlineSet = int(s.GetInlineLimit()), true
 	c.logger, c.store = log, store
+	c.linkInterval, c.linkTimeout = time.Duration(s.GetHeartbeatIntervalNanos()), time.Duration(s.GetHeartbeatTimeoutNanos())
 	return c
 }
 
@@ -439,7 +444,7 @@ func (h *workerHost) onDeploy(ctx actor.Context, m *messages.Deploy) {
 	sh := &shared{job: h.plan.Job, plan: h.plan, cfg: &cfg, log: h.log.With("job", h.plan.Job), system: h.system, cps: h.cps,
 		uploadCtx: uctx, cancelUpload: cancel, runCtx: rctx, stopRun: stopRun, jobPID: h.coordPID, uploads: &h.uploads, counters: h.counters,
 		worker: h.id}
-	sh.pids = make([]*actor.PID, len(h.plan.Tasks))
+	sh.pids, sh.arrivals = make([]*actor.PID, len(h.plan.Tasks)), make([]*arrivals, len(h.plan.Tasks))
 	var mine []*messages.DeployTask
 	for _, dt := range m.Tasks {
 		if int(dt.Task) >= len(h.plan.Tasks) {
@@ -526,7 +531,9 @@ func (h *workerHost) startTasks(ctx actor.Context, m *deployLoaded) {
 		}
 		idx, t := int(dt.Task), h.plan.Tasks[dt.Task]
 		sh := m.dep
-		pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return newTask(sh, idx) }),
+		arr := newArrivals(epoch, len(t.Inputs))
+		sh.arrivals[idx] = arr
+		pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return newTask(sh, idx) }, actor.WithMailbox(actor.Unbounded(arr))),
 			taskActorName(m.deploy.Coordinator, epoch, t.ID))
 		if err != nil {
 			h.system.Root.Send(h.coordPID, &messages.TaskFailed{WorkerId: h.id, Epoch: epoch, TaskId: t.ID, Reason: "spawn: " + err.Error(), Cause: string(CauseOther)})

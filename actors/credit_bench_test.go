@@ -19,10 +19,11 @@ func BenchmarkCreditAccounting(b *testing.B) {
 	defer system.Root.StopFuture(sink).Wait()
 	t := &task{sh: &shared{cfg: &config{credits: 8}}, root: system.Root, outs: []outChannel{{pid: sink}}, epoch: 1, ctr: new(taskCounters)}
 	batch := any([]int64{1, 2, 3})
-	credit := &messages.Credit{Epoch: 1, Channel: 0, Credits: 1}
+	credit := &messages.Credit{Epoch: 1, Channel: 0}
 	b.ReportAllocs()
 	for b.Loop() {
 		t.Send(0, batch) // no credit: queued
+		credit.Granted++ // one more batch
 		t.onCredit(credit)
 	}
 	if t.backlogged != 0 || len(t.outs[0].queue) != 0 {

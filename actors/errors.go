@@ -88,7 +88,7 @@ func failureCause(err error) FailureCause {
 // this coordinator does not know (then the error is classified here).
 func parseCause(s string) FailureCause {
 	switch c := FailureCause(s); c {
-	case CausePanic, CauseError, CauseCommit, CauseRestore, CauseNodeLost, CauseOther:
+	case CausePanic, CauseError, CauseCommit, CauseRestore, CauseNodeLost, CauseLinkLost, CauseOther:
 		return c
 	}
 	return ""

@@ -135,6 +135,7 @@ const (
 	CauseCommit   FailureCause = "commit"    // a transactional sink could not commit (topology.ErrCommit)
 	CauseRestore  FailureCause = "restore"   // restoring state failed
 	CauseNodeLost FailureCause = "node-lost" // its worker was lost (cluster)
+	CauseLinkLost FailureCause = "link-lost" // a channel to another node lost its link (cluster; see package actors/linkwatch)
 	CauseOther    FailureCause = "other"
 )
 

@@ -19,6 +19,9 @@ type Faults struct {
 	// Batch decides the fate of the seq-th batch on the channel from task
 	// from to task to.
 	Batch func(from, to string, seq uint64) BatchFault
+	// RemoteBatch is Batch for the channels between nodes only (cluster
+	// mode: see Worker.Faults), where a broken stream loses batches.
+	RemoteBatch func(from, to string, seq uint64) BatchFault
 	// Snapshot runs before a task snapshots its state for a checkpoint.
 	Snapshot func(task string, checkpoint uint64)
 	// Restore runs before a task loads its state from a checkpoint.

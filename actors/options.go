@@ -49,7 +49,11 @@ type config struct {
 	allowNewTopology bool
 	syncSnapshots    bool
 	faults           *Faults
-	cluster          *Cluster
+	// linkInterval and linkTimeout drive the link watch of channels
+	// between nodes (a worker's heartbeat interval and timeout; zero in
+	// one process).
+	linkInterval, linkTimeout time.Duration
+	cluster                   *Cluster
 	// from names the point the job starts from (FromSavepoint,
 	// FromCheckpoint); nil: the newest checkpoint.
 	from             *startPoint

@@ -64,6 +64,9 @@ type shared struct {
 	// worker is the id of the worker running the tasks; "" in the
 	// coordinator and in one process.
 	worker string
+	// arrivals are, by plan index, what the mailboxes of a worker's tasks
+	// saw arrive from other nodes (nil in one process; see link.go).
+	arrivals []*arrivals
 
 	// lastEpoch is the last epoch of the job's lease: the job never runs
 	// past it. stopRenewals ends the lease's renewals (see goRenew).
@@ -150,4 +153,12 @@ func (inc *incarnation) restoreState(plan *topology.Plan, idx int) *messages.Tas
 		return inc.assign.State(plan, idx, inc.restore.States)
 	}
 	return inc.restore.States[plan.Tasks[idx].ID]
+}
+
+// arrivalsOf returns what task idx's mailbox records, nil when nothing.
+func (sh *shared) arrivalsOf(idx int) *arrivals {
+	if idx < len(sh.arrivals) {
+		return sh.arrivals[idx]
+	}
+	return nil
 }

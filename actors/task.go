@@ -10,6 +10,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/snapflow/snapflow/actors/align"
+	"github.com/snapflow/snapflow/actors/linkwatch"
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/snapshots/incremental"
@@ -86,20 +87,30 @@ type task struct {
 	// stopAt is the checkpoint of a stop-with-savepoint this source took:
 	// it stays paused when that savepoint completes (the job stops).
 	stopAt uint64
+
+	// The link watch of channels that cross nodes (see link.go): watching
+	// is set when an output is remote.
+	watching    bool
+	linkTimer   *time.Timer
+	stopReports func()
 }
 
 type outChannel struct {
 	pid     *actor.PID
 	to      string // receiver task id
 	input   int32  // receiver's input index
-	credits int
+	granted uint64 // the receiver's cumulative credit: batches up to this seq may be sent
 	seq     uint64
 	queue   []outItem
 	// remote is set when the receiver runs in another process: batches
-	// are encoded by codec into RecordBatches.
+	// are encoded by codec into RecordBatches, and watch judges the link.
 	remote bool
 	codec  topology.BatchCodec
+	watch  *linkwatch.Sender
 }
+
+// hasCredit reports whether o may send a batch now.
+func (o *outChannel) hasCredit() bool { return o.granted > o.seq }
 
 // outItem is a batch, a barrier or an end of input waiting behind batches
 // that have no credit yet.
@@ -113,10 +124,17 @@ type inChannel struct {
 	pid      *actor.PID
 	output   uint32 // sender's output index
 	seq      uint64
-	consumed int // batches processed since credit was last returned
-	window   int // the credits granted to the sender
+	consumed int    // batches processed since credit was last returned
+	done     uint64 // batches processed in all
+	window   int    // the credits granted to the sender
 	codec    topology.BatchCodec
+	// arrival is what the mailbox saw arrive on an input from another
+	// node (nil: in this process, or no link watch).
+	arrival *arrival
 }
+
+// grant returns the input's cumulative credit.
+func (in *inChannel) grant() uint64 { return in.done + uint64(in.window) }
 
 func newTask(sh *shared, idx int) *task {
 	p := sh.plan.Tasks[idx]
@@ -145,6 +163,8 @@ func (t *task) Receive(ctx actor.Context) {
 		t.onPoll()
 	case *lingerMsg:
 		t.onLinger(m)
+	case *linkTick:
+		t.onLinkTick(m)
 	case *uploadedMsg:
 		if m.epoch == t.epoch && t.incr != nil {
 			t.incr.Uploaded(m.id, m.handle)
@@ -285,9 +305,14 @@ func (t *task) onRun(m *messages.RunTasks) {
 		if in.pid.Address != t.sh.system.Address() {
 			in.codec = t.sh.plan.ChannelCodec(id)
 			in.window = min(MaxCredits, t.sh.cfg.credits*remoteCreditFactor)
+			if a := t.sh.arrivalsOf(t.idx); a != nil {
+				in.arrival = &a.ins[i]
+				in.arrival.granted.Store(in.grant())
+			}
 		}
-		t.root.Send(in.pid, &messages.Credit{Epoch: t.epoch, Channel: in.output, Credits: uint32(in.window)})
+		t.root.Send(in.pid, &messages.Credit{Epoch: t.epoch, Channel: in.output, Granted: in.grant()})
 	}
+	t.watchLinks()
 	if t.src != nil {
 		root, self, epoch := t.root, t.self, t.epoch
 		if err := t.src.Open(t.ctx, func() { root.Send(self, &wakeMsg{epoch: epoch}) }); err != nil {
@@ -357,6 +382,7 @@ func (t *task) shutdown() {
 	if t.lingerTimer != nil {
 		t.lingerTimer.Stop()
 	}
+	t.stopLinks()
 	t.releaseCounters()
 	inst := t.inst
 	t.inst = nil // closed at most once, even if Close panics

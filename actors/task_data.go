@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors/align"
+	"github.com/snapflow/snapflow/actors/linkwatch"
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/topology"
 )
@@ -14,7 +15,7 @@ import (
 func (t *task) Send(out int, batch any) {
 	t.ctr.out.Add(uint64(batchLen(batch)))
 	o := &t.outs[out]
-	if len(o.queue) == 0 && o.credits > 0 {
+	if len(o.queue) == 0 && o.hasCredit() {
 		t.sendBatch(o, batch)
 		return
 	}
@@ -45,9 +46,15 @@ func (t *task) sendControl(it outItem) {
 func (t *task) sendItem(o *outChannel, it outItem) {
 	switch {
 	case it.barrier != nil:
+		if o.watch != nil {
+			o.watch.SentBarrier(it.barrier.CheckpointId)
+		}
 		t.root.Send(o.pid, &messages.Barrier{Epoch: it.barrier.Epoch, Channel: uint32(o.input),
 			CheckpointId: it.barrier.CheckpointId, TimestampUnixNano: it.barrier.TimestampUnixNano, LastSeq: o.seq, Savepoint: it.barrier.Savepoint, BaseCheckpointId: it.barrier.BaseCheckpointId})
 	case it.end:
+		if o.watch != nil {
+			o.watch.SentEnd()
+		}
 		t.root.Send(o.pid, &messages.EndOfInput{Epoch: t.epoch, Channel: uint32(o.input), LastSeq: o.seq})
 	default:
 		t.sendBatch(o, it.batch)
@@ -56,10 +63,12 @@ func (t *task) sendItem(o *outChannel, it outItem) {
 
 // sendBatch spends a credit of o and sends batch with the next seq.
 func (t *task) sendBatch(o *outChannel, batch any) {
-	o.credits--
 	o.seq++
 	var m any
 	if o.remote {
+		if o.watch != nil {
+			o.watch.SentBatch(o.seq)
+		}
 		rb := &messages.RecordBatch{Epoch: t.epoch, Channel: uint32(o.input), Seq: o.seq}
 		if err := o.codec.Encode(batch, rb); err != nil {
 			t.fail(fmt.Errorf("encode a batch for %s: %w", o.to, err))
@@ -75,8 +84,12 @@ func (t *task) sendBatch(o *outChannel, batch any) {
 	} else {
 		m = &batchMsg{epoch: t.epoch, input: o.input, seq: o.seq, data: batch}
 	}
-	if f := t.sh.cfg.faults; f != nil && f.Batch != nil {
-		switch f.Batch(t.plan.ID, o.to, o.seq) {
+	if f := t.sh.cfg.faults; f != nil && (f.Batch != nil || (o.remote && f.RemoteBatch != nil)) {
+		hook := f.Batch
+		if o.remote && f.RemoteBatch != nil {
+			hook = f.RemoteBatch
+		}
+		switch hook(t.plan.ID, o.to, o.seq) {
 		case Drop:
 			return
 		case Duplicate:
@@ -103,12 +116,15 @@ func (t *task) onCredit(m *messages.Credit) {
 		return
 	}
 	o := &t.outs[m.Channel]
-	o.credits += int(m.Credits)
+	o.granted = max(o.granted, m.Granted) // cumulative: a late or repeated grant is no more
+	if m.Report && o.watch != nil {
+		o.watch.Heard(time.Now(), linkwatch.Report{Seq: m.ArrivedSeq, Barrier: m.ArrivedBarrier, Ended: m.ArrivedEnd})
+	}
 	if len(o.queue) == 0 {
 		return
 	}
 	n := 0
-	for n < len(o.queue) && (o.queue[n].batch == nil || o.credits > 0) {
+	for n < len(o.queue) && (o.queue[n].batch == nil || o.hasCredit()) {
 		it := o.queue[n]
 		o.queue[n] = outItem{}
 		if it.batch != nil {
@@ -236,8 +252,13 @@ func (t *task) execute(a align.Action[*batchMsg]) {
 		t.dirty = true
 		in := &t.ins[a.Input]
 		in.consumed++
+		in.done++
 		if in.consumed*2 >= in.window {
-			t.root.Send(in.pid, &messages.Credit{Epoch: t.epoch, Channel: in.output, Credits: uint32(in.consumed)})
+			g := in.grant()
+			if in.arrival != nil {
+				in.arrival.granted.Store(g)
+			}
+			t.root.Send(in.pid, &messages.Credit{Epoch: t.epoch, Channel: in.output, Granted: g})
 			in.consumed = 0
 		}
 	case align.Snapshot:

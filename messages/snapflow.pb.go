@@ -277,15 +277,26 @@ func (x *EndOfInput) GetLastSeq() uint64 {
 	return 0
 }
 
-// Credit grants the sender on a channel permission to send more batches.
+// Credit grants the sender on a channel permission to send more batches,
+// and reports what has arrived on it.
 type Credit struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Epoch uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	// channel is the receiver's input channel index.
-	Channel       uint32 `protobuf:"varint,2,opt,name=channel,proto3" json:"channel,omitempty"`
-	Credits       uint32 `protobuf:"varint,3,opt,name=credits,proto3" json:"credits,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Channel uint32 `protobuf:"varint,2,opt,name=channel,proto3" json:"channel,omitempty"`
+	// granted is cumulative: the sender may send the batches up to seq
+	// granted. A lost or repeated Credit changes nothing that a later one
+	// does not repair.
+	Granted uint64 `protobuf:"varint,4,opt,name=granted,proto3" json:"granted,omitempty"`
+	// report is set on the receiver's periodic report of a channel between
+	// nodes (see package actors/linkwatch): the arrived_ fields say what has
+	// arrived on the channel, whether its task has handled it or not.
+	Report         bool   `protobuf:"varint,5,opt,name=report,proto3" json:"report,omitempty"`
+	ArrivedSeq     uint64 `protobuf:"varint,6,opt,name=arrived_seq,json=arrivedSeq,proto3" json:"arrived_seq,omitempty"`
+	ArrivedBarrier uint64 `protobuf:"varint,7,opt,name=arrived_barrier,json=arrivedBarrier,proto3" json:"arrived_barrier,omitempty"`
+	ArrivedEnd     bool   `protobuf:"varint,8,opt,name=arrived_end,json=arrivedEnd,proto3" json:"arrived_end,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Credit) Reset() {
@@ -332,11 +343,39 @@ func (x *Credit) GetChannel() uint32 {
 	return 0
 }
 
-func (x *Credit) GetCredits() uint32 {
+func (x *Credit) GetGranted() uint64 {
 	if x != nil {
-		return x.Credits
+		return x.Granted
 	}
 	return 0
+}
+
+func (x *Credit) GetReport() bool {
+	if x != nil {
+		return x.Report
+	}
+	return false
+}
+
+func (x *Credit) GetArrivedSeq() uint64 {
+	if x != nil {
+		return x.ArrivedSeq
+	}
+	return 0
+}
+
+func (x *Credit) GetArrivedBarrier() uint64 {
+	if x != nil {
+		return x.ArrivedBarrier
+	}
+	return 0
+}
+
+func (x *Credit) GetArrivedEnd() bool {
+	if x != nil {
+		return x.ArrivedEnd
+	}
+	return false
 }
 
 // TriggerCheckpoint asks a source task to start checkpoint checkpoint_id.
@@ -2395,11 +2434,17 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"EndOfInput\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\rR\achannel\x12\x19\n" +
-	"\blast_seq\x18\x03 \x01(\x04R\alastSeq\"R\n" +
+	"\blast_seq\x18\x03 \x01(\x04R\alastSeq\"\xdb\x01\n" +
 	"\x06Credit\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\rR\achannel\x12\x18\n" +
-	"\acredits\x18\x03 \x01(\rR\acredits\"\xde\x01\n" +
+	"\agranted\x18\x04 \x01(\x04R\agranted\x12\x16\n" +
+	"\x06report\x18\x05 \x01(\bR\x06report\x12\x1f\n" +
+	"\varrived_seq\x18\x06 \x01(\x04R\n" +
+	"arrivedSeq\x12'\n" +
+	"\x0farrived_barrier\x18\a \x01(\x04R\x0earrivedBarrier\x12\x1f\n" +
+	"\varrived_end\x18\b \x01(\bR\n" +
+	"arrivedEndJ\x04\b\x03\x10\x04\"\xde\x01\n" +
 	"\x11TriggerCheckpoint\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12.\n" +

@@ -28,7 +28,7 @@ func runCoordinator(ctx context.Context, o options, stdout io.Writer, logger *sl
 	defer func() { err = errors.Join(err, srv.Close()) }()
 	opts := append(srv.Options(),
 		actors.WithCluster(actors.Cluster{
-			Listen: o.listen, Workers: o.workers, Store: o.store, TLS: o.tls(), Secret: o.secret,
+			Listen: o.listen, Workers: o.workers, Store: o.store, TLS: o.tls(), Secret: o.secret, AllowPlaintext: o.allowPlaintext,
 			HeartbeatInterval: o.heartbeat, HeartbeatTimeout: o.heartbeatTimeout,
 		}),
 		actors.WithCheckpointInterval(o.interval),

@@ -99,6 +99,8 @@ type options struct {
 	tlsCA            string
 	secretFile       string
 	secret           string // read from secretFile
+	allowPlaintext   bool
+	loseFrom         int
 	startOver        bool
 	takeOver         bool
 	leaseTimeout     time.Duration
@@ -112,7 +114,7 @@ type options struct {
 }
 
 // hiddenFlags are for the tests only and left out of -h.
-var hiddenFlags = map[string]bool{"variant": true}
+var hiddenFlags = map[string]bool{"variant": true, "lose-from": true}
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
@@ -124,7 +126,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.store, "store", "", "coordinator: the snapshot store every node opens: a shared directory, file://DIR or s3://BUCKET/PREFIX?endpoint=HOST:PORT")
 	fs.IntVar(&o.workers, "workers", 3, "coordinator: how many workers to wait for")
 	fs.IntVar(&o.slots, "slots", actors.DefaultSlots, "worker: how many tasks it runs at most")
-	fs.DurationVar(&o.interval, "interval", 200*time.Millisecond, "coordinator: the checkpoint interval")
+	fs.DurationVar(&o.interval, "interval", 200*time.Millisecond, "coordinator: the checkpoint interval (0: no periodic checkpoints; a failure reruns the job from the start)")
 	fs.IntVar(&o.batch, "batch", actors.DefaultBatchSize, "coordinator: records per batch")
 	fs.IntVar(&o.batchBytes, "batch-bytes", 0, "coordinator: bytes per batch (0: the runtime's default)")
 	fs.DurationVar(&o.heartbeat, "heartbeat", actors.DefaultHeartbeatInterval, "coordinator: the heartbeat interval")
@@ -134,6 +136,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.tlsKey, "tls-key", "", "mutual TLS: this node's private key (PEM)")
 	fs.StringVar(&o.tlsCA, "tls-ca", "", "mutual TLS: the CA that signs every node's certificate (PEM)")
 	fs.StringVar(&o.secretFile, "secret-file", "", "coordinator and worker: the `file` holding the cluster's secret, the same on every node; the coordinator writes a new one (mode 0600) when it does not exist (\"\": $"+envSecret+")")
+	fs.BoolVar(&o.allowPlaintext, "allow-plaintext", false, "coordinator and worker: let -listen be off loopback without TLS (the cluster's secret still authenticates every connection, but anyone on the network can read the data); logged as a warning")
+	fs.IntVar(&o.loseFrom, "lose-from", 0, "test only: a worker's sources lose every batch to another node from this seq on, in the first incarnation (a cut link)")
 	fs.IntVar(&o.maxFailures, "max-failures", restart.DefaultMaxFailures, "coordinator: failures restarted within -failure-window before the job fails")
 	fs.DurationVar(&o.failureWindow, "failure-window", restart.DefaultWindow, "coordinator: how long a failure counts against -max-failures")
 	fs.BoolVar(&o.startOver, "start-over", false, "coordinator: discard the job's checkpoints in the store and run it from the beginning")
@@ -217,8 +221,8 @@ func (o options) check() error {
 		return bad("-record-bytes %d: want 0..%d", o.job.recordBytes, actors.MaxWireRecord)
 	case o.job.variant != 1 && o.job.variant != 2:
 		return bad("-variant %d: want 1 or 2", o.job.variant)
-	case o.interval <= 0:
-		return bad("-interval %v: want a positive duration", o.interval)
+	case o.interval < 0:
+		return bad("-interval %v: want a positive duration, or 0 for no periodic checkpoints", o.interval)
 	case o.inlineLimit < -1 || o.inlineLimit > actors.MaxInlineStateLimit:
 		return bad("-inline-limit %d: want -1 (the default) or 0..%d", o.inlineLimit, actors.MaxInlineStateLimit)
 	case o.leaseTimeout < 0:

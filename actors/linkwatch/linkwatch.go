@@ -1,0 +1,118 @@
+package linkwatch
+
+import (
+	"fmt"
+	"time"
+)
+
+// Report is what a receiver says of one channel: what has arrived on it.
+type Report struct {
+	// Seq is the highest batch seq that has arrived.
+	Seq uint64
+	// Barrier is the highest checkpoint whose barrier has arrived.
+	Barrier uint64
+	// Ended says that the end of input has arrived.
+	Ended bool
+}
+
+// Sender is the sending side's judgement of one channel.
+type Sender struct {
+	timeout time.Duration
+	sent    Report // what was sent
+	heard   Report // what the last report said had arrived
+	// progress is when the receiver last showed progress (or when there
+	// was last nothing to wait for); report is when a report last came
+	// (or when there was last nothing to wait for).
+	progress, report time.Time
+	started          bool
+}
+
+// NewSender returns the judgement of a channel whose link is lost after
+// timeout without progress.
+func NewSender(timeout time.Duration) *Sender {
+	if timeout <= 0 {
+		panic("linkwatch: the timeout must be positive")
+	}
+	return &Sender{timeout: timeout}
+}
+
+// Timeout returns the sender's timeout.
+func (s *Sender) Timeout() time.Duration { return s.timeout }
+
+// SentBatch records that batch seq was sent.
+func (s *Sender) SentBatch(seq uint64) { s.sent.Seq = max(s.sent.Seq, seq) }
+
+// SentBarrier records that the barrier of checkpoint id was sent.
+func (s *Sender) SentBarrier(id uint64) { s.sent.Barrier = max(s.sent.Barrier, id) }
+
+// SentEnd records that the end of input was sent.
+func (s *Sender) SentEnd() { s.sent.Ended = true }
+
+// Heard takes a report of the receiver that arrived at now. Reports may
+// arrive out of order or twice: what has arrived only grows.
+func (s *Sender) Heard(now time.Time, r Report) {
+	s.start(now)
+	s.report = now
+	if r.Seq > s.heard.Seq || r.Barrier > s.heard.Barrier || (r.Ended && !s.heard.Ended) {
+		s.progress = now
+	}
+	s.heard.Seq = max(s.heard.Seq, r.Seq)
+	s.heard.Barrier = max(s.heard.Barrier, r.Barrier)
+	s.heard.Ended = s.heard.Ended || r.Ended
+}
+
+func (s *Sender) start(now time.Time) {
+	if !s.started {
+		s.started, s.progress, s.report = true, now, now
+	}
+}
+
+// Pending reports whether something sent has not arrived, as far as the
+// reports say.
+func (s *Sender) Pending() bool {
+	return s.sent.Seq > s.heard.Seq || s.sent.Barrier > s.heard.Barrier || (s.sent.Ended && !s.heard.Ended)
+}
+
+// Restart restarts the clocks at now: the caller could not watch (a tick
+// it handled late), so it judges nothing until a full timeout from now.
+func (s *Sender) Restart(now time.Time) {
+	s.started, s.progress, s.report = true, now, now
+}
+
+// Check judges the link at now; waiting says that batches wait for the
+// receiver's credit. It returns a non-nil error saying what was not
+// received, or not heard, for how long, when the link is lost.
+func (s *Sender) Check(now time.Time, waiting bool) error {
+	s.start(now)
+	pending := s.Pending()
+	if !pending {
+		s.progress = now // nothing to wait for
+	}
+	if !pending && !waiting {
+		s.report = now
+		return nil
+	}
+	if pending {
+		if d := now.Sub(s.progress); d > s.timeout {
+			return fmt.Errorf("%s sent has not arrived for %v", s.pendingText(), d.Round(time.Millisecond))
+		}
+	}
+	if d := now.Sub(s.report); d > s.timeout {
+		return fmt.Errorf("the receiver has not reported for %v while batches wait for its credit", d.Round(time.Millisecond))
+	}
+	return nil
+}
+
+func (s *Sender) pendingText() string {
+	switch {
+	case s.sent.Seq > s.heard.Seq:
+		if s.sent.Seq == s.heard.Seq+1 {
+			return fmt.Sprintf("batch %d", s.sent.Seq)
+		}
+		return fmt.Sprintf("batches %d..%d", s.heard.Seq+1, s.sent.Seq)
+	case s.sent.Barrier > s.heard.Barrier:
+		return fmt.Sprintf("the barrier of checkpoint %d", s.sent.Barrier)
+	default:
+		return "the end of input"
+	}
+}
