@@ -94,7 +94,7 @@ func (s *Sender) Check(now time.Time, waiting bool) error {
 	}
 	if pending {
 		if d := now.Sub(s.progress); d > s.timeout {
-			return fmt.Errorf("%s sent has not arrived for %v", s.pendingText(), d.Round(time.Millisecond))
+			return fmt.Errorf("%s for %v", s.pendingText(), d.Round(time.Millisecond))
 		}
 	}
 	if d := now.Sub(s.report); d > s.timeout {
@@ -107,12 +107,12 @@ func (s *Sender) pendingText() string {
 	switch {
 	case s.sent.Seq > s.heard.Seq:
 		if s.sent.Seq == s.heard.Seq+1 {
-			return fmt.Sprintf("batch %d", s.sent.Seq)
+			return fmt.Sprintf("batch %d, sent, has not arrived", s.sent.Seq)
 		}
-		return fmt.Sprintf("batches %d..%d", s.heard.Seq+1, s.sent.Seq)
+		return fmt.Sprintf("batches %d..%d, sent, have not arrived", s.heard.Seq+1, s.sent.Seq)
 	case s.sent.Barrier > s.heard.Barrier:
-		return fmt.Sprintf("the barrier of checkpoint %d", s.sent.Barrier)
+		return fmt.Sprintf("the barrier of checkpoint %d, sent, has not arrived", s.sent.Barrier)
 	default:
-		return "the end of input"
+		return "the end of input, sent, has not arrived"
 	}
 }

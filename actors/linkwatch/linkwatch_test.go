@@ -46,7 +46,7 @@ func TestLostBatchUnderBackpressure(t *testing.T) {
 		d := time.Duration(i) * time.Second
 		s.Heard(at(d), linkwatch.Report{Seq: 7})
 		if err := s.Check(at(d), true); err != nil {
-			if !strings.Contains(err.Error(), "batch 8 sent has not arrived") {
+			if !strings.Contains(err.Error(), "batch 8, sent, has not arrived") {
 				t.Fatalf("error %q", err)
 			}
 			lostAt = d

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snapflow/snapflow/internal/netns"
 )
 
 // awaitDeadline bounds every wait for a line or an exit: generous, since the
@@ -31,6 +33,10 @@ type testCluster struct {
 	env   []string // added to every process's environment (a MinIO store's credentials)
 	job   []string // more job flags, given to every process (e.g. -sink-dir)
 	procs []*child
+	// net, when set, is the private network the processes run in: each
+	// in the namespace of node place(name) (see newPartitionCluster).
+	net   *netns.Net
+	place func(name string) int
 }
 
 func newTestCluster(t *testing.T) *testCluster {
@@ -72,7 +78,11 @@ func (c *testCluster) coordinatorFlags(listen string, workers int) []string {
 // start starts a process of the binary.
 func (c *testCluster) start(name string, args ...string) *child {
 	c.t.Helper()
-	p, err := startChild(name, append([]string{raceOptions}, c.env...), exe, args...)
+	bin := exe
+	if c.net != nil {
+		bin, args = c.net.Command(c.place(name), exe, args...)
+	}
+	p, err := startChild(name, append([]string{raceOptions}, c.env...), bin, args...)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -113,7 +123,7 @@ func (c *testCluster) await(p *child, from int, what string, match func(string) 
 	return i, line
 }
 
-// awaitEvent waits for an event line of kind, at index from or later, that
+// awaitEvent waits for an event line of kind ("": any), at index from or later, that
 // satisfies ok (nil: any).
 func (c *testCluster) awaitEvent(p *child, from int, kind string, ok func(eventLine) bool) (int, eventLine) {
 	c.t.Helper()
@@ -124,7 +134,7 @@ func (c *testCluster) awaitEvent(p *child, from int, kind string, ok func(eventL
 			c.t.Errorf("%s: %v", p.name, err)
 			return false
 		}
-		if !isEvent || e.kind != kind || (ok != nil && !ok(e)) {
+		if !isEvent || (kind != "" && e.kind != kind) || (ok != nil && !ok(e)) {
 			return false
 		}
 		ev = e
