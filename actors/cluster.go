@@ -67,6 +67,12 @@ type Cluster struct {
 	// could take the token that proves the secret, then control the job.
 	// It is logged as a warning.
 	AllowPlaintext bool
+	// SlotTimeout is how long a failover waits for workers to offer slots
+	// enough for every task, when a lost worker took too many with it
+	// (default 5m; negative: the job fails at once). The wait counts
+	// against no restart policy: a replacement that joins within it (a
+	// restarted worker, a new one) resumes the job.
+	SlotTimeout time.Duration
 }
 
 // TLS names the PEM files of mutual TLS between nodes: every node presents
@@ -83,6 +89,7 @@ const (
 	DefaultListen            = "127.0.0.1:0"
 	DefaultHeartbeatInterval = membership.DefaultHeartbeatInterval
 	DefaultHeartbeatTimeout  = membership.DefaultHeartbeatTimeout
+	DefaultSlotTimeout       = 5 * time.Minute
 	// maxWireMessage bounds the gRPC messages between nodes: the endpoint
 	// writer packs up to wireWriterBatch messages into one, each a batch
 	// bounded by WithBatchBytes plus one record of at most MaxWireRecord.
@@ -138,6 +145,9 @@ func (c *Cluster) finish() error {
 		return fmt.Errorf("actors: Cluster: %w", err)
 	}
 	c.HeartbeatInterval, c.HeartbeatTimeout = hb.HeartbeatInterval, hb.HeartbeatTimeout
+	if c.SlotTimeout == 0 {
+		c.SlotTimeout = DefaultSlotTimeout
+	}
 	if c.Store == "" {
 		return errors.New("actors: Cluster.Store is empty: every node must open the same store (s3://... or a shared directory)")
 	}

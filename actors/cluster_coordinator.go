@@ -31,6 +31,11 @@ type clusterCoord struct {
 	placed   membership.Placement
 	// waiting is set until the first deployment, which waits for workers.
 	waiting bool
+	// short is when a failover first found too few slots (zero: it did
+	// not, or a deployment has been placed since); pending is the
+	// deployment that waits for a worker to join.
+	short   time.Time
+	pending *pendingDeploy
 	hbSeq   uint64
 	hbTimer *time.Timer
 	hbDue   time.Time // when the heartbeat tick is due
@@ -50,6 +55,16 @@ type clusterCoord struct {
 
 // endTick ends the wait for the workers to let go of the ended job.
 type endTick struct{}
+
+// pendingDeploy is a failover's deployment waiting for slots.
+type pendingDeploy struct {
+	epoch  uint64
+	rp     *snapshots.Restorable
+	assign *topology.Restore
+}
+
+// slotTimeout ends the wait of the deployment of epoch for slots.
+type slotTimeout struct{ epoch uint64 }
 
 type heartbeatTick struct{}
 
@@ -84,6 +99,8 @@ func (c *clusterCoord) receive(ctx actor.Context, m any) bool {
 		c.onRegister(ctx, m)
 	case *messages.JobDoneAck:
 		c.released(m.WorkerId)
+	case *slotTimeout:
+		c.onSlotTimeout(m)
 	case *endTick:
 		if c.ending != nil {
 			c.j.log.Warn("workers did not acknowledge the end of the job in time", "workers", len(c.ending))
@@ -141,6 +158,13 @@ func (c *clusterCoord) onRegister(ctx actor.Context, m *messages.RegisterWorker)
 		c.j.emit(Event{Kind: EventNodeJoined, Epoch: c.j.epoch, Node: w.String()})
 	}
 	c.j.send(to, reply)
+	if p := c.pending; p != nil && c.members.Slots() >= len(c.j.sh.plan.Tasks) {
+		c.pending = nil
+		if p.epoch == c.j.epoch && c.j.phase == phaseRestoring {
+			c.j.log.Info("a worker joined: the job's tasks have slots again", "slots", c.members.Slots(), "tasks", len(c.j.sh.plan.Tasks))
+			c.deployOrWait(p.epoch, p.rp, p.assign)
+		}
+	}
 	if !c.waiting {
 		return
 	}
@@ -268,6 +292,46 @@ func (c *clusterCoord) onTaskFailed(m *messages.TaskFailed) {
 	j.onFailure(te)
 }
 
+// deployOrWait deploys epoch, or, when the live workers offer too few
+// slots, waits for a worker to join for what remains of the slot timeout,
+// counted from when a failover first found them short: the wait spends
+// nothing of the restart policy. The job fails when the time is up.
+func (c *clusterCoord) deployOrWait(epoch uint64, rp *snapshots.Restorable, assign *topology.Restore) {
+	need, have := len(c.j.sh.plan.Tasks), c.members.Slots()
+	if have >= need {
+		c.short, c.pending = time.Time{}, nil
+		if err := c.deploy(epoch, rp, assign); err != nil {
+			c.j.onFailure(err)
+		}
+		return
+	}
+	now := time.Now()
+	if c.short.IsZero() {
+		c.short = now
+	}
+	left := c.spec.SlotTimeout - now.Sub(c.short)
+	if left <= 0 {
+		c.pending = nil
+		c.j.fail(fmt.Errorf("actors: epoch %d: %w: the %d live workers offer %d slots for %d tasks, and no worker joined within %v (Cluster.SlotTimeout)",
+			epoch, membership.ErrNotEnoughSlots, len(c.members.Live()), have, need, c.spec.SlotTimeout), "too few slots")
+		return
+	}
+	if c.pending == nil || c.pending.epoch != epoch {
+		c.j.log.Warn("too few slots for the job's tasks after losing workers: waiting for a worker to join",
+			"epoch", epoch, "slots", have, "tasks", need, "live_workers", len(c.members.Live()), "wait_left", left.Round(time.Second))
+		root, self := c.j.sh.system.Root, c.j.self
+		time.AfterFunc(left, func() { root.Send(self, &slotTimeout{epoch: epoch}) })
+	}
+	c.pending = &pendingDeploy{epoch: epoch, rp: rp, assign: assign}
+}
+
+// onSlotTimeout ends a wait for slots that no worker ended.
+func (c *clusterCoord) onSlotTimeout(m *slotTimeout) {
+	if p := c.pending; p != nil && p.epoch == m.epoch && m.epoch == c.j.epoch && c.j.phase == phaseRestoring {
+		c.deployOrWait(p.epoch, p.rp, p.assign)
+	}
+}
+
 // deploy places the tasks of epoch on the live workers and tells every
 // worker to start its part, restoring rp (nil: empty state).
 func (c *clusterCoord) deploy(epoch uint64, rp *snapshots.Restorable, assign *topology.Restore) error {
@@ -331,7 +395,8 @@ func (c *clusterCoord) end(err error) {
 	if err != nil {
 		reason = err.Error()
 	}
-	done := &messages.JobDone{Coordinator: c.id, Reason: reason}
+	var failed *JobError
+	done := &messages.JobDone{Coordinator: c.id, Reason: reason, Failed: errors.As(err, &failed)}
 	c.ending, c.ended = map[string]bool{}, true
 	for _, w := range c.members.Live() {
 		c.ending[w.ID] = true

@@ -253,6 +253,10 @@ func (h *workerHost) Receive(ctx actor.Context) {
 			h.log.Info("the coordinator ended the job", "reason", m.Reason)
 			h.stopDeployment(ctx)
 			h.system.Root.Send(h.coordPID, &messages.JobDoneAck{WorkerId: h.id})
+			if m.Failed {
+				h.end(fmt.Errorf("%w: %s", ErrJobFailed, m.Reason))
+				return
+			}
 			h.end(nil)
 		}
 	case *actor.Terminated:

@@ -19,6 +19,11 @@ var ErrFinished = errors.New("actors: job finished")
 // Stop or PoisonPill message): the job did not finish.
 var ErrActorStopped = errors.New("actors: stopped before the job ended")
 
+// ErrJobFailed is wrapped by ServeWorker's error when the coordinator ended
+// the job because it failed: the worker did its part, but the job did not
+// finish.
+var ErrJobFailed = errors.New("actors: the job failed")
+
 // TaskError is a task's failure: a panic or an error returned by an operator.
 type TaskError struct {
 	Task     string // e.g. "sum#1"

@@ -244,9 +244,7 @@ func (j *jobActor) onRestorePoint(m *restorePointMsg) {
 	j.sh.inc.Store(j.sh.newIncarnation(j.epoch, m.restore, assign))
 	j.beginRestore()
 	if j.cl != nil {
-		if err := j.cl.deploy(j.epoch, m.restore, assign); err != nil {
-			j.onFailure(err)
-		}
+		j.cl.deployOrWait(j.epoch, m.restore, assign)
 		return
 	}
 	j.sup.RestartChildren(j.sh.pids...)

@@ -1110,9 +1110,12 @@ func (x *TaskFailed) GetCause() string {
 // JobDone tells the workers that the job has ended (finished, stopped or
 // failed): they stop its tasks, answer with a JobDoneAck and exit.
 type JobDone struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Coordinator   string                 `protobuf:"bytes,1,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
-	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Coordinator string                 `protobuf:"bytes,1,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
+	Reason      string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// failed says that the job failed (ServeWorker returns ErrJobFailed),
+	// rather than finished or stopped.
+	Failed        bool `protobuf:"varint,3,opt,name=failed,proto3" json:"failed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1159,6 +1162,13 @@ func (x *JobDone) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *JobDone) GetFailed() bool {
+	if x != nil {
+		return x.Failed
+	}
+	return false
 }
 
 type JobDoneAck struct {
@@ -1430,10 +1440,11 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x17\n" +
 	"\atask_id\x18\x03 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x14\n" +
-	"\x05cause\x18\x05 \x01(\tR\x05cause\"C\n" +
+	"\x05cause\x18\x05 \x01(\tR\x05cause\"[\n" +
 	"\aJobDone\x12 \n" +
 	"\vcoordinator\x18\x01 \x01(\tR\vcoordinator\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\")\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x16\n" +
+	"\x06failed\x18\x03 \x01(\bR\x06failed\")\n" +
 	"\n" +
 	"JobDoneAck\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\"d\n" +

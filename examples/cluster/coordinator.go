@@ -29,6 +29,7 @@ func runCoordinator(ctx context.Context, o options, stdout io.Writer, logger *sl
 	opts := append(srv.Options(),
 		actors.WithCluster(actors.Cluster{
 			Listen: o.listen, Workers: o.workers, Store: o.store, TLS: o.tls(), Secret: o.secret, AllowPlaintext: o.allowPlaintext,
+			SlotTimeout:       o.slotTimeout,
 			HeartbeatInterval: o.heartbeat, HeartbeatTimeout: o.heartbeatTimeout,
 		}),
 		actors.WithCheckpointInterval(o.interval),

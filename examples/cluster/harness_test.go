@@ -32,7 +32,9 @@ type testCluster struct {
 	hold  string   // the sources pause halfway until this file exists
 	env   []string // added to every process's environment (a MinIO store's credentials)
 	job   []string // more job flags, given to every process (e.g. -sink-dir)
-	procs []*child
+	// workerFlags are given to every worker startWorker starts.
+	workerFlags []string
+	procs       []*child
 	// net, when set, is the private network the processes run in: each
 	// in the namespace of node place(name) (see newPartitionCluster).
 	net   *netns.Net
@@ -103,7 +105,7 @@ func (c *testCluster) startCoordinator(name, listen string, workers int, extra .
 // startWorker starts a worker joining join and returns it with its address.
 func (c *testCluster) startWorker(name, join string, extra ...string) (*child, string) {
 	c.t.Helper()
-	args := append(append([]string{"-role", "worker", "-join", join, "-listen", "127.0.0.1:0"}, c.jobFlags()...), extra...)
+	args := append(append(append([]string{"-role", "worker", "-join", join, "-listen", "127.0.0.1:0"}, c.jobFlags()...), c.workerFlags...), extra...)
 	p := c.start(name, args...)
 	_, line := c.await(p, 0, "its address", func(l string) bool { return strings.HasPrefix(l, listeningPrefix) })
 	return p, strings.TrimPrefix(line, listeningPrefix)

@@ -21,6 +21,7 @@ const jobName = "clustersum"
 const (
 	sourceParallelism = 2
 	sumParallelism    = 3
+	jobTasks          = sourceParallelism + sumParallelism + 1 // and the sink's
 )
 
 // jobParams are the flags that shape the job. Every node builds the job from

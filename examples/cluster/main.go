@@ -100,6 +100,7 @@ type options struct {
 	secretFile       string
 	secret           string // read from secretFile
 	allowPlaintext   bool
+	slotTimeout      time.Duration
 	loseFrom         int
 	startOver        bool
 	takeOver         bool
@@ -125,7 +126,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.join, "join", "", "worker: the coordinator's address, host:port")
 	fs.StringVar(&o.store, "store", "", "coordinator: the snapshot store every node opens: a shared directory, file://DIR or s3://BUCKET/PREFIX?endpoint=HOST:PORT")
 	fs.IntVar(&o.workers, "workers", 3, "coordinator: how many workers to wait for")
-	fs.IntVar(&o.slots, "slots", actors.DefaultSlots, "worker: how many tasks it runs at most")
+	fs.IntVar(&o.slots, "slots", jobTasks, "worker: how many tasks it runs at most (the default runs the whole job, so that one worker can carry it when the others are lost)")
 	fs.DurationVar(&o.interval, "interval", 200*time.Millisecond, "coordinator: the checkpoint interval (0: no periodic checkpoints; a failure reruns the job from the start)")
 	fs.IntVar(&o.batch, "batch", actors.DefaultBatchSize, "coordinator: records per batch")
 	fs.IntVar(&o.batchBytes, "batch-bytes", 0, "coordinator: bytes per batch (0: the runtime's default)")
@@ -138,6 +139,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.secretFile, "secret-file", "", "coordinator and worker: the `file` holding the cluster's secret, the same on every node; the coordinator writes a new one (mode 0600) when it does not exist (\"\": $"+envSecret+")")
 	fs.BoolVar(&o.allowPlaintext, "allow-plaintext", false, "coordinator and worker: let -listen be off loopback without TLS (the cluster's secret still authenticates every connection, but anyone on the network can read the data); logged as a warning")
 	fs.IntVar(&o.loseFrom, "lose-from", 0, "test only: a worker's sources lose every batch to another node from this seq on, in the first incarnation (a cut link)")
+	fs.DurationVar(&o.slotTimeout, "slot-timeout", actors.DefaultSlotTimeout, "coordinator: how long a failover waits for workers to offer a slot for every task, when lost workers took too many with them; start a worker meanwhile and the job goes on")
 	fs.IntVar(&o.maxFailures, "max-failures", restart.DefaultMaxFailures, "coordinator: failures restarted within -failure-window before the job fails")
 	fs.DurationVar(&o.failureWindow, "failure-window", restart.DefaultWindow, "coordinator: how long a failure counts against -max-failures")
 	fs.BoolVar(&o.startOver, "start-over", false, "coordinator: discard the job's checkpoints in the store and run it from the beginning")
