@@ -191,6 +191,10 @@ func (c *clusterCoord) refusal(m *messages.RegisterWorker) string {
 			return fmt.Sprintf("job %q has topology fingerprint %s on worker %s but %s on the coordinator: every node must run the same binary",
 				c.j.sh.job, jf.Fingerprint, m.WorkerId, c.j.sh.plan.Fingerprint)
 		}
+		if d := c.j.sh.plan.ParamsDiff(jf.Params, "the coordinator", "worker "+m.WorkerId); d != "" {
+			return fmt.Sprintf("job %q has other parameters on worker %s: %s: start every node with the same parameters",
+				c.j.sh.job, m.WorkerId, d)
+		}
 		return ""
 	}
 	sort.Strings(known)

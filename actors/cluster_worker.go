@@ -110,7 +110,7 @@ func ServeWorker(ctx context.Context, w Worker) error {
 			return fmt.Errorf("actors: Worker.Jobs: job %q twice", p.Job)
 		}
 		jobs[p.Job] = p
-		offered = append(offered, &messages.JobFingerprint{Job: p.Job, Fingerprint: p.Fingerprint})
+		offered = append(offered, &messages.JobFingerprint{Job: p.Job, Fingerprint: p.Fingerprint, Params: p.Params})
 	}
 	if len(jobs) == 0 {
 		return errors.New("actors: Worker.Jobs is empty: the worker must know the coordinator's job")

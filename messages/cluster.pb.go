@@ -297,9 +297,13 @@ func (x *EndSource) GetEpoch() uint64 {
 
 // JobFingerprint is one job a worker can run, by name.
 type JobFingerprint struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Job           string                 `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
-	Fingerprint   string                 `protobuf:"bytes,2,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Job         string                 `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	Fingerprint string                 `protobuf:"bytes,2,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	// params are the job's parameters as this node built it
+	// (topology.Params): the coordinator refuses a worker whose differ,
+	// naming them.
+	Params        map[string]string `protobuf:"bytes,3,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -346,6 +350,13 @@ func (x *JobFingerprint) GetFingerprint() string {
 		return x.Fingerprint
 	}
 	return ""
+}
+
+func (x *JobFingerprint) GetParams() map[string]string {
+	if x != nil {
+		return x.Params
+	}
+	return nil
 }
 
 // RegisterWorker offers a worker's task slots to a coordinator. The worker
@@ -1370,10 +1381,14 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\bRunTasks\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\"!\n" +
 	"\tEndSource\x12\x14\n" +
-	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\"D\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\"\xc0\x01\n" +
 	"\x0eJobFingerprint\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12 \n" +
-	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\"\xa8\x01\n" +
+	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x12?\n" +
+	"\x06params\x18\x03 \x03(\v2'.snapflow.v1.JobFingerprint.ParamsEntryR\x06params\x1a9\n" +
+	"\vParamsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa8\x01\n" +
 	"\x0eRegisterWorker\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x14\n" +
@@ -1470,7 +1485,7 @@ func file_messages_cluster_proto_rawDescGZIP() []byte {
 	return file_messages_cluster_proto_rawDescData
 }
 
-var file_messages_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_messages_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_messages_cluster_proto_goTypes = []any{
 	(*TaskRestored)(nil),    // 0: snapflow.v1.TaskRestored
 	(*TaskExhausted)(nil),   // 1: snapflow.v1.TaskExhausted
@@ -1491,21 +1506,23 @@ var file_messages_cluster_proto_goTypes = []any{
 	(*JobDoneAck)(nil),      // 16: snapflow.v1.JobDoneAck
 	(*ConfirmDeploy)(nil),   // 17: snapflow.v1.ConfirmDeploy
 	(*DeployConfirmed)(nil), // 18: snapflow.v1.DeployConfirmed
-	(*StateHandle)(nil),     // 19: snapflow.v1.StateHandle
+	nil,                     // 19: snapflow.v1.JobFingerprint.ParamsEntry
+	(*StateHandle)(nil),     // 20: snapflow.v1.StateHandle
 }
 var file_messages_cluster_proto_depIdxs = []int32{
 	11, // 0: snapflow.v1.TaskFinished.counters:type_name -> snapflow.v1.TaskCounters
-	5,  // 1: snapflow.v1.RegisterWorker.jobs:type_name -> snapflow.v1.JobFingerprint
-	7,  // 2: snapflow.v1.Registered.settings:type_name -> snapflow.v1.RuntimeSettings
-	11, // 3: snapflow.v1.HeartbeatAck.tasks:type_name -> snapflow.v1.TaskCounters
-	19, // 4: snapflow.v1.DeployTask.state:type_name -> snapflow.v1.StateHandle
-	19, // 5: snapflow.v1.DeployTask.parts:type_name -> snapflow.v1.StateHandle
-	12, // 6: snapflow.v1.Deploy.tasks:type_name -> snapflow.v1.DeployTask
-	7,  // [7:7] is the sub-list for method output_type
-	7,  // [7:7] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	19, // 1: snapflow.v1.JobFingerprint.params:type_name -> snapflow.v1.JobFingerprint.ParamsEntry
+	5,  // 2: snapflow.v1.RegisterWorker.jobs:type_name -> snapflow.v1.JobFingerprint
+	7,  // 3: snapflow.v1.Registered.settings:type_name -> snapflow.v1.RuntimeSettings
+	11, // 4: snapflow.v1.HeartbeatAck.tasks:type_name -> snapflow.v1.TaskCounters
+	20, // 5: snapflow.v1.DeployTask.state:type_name -> snapflow.v1.StateHandle
+	20, // 6: snapflow.v1.DeployTask.parts:type_name -> snapflow.v1.StateHandle
+	12, // 7: snapflow.v1.Deploy.tasks:type_name -> snapflow.v1.DeployTask
+	8,  // [8:8] is the sub-list for method output_type
+	8,  // [8:8] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_messages_cluster_proto_init() }
@@ -1520,7 +1537,7 @@ func file_messages_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_cluster_proto_rawDesc), len(file_messages_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

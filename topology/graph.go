@@ -3,6 +3,7 @@ package topology
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	"github.com/snapflow/snapflow/messages"
 )
@@ -67,6 +68,7 @@ func (p Partition) String() string {
 // functions of this package; it is not safe for concurrent mutation.
 type Graph struct {
 	name           string
+	params         map[string]string
 	maxParallelism int
 	nodes          []*node
 	problems       []string // construction problems, reported by Validate
@@ -78,6 +80,24 @@ type GraphOption func(*Graph)
 // MaxParallelism sets the number of key groups, the upper bound of any
 // operator's parallelism (default DefaultMaxParallelism).
 func MaxParallelism(n int) GraphOption { return func(g *Graph) { g.maxParallelism = n } }
+
+// Params records the job's parameters: the values its constructor read
+// (flags, configuration) that shape what the job computes, such as topic
+// names, window sizes or record counts. In cluster mode every node builds
+// the job from its own constructor, and the coordinator refuses a worker
+// whose parameters differ from its own, naming them; the values cross
+// between the cluster's authenticated nodes and appear in that refusal, so
+// keep credentials out of them. Repeated, the options merge.
+func Params(params map[string]string) GraphOption {
+	return func(g *Graph) {
+		if g.params == nil {
+			g.params = map[string]string{}
+		}
+		for k, v := range params {
+			g.params[k] = v
+		}
+	}
+}
 
 // New returns an empty graph for the job called name. The name identifies the
 // job's checkpoints in a snapshot store.
@@ -94,6 +114,9 @@ func (g *Graph) Name() string { return g.name }
 
 // MaxParallelism is the number of key groups.
 func (g *Graph) MaxParallelism() int { return g.maxParallelism }
+
+// Params returns a copy of the job's parameters (see Params).
+func (g *Graph) Params() map[string]string { return maps.Clone(g.params) }
 
 // node is one logical operator.
 type node struct {

@@ -4,6 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 )
 
 // Plan is the physical form of a graph: tasks and the channels between them.
@@ -16,6 +19,10 @@ type Plan struct {
 	// Fingerprint identifies the topology (operators, parallelisms, edges),
 	// so that a checkpoint is not restored into a different job by mistake.
 	Fingerprint string
+	// Params are the job's parameters (see Params), which nodes of a
+	// cluster compare; they are not part of Fingerprint, so a job restored
+	// with other parameters is not a different topology.
+	Params map[string]string
 
 	edges  []*edge      // every edge, in plan order (see CheckWire)
 	codecs []BatchCodec // by channel id: the codec of the channel's edge
@@ -132,6 +139,7 @@ func NewPlan(g *Graph) (*Plan, error) {
 		}
 	}
 	p.Fingerprint = fingerprint(g, order)
+	p.Params = g.Params()
 	return p, nil
 }
 
@@ -209,3 +217,25 @@ func (p *Plan) Task(id string) *TaskPlan {
 }
 
 func (t *TaskPlan) maxParallelism() int { return t.maxP }
+
+// ParamsDiff describes how the parameters theirs differ from p's, "" when
+// they are the same: each parameter that differs, with both values, in
+// name order.
+func (p *Plan) ParamsDiff(theirs map[string]string, ours, other string) string {
+	var diffs []string
+	for _, k := range slices.Sorted(maps.Keys(p.Params)) {
+		v, ok := theirs[k]
+		switch {
+		case !ok:
+			diffs = append(diffs, fmt.Sprintf("%q is %q on %s but unset on %s", k, p.Params[k], ours, other))
+		case v != p.Params[k]:
+			diffs = append(diffs, fmt.Sprintf("%q is %q on %s but %q on %s", k, p.Params[k], ours, v, other))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(theirs)) {
+		if _, ok := p.Params[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%q is unset on %s but %q on %s", k, ours, theirs[k], other))
+		}
+	}
+	return strings.Join(diffs, "; ")
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,6 +57,18 @@ type total struct {
 // 8-byte numbers; a string that ends a record costs no length).
 const recordOverhead = 16
 
+// params are the job's parameters that every node must share: the
+// coordinator refuses a worker started with others, naming them.
+func (p jobParams) params() map[string]string {
+	return map[string]string{
+		"records":      strconv.FormatInt(p.records, 10),
+		"keys":         strconv.FormatInt(p.keys, 10),
+		"rate":         strconv.FormatFloat(p.rate, 'g', -1, 64),
+		"record-bytes": strconv.Itoa(p.recordBytes),
+		"sink-dir":     p.sinkDir,
+	}
+}
+
 // padLen is the length of the padding that makes records recordBytes long.
 func (p jobParams) padLen() int { return max(0, p.recordBytes-recordOverhead) }
 
@@ -75,7 +88,7 @@ func (p jobParams) sumOperatorParallelism() int {
 // once (see checkSink); without, it discards the totals.
 func buildJob(p jobParams) *topology.Graph {
 	pad := strings.Repeat("x", p.padLen())
-	g := topology.New(jobName)
+	g := topology.New(jobName, topology.Params(p.params()))
 	recs := topology.FromSource(g, "source", func(subtask, parallelism int) topology.Source[record] {
 		return newPacedSource(p, pad, subtask, parallelism)
 	}, topology.Parallelism(sourceParallelism))

@@ -110,30 +110,24 @@ func TestFingerprintRefused(t *testing.T) {
 	c.expectExact(coord, good)
 }
 
-// TestWrongResultDetected: a worker given other job flags than the
-// coordinator (-records) makes the sources run to another end; the
-// coordinator's check of the final checkpoint finds it, prints
-// exactly-once: FAILED with the offsets and keys that differ, and exits 1.
-func TestWrongResultDetected(t *testing.T) {
+// TestParamsRefused: a worker given other job flags than the coordinator
+// (-records) is refused at registration, both naming the parameter and
+// its two values (before, it ran a job with another end, which only the
+// example's own final check noticed). A worker with the same flags then
+// runs the job to an exact end.
+func TestParamsRefused(t *testing.T) {
 	c := newTestCluster(t)
 	c.release()
 	coord, addr := c.startCoordinator("coordinator", "127.0.0.1:0", 1, smallJob...)
-	w := c.start("worker with -records 700", c.workerArgs(addr, "2m", "-slots", "6", "-records", "700")...)
-	if code := c.exit(coord); code != 1 {
-		t.Errorf("the coordinator exited %d, want 1", code)
-	}
-	out := coord.output()
-	for _, want := range []string{"exactly-once: FAILED", "task source#0 ended at offset 350, want 300 (is -records 600 given to every node?)", "key 0: count 14 sum"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("the coordinator's output lacks %q", want)
-		}
-	}
-	if strings.Contains(out, "\n> "+okLine) {
-		t.Errorf("the coordinator printed %q", okLine)
-	}
-	if code := c.exit(w); code != 0 {
-		t.Errorf("the worker exited %d, want 0: the job ended", code)
-	}
+	bad := c.start("worker with -records 700", c.workerArgs(addr, "2m", "-records", "700")...)
+	want := `"records" is "600" on the coordinator but "700" on worker`
+	c.expectRefused(bad, want)
+	c.await(coord, 0, "the refusal in its log", func(l string) bool {
+		return strings.Contains(l, "refusing a worker") && strings.Contains(l, strings.ReplaceAll(want, `"`, `\"`))
+	})
+	c.expectNoJob(coord)
+	good := c.start("worker", c.workerArgs(addr, "2m")...)
+	c.expectExact(coord, good)
 }
 
 // TestWorkerSignalled: SIGTERM stops a worker, which exits 0 once it has
