@@ -19,6 +19,10 @@ var ErrFinished = errors.New("actors: job finished")
 // Stop or PoisonPill message): the job did not finish.
 var ErrActorStopped = errors.New("actors: stopped before the job ended")
 
+// ErrStopTimeout is wrapped by Stop's error when the job did not stop
+// within the stop timeout (see WithStopTimeout).
+var ErrStopTimeout = errors.New("actors: stop timed out")
+
 // ErrJobFailed is wrapped by ServeWorker's error when the coordinator ended
 // the job because it failed: the worker did its part, but the job did not
 // finish.

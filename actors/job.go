@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -146,7 +147,7 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 	sh := &shared{job: plan.Job, plan: plan, cfg: &cfg, log: log, system: system, cps: r.cps, declared: declared,
 		operators: plan.Operators(declared), origin: r.origin,
 		uploadCtx: uctx, cancelUpload: cancel, runCtx: rctx, stopRun: stopRun, coordinator: coordinator, node: n,
-		uploads: new(sync.WaitGroup), counters: newCounters(len(plan.Tasks))}
+		uploads: new(sync.WaitGroup), counters: newCounters(len(plan.Tasks)), reads: make([]atomic.Pointer[readWatch], len(plan.Tasks))}
 	name := "job-" + plan.Job
 	if n != nil {
 		name = coordinatorName
@@ -214,9 +215,22 @@ func (j *Job) Done() <-chan struct{} { return j.done }
 // Stop stops the job, waits until every actor and goroutine of it has ended
 // and returns what Wait returns. Its checkpoints stay in the store, so
 // starting the job again resumes from the newest complete one.
+//
+// Stop waits at most the stop timeout (WithStopTimeout, default 30s): a
+// task that does not stop, such as a source blocked in Read that ignores
+// the context given to Open, makes it return an error wrapping
+// ErrStopTimeout that names the task. The job goes on stopping in the
+// background; Wait returns its result once it has.
 func (j *Job) Stop() error {
 	j.once.Do(func() { j.system.Root.Send(j.pid, &stopRequest{cause: ErrStopped}) })
-	return j.Wait()
+	timer := time.NewTimer(j.sh.cfg.stopTimeout)
+	defer timer.Stop()
+	select {
+	case <-j.done:
+		return j.err
+	case <-timer.C:
+	}
+	return fmt.Errorf("%w: job %q did not stop within %v: %s", ErrStopTimeout, j.sh.job, j.sh.cfg.stopTimeout, j.sh.stuck())
 }
 
 // Checkpoint triggers a checkpoint now (or as soon as the one in flight ends)

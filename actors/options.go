@@ -26,6 +26,7 @@ const (
 	MaxBatchSize              = 1 << 20
 	DefaultLinger             = time.Millisecond
 	DefaultCredits            = 8
+	DefaultStopTimeout        = 30 * time.Second
 	DefaultCheckpointInterval = time.Second
 	DefaultRetained           = 3
 )
@@ -53,6 +54,7 @@ type config struct {
 	// between nodes (a worker's heartbeat interval and timeout; zero in
 	// one process).
 	linkInterval, linkTimeout time.Duration
+	stopTimeout               time.Duration
 	cluster                   *Cluster
 	// from names the point the job starts from (FromSavepoint,
 	// FromCheckpoint); nil: the newest checkpoint.
@@ -86,13 +88,14 @@ func (p *startPoint) String() string {
 
 func defaultConfig() config {
 	return config{
-		checkpoint: coordinator.Config{Interval: DefaultCheckpointInterval, Timeout: time.Minute, TolerableFailures: 3},
-		restart:    restart.Policy{}.WithDefaults(),
-		batchSize:  DefaultBatchSize,
-		batchBytes: DefaultBatchBytes,
-		linger:     DefaultLinger,
-		credits:    DefaultCredits,
-		retained:   DefaultRetained,
+		checkpoint:  coordinator.Config{Interval: DefaultCheckpointInterval, Timeout: time.Minute, TolerableFailures: 3},
+		restart:     restart.Policy{}.WithDefaults(),
+		batchSize:   DefaultBatchSize,
+		batchBytes:  DefaultBatchBytes,
+		linger:      DefaultLinger,
+		credits:     DefaultCredits,
+		stopTimeout: DefaultStopTimeout,
+		retained:    DefaultRetained,
 	}
 }
 
@@ -149,6 +152,10 @@ func WithBatchBytes(n int) Option { return func(c *config) { c.batchBytes = n } 
 // WithLinger sets how long a partly filled batch may wait before it is sent
 // (default 1ms).
 func WithLinger(d time.Duration) Option { return func(c *config) { c.linger = d } }
+
+// WithStopTimeout bounds how long Stop waits for the job's tasks to stop
+// (default 30s; see Job.Stop).
+func WithStopTimeout(d time.Duration) Option { return func(c *config) { c.stopTimeout = d } }
 
 // WithCredits sets the batches in flight allowed per channel (default 8;
 // channels between nodes of a cluster get 4 times as many). Memory is
@@ -294,6 +301,9 @@ func (c *config) finish() error {
 	}
 	if c.batchBytes < 1 {
 		return fmt.Errorf("actors: WithBatchBytes(%d): the batch bytes must be at least 1", c.batchBytes)
+	}
+	if c.stopTimeout <= 0 {
+		return fmt.Errorf("actors: WithStopTimeout(%v): the stop timeout must be positive", c.stopTimeout)
 	}
 	if c.credits < 1 || c.credits > MaxCredits {
 		return fmt.Errorf("actors: WithCredits(%d): the credits must be between 1 and %d batches per channel", c.credits, MaxCredits)

@@ -28,7 +28,16 @@ func watchReads(ctx context.Context, log *slog.Logger) *readWatch {
 }
 
 func (w *readWatch) begin() { w.since.Store(time.Now().UnixNano()) }
-func (w *readWatch) end()   { w.since.Store(0) }
+
+// blocked returns how long the read in progress has blocked, 0 when none
+// is.
+func (w *readWatch) blocked() time.Duration {
+	if since := w.since.Load(); since != 0 {
+		return time.Since(time.Unix(0, since))
+	}
+	return 0
+}
+func (w *readWatch) end() { w.since.Store(0) }
 
 func (w *readWatch) run(ctx context.Context) {
 	tick := time.NewTicker(slowRead / 4)

@@ -2,6 +2,7 @@ package actors_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -87,5 +88,35 @@ func TestBlockedReadNamedWhileBlocked(t *testing.T) {
 	close(release)
 	if err := waitJob(t, j); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStopBoundedWhileReadBlocks: Stop returns within its timeout while a
+// source blocks in Read and ignores its context, with an error naming the
+// task (before, it did not return); once the read returns, the job ends
+// and Wait says it was stopped.
+func TestStopBoundedWhileReadBlocks(t *testing.T) {
+	release := make(chan struct{})
+	g := topology.New("blocked-stop")
+	src := topology.FromSource(g, "stuck", func(int, int) topology.Source[int64] { return &stuckSource{release: release} })
+	topology.Sink(src, "sink", func(int64) error { return nil })
+	warned := make(chan string, 1)
+	j, err := actors.Start(context.Background(), g, actors.WithStore(snapshots.NewMem()), actors.WithCheckpointInterval(0),
+		actors.WithStopTimeout(200*time.Millisecond), actors.WithLogger(slog.New(blockedWarnings{tasks: warned})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-warned: // the read blocks
+	case <-time.After(time.Minute): // a failure bound only
+		t.Fatal("no warning about the blocked read within a minute")
+	}
+	err = j.Stop()
+	if !errors.Is(err, actors.ErrStopTimeout) || !strings.Contains(err.Error(), "task stuck#0") {
+		t.Fatalf("Stop: %v, want ErrStopTimeout naming task stuck#0", err)
+	}
+	close(release)
+	if err := waitJob(t, j); !errors.Is(err, actors.ErrStopped) {
+		t.Fatalf("Wait after the read returned: %v, want ErrStopped", err)
 	}
 }

@@ -2,7 +2,9 @@ package actors
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,6 +66,9 @@ type shared struct {
 	// worker is the id of the worker running the tasks; "" in the
 	// coordinator and in one process.
 	worker string
+	// reads are the source tasks' read watches, by plan index (nil in a
+	// worker), which say what a stop that does not end waits for.
+	reads []atomic.Pointer[readWatch]
 	// arrivals are, by plan index, what the mailboxes of a worker's tasks
 	// saw arrive from other nodes (nil in one process; see link.go).
 	arrivals []*arrivals
@@ -161,4 +166,21 @@ func (sh *shared) arrivalsOf(idx int) *arrivals {
 		return sh.arrivals[idx]
 	}
 	return nil
+}
+
+// stuck says which tasks keep the job from stopping: the sources blocked in
+// Read, for how long.
+func (sh *shared) stuck() string {
+	var blocked []string
+	for i := range sh.reads {
+		if w := sh.reads[i].Load(); w != nil {
+			if d := w.blocked(); d > 0 {
+				blocked = append(blocked, fmt.Sprintf("%s (blocked for %v)", sh.plan.Tasks[i].ID, d.Round(time.Millisecond)))
+			}
+		}
+	}
+	if len(blocked) == 0 {
+		return "a task has not stopped: an operator, sink or source call has not returned"
+	}
+	return "the source Read of task " + strings.Join(blocked, ", task ") + " has not returned and ignores the context given to Open"
 }

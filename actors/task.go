@@ -254,6 +254,9 @@ func (t *task) onStarted(ctx actor.Context) {
 	t.src, _ = inst.(topology.SourceInstance)
 	if t.src != nil {
 		t.reading = watchReads(t.ctx, t.log)
+		if t.idx < len(t.sh.reads) {
+			t.sh.reads[t.idx].Store(t.reading)
+		}
 	}
 	// A task without state in the checkpoint belongs to an operator that is
 	// new or held no state: topology.PlanRestore has refused any other
