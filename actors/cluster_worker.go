@@ -570,7 +570,11 @@ func (h *workerHost) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, c
 	if !ok {
 		te = &TaskError{Task: child.GetId(), Value: reason, cause: CausePanic}
 	}
-	h.log.Error("task failed", "task", te.Task, "epoch", te.Epoch, "err", te.Value, "stack", string(te.Stack))
+	attrs := []any{"task", te.Task, "epoch", te.Epoch, "err", te.Value}
+	if len(te.Stack) > 0 { // a panic's
+		attrs = append(attrs, "stack", string(te.Stack))
+	}
+	h.log.Error("task failed", attrs...)
 	sup.StopChildren(child)
 	if h.dep == nil || te.Epoch != h.dep.inc.Load().epoch {
 		return

@@ -34,7 +34,7 @@ type TaskError struct {
 	Operator string
 	Epoch    uint64
 	Value    any    // the panic value, or the error returned
-	Stack    []byte // the goroutine stack at the failure
+	Stack    []byte // the stack of the code that panicked; nil for a returned error
 	// cause classifies the failure where the task knew it (see
 	// failureCause).
 	cause FailureCause

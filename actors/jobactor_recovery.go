@@ -81,7 +81,10 @@ func (j *jobActor) onFailureOf(cause error, fc FailureCause) {
 	now := time.Now()
 	attrs := []any{"epoch", j.epoch, "err", cause}
 	if te, ok := cause.(*TaskError); ok {
-		attrs = append(attrs, "task", te.Task, "operator", te.Operator, "stack", string(te.Stack))
+		attrs = append(attrs, "task", te.Task, "operator", te.Operator)
+		if len(te.Stack) > 0 { // a panic's
+			attrs = append(attrs, "stack", string(te.Stack))
+		}
 		j.emit(Event{Kind: EventTaskFailed, Epoch: j.epoch, Task: te.Task, Err: te, Cause: fc})
 	} else if nl, ok := cause.(*NodeLostError); ok {
 		attrs = append(attrs, "worker", nl.Worker, "address", nl.Address, "tasks", nl.Tasks)

@@ -236,7 +236,9 @@ func (t *task) failAs(cause FailureCause, err error) {
 	if t.restoring {
 		cause = CauseRestore
 	}
-	panic(&TaskError{Task: t.plan.ID, Operator: t.plan.Operator, Epoch: t.epoch, Value: err, Stack: debug.Stack(), cause: cause})
+	// A returned error needs no stack: it says what failed. A panic keeps
+	// the stack of the code that panicked (recoverFailure).
+	panic(&TaskError{Task: t.plan.ID, Operator: t.plan.Operator, Epoch: t.epoch, Value: err, cause: cause})
 }
 
 func (t *task) onStarted(ctx actor.Context) {
