@@ -341,11 +341,15 @@ type WireStats struct {
 	// Bytes are the encoded record bytes (RecordBatch data and ends), not
 	// counting gRPC framing.
 	Bytes uint64
+	// Refused counts the calls from peers outside the cluster that this
+	// process's nodes refused (no token, or another secret's): each is
+	// also logged as a warning.
+	Refused uint64
 }
 
 var wireBatches, wireRecords, wireBytes atomic.Uint64
 
 // ReadWireStats returns the process's WireStats.
 func ReadWireStats() WireStats {
-	return WireStats{Batches: wireBatches.Load(), Records: wireRecords.Load(), Bytes: wireBytes.Load()}
+	return WireStats{Batches: wireBatches.Load(), Records: wireRecords.Load(), Bytes: wireBytes.Load(), Refused: nodeauth.Rejected.Load()}
 }

@@ -14,6 +14,13 @@ var ErrStopped = errors.New("actors: job stopped")
 // ErrFinished is returned by Checkpoint once the job has finished.
 var ErrFinished = errors.New("actors: job finished")
 
+// ErrNotStopped is wrapped by the error of StopWithSavepoint when the
+// savepoint completed but the job did not stop there (recording it as the
+// job's origin failed) and goes on: the savepoint is a complete, plain
+// one, which is never overwritten, so stop the job again under another
+// name.
+var ErrNotStopped = errors.New("actors: the job did not stop at its savepoint")
+
 // ErrActorStopped is the cause of a job whose job actor, or of a worker
 // whose host actor, was stopped by something other than the job's end (a
 // Stop or PoisonPill message): the job did not finish.

@@ -282,6 +282,11 @@ func (j *Job) Savepoint(ctx context.Context, name string) (uint64, error) {
 // is in doubt when the job fails over, the manifest is read back: a
 // savepoint that landed stops the job there.
 //
+// If the savepoint completes but recording it as the job's origin fails,
+// the job goes on and StopWithSavepoint returns an error wrapping
+// ErrNotStopped: the savepoint is complete, so a retry must use another
+// name.
+//
 // The savepoint becomes the job's origin (see FromSavepoint): starting the
 // job again, even without FromSavepoint, resumes from it, not from an older
 // checkpoint.

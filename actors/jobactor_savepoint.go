@@ -252,8 +252,8 @@ func stoppedAt(ctx context.Context, sh *shared, name string, id uint64) error {
 	}
 	sh.log.Warn("the stop-with-savepoint's savepoint is complete, but recording it as where the job resumes failed: the job does not stop, and its sinks do not commit at it",
 		"savepoint", name, "checkpoint", id, "err", err)
-	return fmt.Errorf("actors: savepoint %q is complete, but recording it as where the job resumes failed, so the job goes on (its sinks did not commit at it; stop it again, under another name): %w",
-		name, err)
+	return fmt.Errorf("actors: savepoint %q is complete, but recording it as where the job resumes failed, so the job goes on (its sinks did not commit at it; stop it again, under another name): %w: %w",
+		name, ErrNotStopped, err)
 }
 
 // errOriginInDoubt: whether a stop-with-savepoint's savepoint was recorded

@@ -51,7 +51,8 @@ func soPartValues(t testing.TB, dir string, subtask int) []int64 {
 
 // TestStopWithSavepointOriginWriteFails: a stop-with-savepoint whose
 // savepoint completes but whose origin write (<job>/origin) fails once.
-// StopWithSavepoint must return an error saying so (wrapping the store's);
+// StopWithSavepoint must return an error saying so (wrapping the store's
+// and actors.ErrNotStopped);
 // the sinks must not commit at that savepoint (each sink task's committed
 // files, read just before it handles the next checkpoint's completion,
 // hold only what the checkpoint before the savepoint committed, 0..999);
@@ -115,8 +116,8 @@ func TestStopWithSavepointOriginWriteFails(t *testing.T) {
 				t.Fatal("StopWithSavepoint returned nil although recording the savepoint as the job's origin failed")
 			}
 			t.Logf("StopWithSavepoint: %v", err)
-			if !errors.Is(err, errFaulty) || !strings.Contains(err.Error(), `"first"`) || !strings.Contains(err.Error(), "goes on") {
-				t.Fatalf("StopWithSavepoint: %v, want an error naming the savepoint, saying the job goes on, wrapping the store's", err)
+			if !errors.Is(err, errFaulty) || !errors.Is(err, actors.ErrNotStopped) || !strings.Contains(err.Error(), `"first"`) || !strings.Contains(err.Error(), "goes on") {
+				t.Fatalf("StopWithSavepoint: %v, want an error naming the savepoint, saying the job goes on, wrapping the store's and actors.ErrNotStopped", err)
 			}
 			select {
 			case <-j.Done():

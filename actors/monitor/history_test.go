@@ -206,6 +206,7 @@ func TestFailureCausesCounted(t *testing.T) {
 snapflow_task_failures_total{cause="commit",job_name="j"} 1
 snapflow_task_failures_total{cause="disk",job_name="j"} 1
 snapflow_task_failures_total{cause="error",job_name="j"} 0
+snapflow_task_failures_total{cause="link-lost",job_name="j"} 0
 snapflow_task_failures_total{cause="node-lost",job_name="j"} 0
 snapflow_task_failures_total{cause="other",job_name="j"} 1
 snapflow_task_failures_total{cause="panic",job_name="j"} 2

@@ -21,7 +21,7 @@ var (
 var (
 	results = []string{StatusCompleted, StatusAborted, StatusDeclined}
 	causes  = []actors.FailureCause{actors.CausePanic, actors.CauseError, actors.CauseCommit,
-		actors.CauseRestore, actors.CauseNodeLost, actors.CauseOther}
+		actors.CauseRestore, actors.CauseNodeLost, actors.CauseLinkLost, actors.CauseOther}
 )
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
@@ -43,6 +43,7 @@ var (
 	descRecordsOut = desc("snapflow_operator_records_out_total", "Records emitted by an operator's tasks.", "operator")
 	descBackpress  = desc("snapflow_task_backpressure_seconds_total", "Time during which an output of the task had no credit while batches waited for it.", "task")
 	descQueued     = desc("snapflow_task_queued_batches", "Batches of the task waiting for credit now.", "task")
+	descRefused    = desc("snapflow_node_refused_calls_total", "Calls from peers outside the cluster that this process's nodes refused (no token, or another secret's).")
 )
 
 // histogram counts observations into fixed buckets; it is guarded by
@@ -125,7 +126,7 @@ type collector struct{ m *Monitor }
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descDuration, descSize, descAlignment, descSync, descAsync, descCount,
-		descLastID, descLastAge, descRestores, descFailures, descRecordsIn, descRecordsOut, descBackpress, descQueued} {
+		descLastID, descLastAge, descRestores, descFailures, descRecordsIn, descRecordsOut, descBackpress, descQueued, descRefused} {
 		ch <- d
 	}
 }
@@ -162,6 +163,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descLastAge, prometheus.GaugeValue, time.Since(last.Time).Seconds(), job)
 	}
 	ch <- prometheus.MustNewConstMetric(descRestores, prometheus.CounterValue, float64(counts.Restores), job)
+	ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, float64(actors.ReadWireStats().Refused), job)
 	for k, v := range failures {
 		ch <- prometheus.MustNewConstMetric(descFailures, prometheus.CounterValue, float64(v), job, k)
 	}

@@ -191,7 +191,7 @@ snapflow_restores_total{job_name="monitored"} 1
 # HELP snapflow_task_failures_total Task failures, by cause.
 # TYPE snapflow_task_failures_total counter
 `, s.aborted, s.completed, s.declined, s.lastCompleted)
-	for _, c := range []string{"commit", "error", "node-lost", "other", "panic", "restore"} {
+	for _, c := range []string{"commit", "error", "link-lost", "node-lost", "other", "panic", "restore"} {
 		v := 0
 		if c == causeLabel(s.failures[0]) {
 			v = 1
@@ -398,7 +398,7 @@ func TestMetricNamesFollowConventions(t *testing.T) {
 	want := []string{
 		"snapflow_checkpoint_alignment_seconds", "snapflow_checkpoint_async_seconds", "snapflow_checkpoint_duration_seconds",
 		"snapflow_checkpoint_size_bytes", "snapflow_checkpoint_sync_seconds", "snapflow_checkpoints_total",
-		"snapflow_last_checkpoint_age_seconds", "snapflow_last_checkpoint_id", "snapflow_operator_records_in_total",
+		"snapflow_last_checkpoint_age_seconds", "snapflow_last_checkpoint_id", "snapflow_node_refused_calls_total", "snapflow_operator_records_in_total",
 		"snapflow_operator_records_out_total", "snapflow_restores_total", "snapflow_task_backpressure_seconds_total",
 		"snapflow_task_failures_total", "snapflow_task_queued_batches",
 	}

@@ -126,9 +126,10 @@ func runPhase(ctx context.Context, rc RunConfig, ph Phase, sp savepoint, in *Inj
 }
 
 // savepointName is the name of the attempt-th savepoint attempt of a phase:
-// "phase-<i>", then "phase-<i>.<attempt>" unless RunConfig.SameSavepointName.
-func savepointName(rc RunConfig, phase, attempt int) string {
-	if attempt == 1 || rc.SameSavepointName {
+// "phase-<i>", then "phase-<i>.<attempt>" unless same (see
+// RunConfig.SameSavepointName).
+func savepointName(same bool, phase, attempt int) string {
+	if attempt == 1 || same {
 		return fmt.Sprintf("phase-%d", phase)
 	}
 	return fmt.Sprintf("phase-%d.%d", phase, attempt)
@@ -154,7 +155,12 @@ func startPhase(ctx context.Context, rc RunConfig, g *topology.Graph, opts []act
 // other to reach its gate, then stops the job with the phase's savepoint
 // (again while it fails) and returns the savepoint's checkpoint id. The
 // first upload of an object of the savepoint fails, so that at least one
-// attempt fails in every phase, however fast the machine.
+// attempt fails in every phase, however fast the machine. An attempt that
+// fails having completed its savepoint (the job did not stop there:
+// actors.ErrNotStopped) is retried under a name of its own, as the error
+// says, even with RunConfig.SameSavepointName: a savepoint is never
+// overwritten. Any other failed attempt must leave its savepoint
+// incomplete.
 func endPhase(ctx context.Context, rc RunConfig, j *actors.Job, ph Phase, in *Injector, res *RunResult) (savepoint, error) {
 	if ph.Gate == nil {
 		return savepoint{}, j.Wait()
@@ -168,8 +174,9 @@ func endPhase(ctx context.Context, rc RunConfig, j *actors.Job, ph Phase, in *In
 		return savepoint{}, context.Cause(ctx)
 	}
 	defer in.FailPutUnder("")
+	same := rc.SameSavepointName
 	for attempt := 1; ; attempt++ {
-		name := savepointName(rc, ph.Index, attempt)
+		name := savepointName(same, ph.Index, attempt)
 		if _, failed := in.PutFailed(); !failed { // not yet: the attempts before failed before storing anything
 			in.FailPutUnder(snapshots.SavepointPrefix(jobName(rc), name))
 		}
@@ -193,6 +200,16 @@ func endPhase(ctx context.Context, rc RunConfig, j *actors.Job, ph Phase, in *In
 		case <-j.Done():
 			return savepoint{}, fmt.Errorf("StopWithSavepoint(%s), attempt %d: %w; the job ended: %w", name, attempt, err, j.Wait())
 		default:
+		}
+		switch complete, serr := snapshots.NewCheckpoints(rc.Store, jobName(rc), nil).SavepointExists(ctx, name); {
+		case serr != nil:
+			j.Stop()
+			return savepoint{}, fmt.Errorf("StopWithSavepoint(%s), attempt %d: %w; is its savepoint complete: %w", name, attempt, err, serr)
+		case complete && !errors.Is(err, actors.ErrNotStopped):
+			j.Stop()
+			return savepoint{}, fmt.Errorf("StopWithSavepoint(%s), attempt %d, failed, but its savepoint is complete: %w", name, attempt, err)
+		case complete:
+			same = false
 		}
 		if attempt == maxSavepointAttempts {
 			j.Stop()

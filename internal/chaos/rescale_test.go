@@ -2,7 +2,9 @@ package chaos
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/snapflow/snapflow/snapshots"
@@ -26,6 +28,46 @@ func TestRunRescale(t *testing.T) {
 	if got := res.FinalStates["check2"]; len(got) != keys+keys/2 || got[0] != 6400/keys || got[keys] != 6400/keys/2 {
 		t.Fatalf("final state of check2: %v", got)
 	}
+}
+
+// TestRunRescaleStopNotRecorded: with SameSavepointName, the first
+// stop-with-savepoint whose savepoint completes fails all the same, its
+// write of the job's origin failing (actors.ErrNotStopped). That savepoint
+// is complete and never overwritten, so the runner must stop the job again
+// under another name, and the next phase start from that one; it retried
+// "phase-0" until it gave up, refused each time as existing.
+func TestRunRescaleStopNotRecorded(t *testing.T) {
+	rc := RunConfig{Shape: Rescale, N: 6400, Seed: 1, Phases: []int{1, 2}, SameSavepointName: true}
+	store := &originFailsOnce{Store: snapshots.NewMem(), key: snapshots.OriginKey(jobName(rc))}
+	rc.Store = store
+	res, err := Run(context.Background(), rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !store.failed.Load() {
+		t.Fatal("no stop wrote the job's origin")
+	}
+	if res.Savepoints != 1 || res.SavepointsFailed < 2 {
+		t.Fatalf("%d savepoints (%d attempts failed); want 1 and at least 2", res.Savepoints, res.SavepointsFailed)
+	}
+	if ok, err := snapshots.NewCheckpoints(store, jobName(rc), nil).SavepointExists(context.Background(), "phase-0"); err != nil || !ok {
+		t.Fatalf("the savepoint of the stop that failed: complete %t, %v; want it complete", ok, err)
+	}
+}
+
+// originFailsOnce fails the first write of key, the job's origin, without
+// storing it.
+type originFailsOnce struct {
+	snapshots.Store
+	key    string
+	failed atomic.Bool
+}
+
+func (s *originFailsOnce) Put(ctx context.Context, key string, data []byte) error {
+	if key == s.key && s.failed.CompareAndSwap(false, true) {
+		return fmt.Errorf("test: the first write of %s fails: %w", key, ErrInjected)
+	}
+	return s.Store.Put(ctx, key, data)
 }
 
 // TestRunRescaleDetectsLoss: a shape that loses the records of one key
