@@ -292,7 +292,7 @@ func (c *clusterCoord) onTaskFailed(m *messages.TaskFailed) {
 	}
 	w, _ := c.members.Get(m.WorkerId)
 	j.log.Error("task failed on a worker", "task", m.TaskId, "worker", w.String())
-	te := &TaskError{Task: m.TaskId, Operator: op, Epoch: m.Epoch, Value: errors.New(m.Reason), cause: parseCause(m.Cause)}
+	te := &TaskError{Task: m.TaskId, Operator: op, Epoch: m.Epoch, Value: remoteError(m.Reason, m.Damage), cause: parseCause(m.Cause)}
 	j.onFailure(te)
 }
 
@@ -425,4 +425,25 @@ func (c *clusterCoord) released(id string) {
 		c.ending = nil
 		c.j.sh.system.Root.Stop(c.j.self)
 	}
+}
+
+// workerError is an error a worker reported, as its text, wrapping the
+// sentinel of the damage it found (see TaskFailed.Damage) so that the
+// coordinator treats it as a restore in one process would.
+type workerError struct {
+	msg    string
+	damage error
+}
+
+func (e *workerError) Error() string { return e.msg }
+func (e *workerError) Unwrap() error { return e.damage }
+
+func remoteError(reason, damage string) error {
+	switch damage {
+	case "corrupt":
+		return &workerError{reason, snapshots.ErrCorrupt}
+	case "not-found":
+		return &workerError{reason, snapshots.ErrNotFound}
+	}
+	return errors.New(reason)
 }

@@ -470,7 +470,20 @@ func (h *workerHost) onDeploy(ctx actor.Context, m *messages.Deploy) {
 	// Load the states off the actor: reading the store may take a while.
 	root, self, inc := h.system.Root, h.self, sh.inc.Load()
 	sh.goUploadCtx(inc.ctx, func(ctx context.Context) {
+		read := sh.cps.BytesRead()
 		states, err := loadDeployed(ctx, sh.cps, h.plan, mine)
+		if err == nil && m.CheckpointId > 0 {
+			var size uint64
+			for _, dt := range mine {
+				size += handleSize(dt.State)
+				for _, p := range dt.Parts {
+					size += handleSize(p)
+				}
+			}
+			// Other reads of the store (the lease's) may add a little.
+			h.log.Info("loaded the state of the tasks placed here", "epoch", m.Epoch, "checkpoint", m.CheckpointId,
+				"read_bytes", sh.cps.BytesRead()-read, "handles_bytes", size)
+		}
 		root.Send(self, &deployLoaded{dep: sh, deploy: m, states: states, err: err})
 	})
 }
@@ -482,7 +495,8 @@ func (h *workerHost) onLoaded(ctx actor.Context, m *deployLoaded) {
 	epoch := m.deploy.Epoch
 	if m.err != nil {
 		h.log.Error("could not load the tasks' state", "epoch", epoch, "err", m.err)
-		h.system.Root.Send(h.coordPID, &messages.TaskFailed{WorkerId: h.id, Epoch: epoch, TaskId: "", Reason: m.err.Error(), Cause: string(CauseRestore)})
+		h.system.Root.Send(h.coordPID, &messages.TaskFailed{WorkerId: h.id, Epoch: epoch, TaskId: "", Reason: m.err.Error(), Cause: string(CauseRestore),
+			Damage: damageOf(m.err)})
 		return
 	}
 	// A worker paused (SIGSTOP, a frozen VM) may read a Deploy that the
@@ -579,8 +593,9 @@ func (h *workerHost) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, c
 	if h.dep == nil || te.Epoch != h.dep.inc.Load().epoch {
 		return
 	}
+	err, _ := te.Value.(error)
 	h.system.Root.Send(h.coordPID, &messages.TaskFailed{WorkerId: h.id, Epoch: te.Epoch, TaskId: te.Task, Reason: fmt.Sprint(te.Value),
-		Cause: string(failureCause(te))})
+		Cause: string(failureCause(te)), Damage: damageOf(err)})
 }
 
 // loadDeployed reads the states of the tasks placed on this worker: each
@@ -616,4 +631,28 @@ func loadDeployed(ctx context.Context, cps *snapshots.Checkpoints, plan *topolog
 		}
 	}
 	return states, nil
+}
+
+// damageOf classifies an error of a restore for TaskFailed.Damage.
+func damageOf(err error) string {
+	switch {
+	case errors.Is(err, snapshots.ErrCorrupt):
+		return "corrupt"
+	case errors.Is(err, snapshots.ErrNotFound):
+		return "not-found"
+	}
+	return ""
+}
+
+// handleSize is the size of the task state h points at, inline states
+// excepted (the Deploy carries them): its own object and the key-group
+// sections it references in earlier ones.
+func handleSize(h *messages.StateHandle) uint64 {
+	if h == nil || len(h.GetInline()) > 0 {
+		return 0
+	}
+	if n := h.GetStateSize(); n > 0 {
+		return n
+	}
+	return h.GetSize()
 }

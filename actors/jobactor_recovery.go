@@ -200,7 +200,12 @@ func (j *jobActor) loadRestorePoint() {
 				}
 			}
 		}
-		rp, named, err := loadPoint(ctx, sh.cps, sh.origin, sh.cfg.cluster == nil, sh.plan)
+		read := sh.cps.BytesRead()
+		rp, named, err := loadPoint(ctx, sh.cps, sh.origin, true, sh.plan)
+		if rp != nil {
+			sh.log.Info("read the checkpoint's manifest and the heads of its states", "checkpoint", rp.Manifest.GetCheckpointId(),
+				"read_bytes", sh.cps.BytesRead()-read)
+		}
 		root.Send(self, &restorePointMsg{epoch: epoch, restore: rp, named: named, err: err, savepoints: landed, stopErrs: stopErrs})
 	})
 }

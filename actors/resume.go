@@ -60,12 +60,13 @@ func resume(ctx context.Context, cfg *config, plan *topology.Plan, declared map[
 	if r.origin != nil { // ids of the current history start at FirstId
 		r.maxID = max(r.maxID, r.origin.GetFirstId()-1)
 	}
-	// In one process the heads of the newest checkpoint's states are read,
-	// and the tasks stream their key groups (see loadPoint). A checkpoint
+	// The heads of the newest checkpoint's states are read, and the tasks
+	// (in one process) or the workers read the rest once (see loadPoint):
+	// a damaged object shows there, and recovery falls back. A checkpoint
 	// that Start would refuse is verified whole first: the refusal must not
 	// come from damage that only its key groups show, where full
 	// verification falls back to an older checkpoint or the origin.
-	heads := cfg.cluster == nil
+	heads := true
 	var rp *snapshots.Restorable
 	var named bool
 	for {

@@ -1048,7 +1048,11 @@ type TaskFailed struct {
 	Reason   string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	// cause classifies the failure (actors.FailureCause: "panic", "error",
 	// "commit", "restore", ...); empty from older workers.
-	Cause         string `protobuf:"bytes,5,opt,name=cause,proto3" json:"cause,omitempty"`
+	Cause string `protobuf:"bytes,5,opt,name=cause,proto3" json:"cause,omitempty"`
+	// damage says that a restore found an object of the checkpoint
+	// "corrupt" or "not-found" (snapshots.ErrCorrupt, snapshots.ErrNotFound):
+	// the coordinator then falls back to an older checkpoint.
+	Damage        string `protobuf:"bytes,6,opt,name=damage,proto3" json:"damage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1114,6 +1118,13 @@ func (x *TaskFailed) GetReason() string {
 func (x *TaskFailed) GetCause() string {
 	if x != nil {
 		return x.Cause
+	}
+	return ""
+}
+
+func (x *TaskFailed) GetDamage() string {
+	if x != nil {
+		return x.Damage
 	}
 	return ""
 }
@@ -1448,14 +1459,15 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\vcoordinator\x18\x01 \x01(\tR\vcoordinator\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12#\n" +
 	"\rcheckpoint_id\x18\x03 \x01(\x04R\fcheckpointId\x12-\n" +
-	"\x05tasks\x18\x04 \x03(\v2\x17.snapflow.v1.DeployTaskR\x05tasks\"\x86\x01\n" +
+	"\x05tasks\x18\x04 \x03(\v2\x17.snapflow.v1.DeployTaskR\x05tasks\"\x9e\x01\n" +
 	"\n" +
 	"TaskFailed\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x17\n" +
 	"\atask_id\x18\x03 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x14\n" +
-	"\x05cause\x18\x05 \x01(\tR\x05cause\"[\n" +
+	"\x05cause\x18\x05 \x01(\tR\x05cause\x12\x16\n" +
+	"\x06damage\x18\x06 \x01(\tR\x06damage\"[\n" +
 	"\aJobDone\x12 \n" +
 	"\vcoordinator\x18\x01 \x01(\tR\vcoordinator\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x16\n" +

@@ -52,6 +52,11 @@ type Checkpoints struct {
 	seals  map[uint64]*messages.LeaseSeal // seals read, by generation: they never change
 }
 
+// BytesRead returns the bytes c has read from its store so far: objects,
+// ranges of objects, manifests and leases. The difference across a restore
+// is what the restore read.
+func (c *Checkpoints) BytesRead() int64 { return c.store.read.Load() }
+
 // NewCheckpoints returns the checkpoints of job in s. Problems that make a
 // checkpoint unusable, and panics of s, are logged to log; a nil log
 // discards them.

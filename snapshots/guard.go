@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync/atomic"
 )
 
 // ErrStorePanic is wrapped by the error that Checkpoints returns when a
@@ -17,8 +18,9 @@ var ErrStorePanic = errors.New("snapshots: store panicked")
 // in any of its methods into an error wrapping ErrStorePanic, logging the
 // stack at Error level. It implements BatchDeleter whether or not s does.
 type guarded struct {
-	s   Store
-	log *slog.Logger
+	s    Store
+	log  *slog.Logger
+	read atomic.Int64 // bytes read from s
 }
 
 // guard returns s wrapped so that its panics become errors.
@@ -71,7 +73,9 @@ func (g *guarded) Get(ctx context.Context, key string) (data []byte, err error) 
 			g.recovered(ctx, p, "Get", key, &err)
 		}
 	}()
-	return g.s.Get(ctx, key)
+	data, err = g.s.Get(ctx, key)
+	g.read.Add(int64(len(data)))
+	return data, err
 }
 
 func (g *guarded) List(ctx context.Context, prefix string) (keys []string, err error) {
@@ -147,5 +151,15 @@ func (g *guarded) GetRange(ctx context.Context, key string, offset, length int64
 			g.recovered(ctx, p, "GetRange", key, &err)
 		}
 	}()
-	return getRange(ctx, g.s, key, offset, length)
+	if r, ok := g.s.(RangeReader); ok {
+		data, err = r.GetRange(ctx, key, offset, length)
+		g.read.Add(int64(len(data)))
+		return data, err
+	}
+	whole, err := g.s.Get(ctx, key)
+	g.read.Add(int64(len(whole)))
+	if err != nil {
+		return nil, err
+	}
+	return sliceRange(key, whole, offset, length)
 }
