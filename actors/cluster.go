@@ -269,20 +269,36 @@ func (t *TLS) credentials() (credentials.TransportCredentials, credentials.Trans
 	return credentials.NewTLS(server), credentials.NewTLS(client), nil
 }
 
-// shutdown stops the node's server and connections.
+// shutdownGrace bounds the wait for a node's graceful shutdown.
+const shutdownGrace = 100 * time.Millisecond
+
 // shutdown stops the node's server and connections. protoactor-go's
-// graceful shutdown can panic (it sends on an endpoint reader's channel that
-// a peer's departure closed): the node is then stopped hard.
+// graceful shutdown waits for every endpoint writer to stop, and a writer
+// that is trying to reach a lost peer sleeps 2 s between its attempts: after
+// shutdownGrace the server is stopped hard, and the graceful shutdown ends
+// in the background. It can also panic (it sends on an endpoint reader's
+// channel that a peer's departure closed): the node is then stopped hard.
 func (n *node) shutdown() {
 	if n == nil {
 		return
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			n.remote.Shutdown(false)
-		}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			if r := recover(); r != nil {
+				n.remote.Shutdown(false)
+			}
+		}()
+		n.remote.Shutdown(true)
 	}()
-	n.remote.Shutdown(true)
+	timer := time.NewTimer(shutdownGrace)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		n.remote.Shutdown(false)
+	}
 }
 
 // remoteCreditFactor multiplies the credits of an input fed from another
