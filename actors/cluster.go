@@ -252,6 +252,19 @@ func (t *TLS) credentials() (credentials.TransportCredentials, credentials.Trans
 	if t == nil {
 		return insecure.NewCredentials(), insecure.NewCredentials(), nil
 	}
+	server, client, err := t.configs()
+	if err != nil {
+		return nil, nil, err
+	}
+	return credentials.NewTLS(server), credentials.NewTLS(client), nil
+}
+
+// configs returns the server and client TLS configurations (nil, nil
+// without TLS).
+func (t *TLS) configs() (server, client *tls.Config, err error) {
+	if t == nil {
+		return nil, nil, nil
+	}
 	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
 	if err != nil {
 		return nil, nil, fmt.Errorf("actors: TLS: load the certificate %s and key %s: %w", t.CertFile, t.KeyFile, err)
@@ -264,9 +277,9 @@ func (t *TLS) credentials() (credentials.TransportCredentials, credentials.Trans
 	if !pool.AppendCertsFromPEM(pem) {
 		return nil, nil, fmt.Errorf("actors: TLS: the CA file %s holds no PEM certificate", t.CAFile)
 	}
-	server := &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS13}
-	client := &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, ServerName: t.ServerName, MinVersion: tls.VersionTLS13}
-	return credentials.NewTLS(server), credentials.NewTLS(client), nil
+	server = &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS13}
+	client = &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, ServerName: t.ServerName, MinVersion: tls.VersionTLS13}
+	return server, client, nil
 }
 
 // shutdownGrace bounds the wait for a node's graceful shutdown.

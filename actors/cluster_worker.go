@@ -321,8 +321,15 @@ func (h *workerHost) onTick(ctx actor.Context) {
 	}
 	if h.registered == nil {
 		if since := time.Since(h.regSince); since > h.cfg.RegisterTimeout {
-			h.end(fmt.Errorf("%w: no answer from the coordinator at %s within %v (%d attempts): is it running, and do both sides have the same secret and TLS settings? (a warning from protoactor says why a connection was refused)",
-				ErrRegister, h.cfg.Join, h.cfg.RegisterTimeout, h.attempt))
+			why := "is it running, and do both sides have the same secret and TLS settings? (a warning says why a connection was refused)"
+			_, client, err := h.cfg.TLS.configs()
+			if err == nil {
+				if d := nodeauth.ProbeTLS(h.cfg.Join, client, time.Second); d != "" {
+					why = "the connection is refused at TLS: " + d
+				}
+			}
+			h.end(fmt.Errorf("%w: no answer from the coordinator at %s within %v (%d attempts): %s",
+				ErrRegister, h.cfg.Join, h.cfg.RegisterTimeout, h.attempt, why))
 			return
 		}
 		h.register()

@@ -155,10 +155,13 @@ func fingerprint(t *testing.T, variant int) string {
 	return p.Fingerprint
 }
 
-// TestTLS: with mutual TLS on the coordinator, a worker without TLS and a
-// worker whose certificate another CA signed cannot register: each exits 1
-// naming the coordinator's address, and no job runs. A worker with a
-// certificate of the cluster's CA then runs the job to an exact end.
+// TestTLS: with mutual TLS on the coordinator, a worker without TLS, a
+// worker whose certificate another CA signed and a worker that trusts
+// another CA cannot register: each exits 1 naming the coordinator's
+// address and why TLS refused it (no TLS here, its certificate refused,
+// the coordinator's of an unknown authority), and no job runs. A worker
+// with a certificate of the cluster's CA then runs the job to an exact
+// end.
 func TestTLS(t *testing.T) {
 	c := newTestCluster(t)
 	c.release()
@@ -170,9 +173,12 @@ func TestTLS(t *testing.T) {
 	coord, addr := c.startCoordinator("coordinator", "127.0.0.1:0", 1, append(tlsFlags(ours, "coordinator"), smallJob...)...)
 
 	plain := c.start("worker without TLS", c.workerArgs(addr, "2s")...)
-	c.expectRefused(plain, "could not register", addr)
+	c.expectRefused(plain, "could not register", addr, "the peer speaks TLS and this node has none configured")
 	rogue := c.start("worker with another CA's certificate", c.workerArgs(addr, "2s", tlsFlags(other, "rogue")...)...)
-	c.expectRefused(rogue, "could not register", addr)
+	c.expectRefused(rogue, "could not register", addr, "the peer refused this node's certificate")
+	cert, key := other.leaf(t, c.dir, "stranger")
+	stranger := c.start("worker trusting another CA", c.workerArgs(addr, "2s", "-tls-cert", cert, "-tls-key", key, "-tls-ca", other.certFile)...)
+	c.expectRefused(stranger, "could not register", addr, "unknown authority")
 	c.expectNoJob(coord)
 
 	good := c.start("worker with TLS", c.workerArgs(addr, "2m", append(tlsFlags(ours, "worker"), "-slots", "6")...)...)

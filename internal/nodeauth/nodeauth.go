@@ -6,12 +6,15 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -153,4 +156,59 @@ func NewSecret() string {
 	var b [32]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// ProbeTLS says why the node at addr refuses this node's connections at
+// TLS, or "" when TLS is not the reason (or it cannot tell). client is
+// this node's client configuration, nil when it has no TLS. It dials addr
+// once and reads what the peer sends first, within timeout.
+func ProbeTLS(addr string, client *tls.Config, timeout time.Duration) string {
+	d := &net.Dialer{Timeout: timeout}
+	if client == nil {
+		// A plaintext node: does the peer speak TLS? Only the handshake is
+		// wanted, not its certificate.
+		conn, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}) //nolint:gosec // a probe of the protocol only
+		if err != nil {
+			return ""
+		}
+		conn.Close()
+		return "the peer speaks TLS and this node has none configured"
+	}
+	cfg := client.Clone()
+	if cfg.ServerName == "" {
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			cfg.ServerName = host
+		}
+	}
+	conn, err := tls.DialWithDialer(d, "tcp", addr, cfg)
+	if err != nil {
+		var record tls.RecordHeaderError
+		var unknown x509.UnknownAuthorityError
+		var host x509.HostnameError
+		var alert tls.AlertError
+		switch {
+		case errors.As(err, &record):
+			return "the peer does not speak TLS (a plaintext node)"
+		case errors.As(err, &unknown):
+			return "the peer's certificate is not signed by this node's CA (unknown authority): " + err.Error()
+		case errors.As(err, &host):
+			return "the peer's certificate is not for the name dialled: " + err.Error()
+		case errors.As(err, &alert):
+			return "the peer refused the handshake: " + err.Error()
+		case strings.Contains(err.Error(), "tls:"):
+			return "the handshake failed: " + err.Error()
+		}
+		return ""
+	}
+	defer conn.Close()
+	// With TLS 1.3 the peer checks this node's certificate after the
+	// handshake has completed here: its refusal is the first thing read.
+	_ = conn.SetReadDeadline(time.Now().Add(timeout))
+	if _, err := conn.Read(make([]byte, 1)); err != nil {
+		var alert tls.AlertError
+		if errors.As(err, &alert) || strings.Contains(err.Error(), "remote error: tls") {
+			return "the peer refused this node's certificate (is it signed by the cluster's CA?): " + err.Error()
+		}
+	}
+	return ""
 }
