@@ -399,8 +399,10 @@ func (c *clusterCoord) end(err error) {
 	if err != nil {
 		reason = err.Error()
 	}
+	// A coordinator superseded by a takeover ends, but the job goes on
+	// under the new holder: its workers did nothing wrong.
 	var failed *JobError
-	done := &messages.JobDone{Coordinator: c.id, Reason: reason, Failed: errors.As(err, &failed)}
+	done := &messages.JobDone{Coordinator: c.id, Reason: reason, Failed: errors.As(err, &failed) && !errors.Is(err, snapshots.ErrLeaseLost)}
 	c.ending, c.ended = map[string]bool{}, true
 	for _, w := range c.members.Live() {
 		c.ending[w.ID] = true

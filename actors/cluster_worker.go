@@ -67,7 +67,9 @@ var ErrRegister = errors.New("actors: worker registration")
 
 // ServeWorker runs a worker: it registers with the coordinator at w.Join,
 // runs the tasks the coordinator places on it and returns nil when the
-// coordinator says the job has ended. It returns ctx's cause when ctx ends,
+// coordinator says the job has ended (finished or stopped), an error
+// wrapping ErrJobFailed when it says the job failed (not when a takeover
+// superseded the coordinator: the job goes on under the new one). It returns ctx's cause when ctx ends,
 // and an error wrapping ErrRegister when the coordinator cannot be reached
 // within w.RegisterTimeout or refuses the worker (another binary, another
 // job). A worker that loses its coordinator drops its tasks and registers
