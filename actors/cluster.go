@@ -317,8 +317,9 @@ func (n *node) shutdown() {
 // remoteCreditFactor multiplies the credits of an input fed from another
 // node: a credit's round trip crosses the network and two gRPC streams, and
 // with the in-process window the sender stalls (measured in bench: 8
-// credits 3.9 M records/s across nodes, 32 credits 6.0 M).
-const remoteCreditFactor = 4
+// credits 3.9 M records/s across nodes, 32 credits 6.0 M; against
+// in-process off in the same run, 32 credits 0.25x, 128 credits 0.30x).
+const remoteCreditFactor = 16
 
 // taskActorName is the name, under its worker's host actor, of a task of
 // one coordinator incarnation and epoch: a stale task can never receive

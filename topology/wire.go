@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/snapflow/snapflow/messages"
@@ -140,6 +141,10 @@ type batchCodec[T any] struct {
 	codec    Codec[T] // encodes record by record, when layout is nil
 	layout   *layout  // the default's binary layout of T, when T is flat
 	pool     *sync.Pool
+	// perRecord is the encoded bytes per record of the last batch, plus
+	// one: Encode sizes Data for the next batch by it, rather than grow it
+	// record by record. The tasks that send on the edge share it.
+	perRecord atomic.Int64
 }
 
 // newBatchCodec returns the codec of an edge from operator from to operator
@@ -179,6 +184,10 @@ func (c *batchCodec[T]) Encode(batch any, rb *messages.RecordBatch) error {
 	}
 	var err error
 	data, ends := rb.Data, slices.Grow(rb.Ends, len(b))
+	if n := c.perRecord.Load(); n > 0 {
+		data = slices.Grow(data, int(n)*len(b))
+	}
+	start := len(data)
 	switch {
 	case c.layout != nil && c.layout.packed:
 		data, ends, err = c.encodePacked(data, ends, b)
@@ -203,6 +212,9 @@ func (c *batchCodec[T]) Encode(batch any, rb *messages.RecordBatch) error {
 	}
 	if err == nil {
 		rb.Data, rb.Ends = data, ends
+		if len(b) > 0 {
+			c.perRecord.Store(int64((len(data)-start)/len(b) + 1))
+		}
 	}
 	// The sender gave the batch away: back to the pool its Collector takes
 	// batches from, cleared so that it keeps no record alive.
