@@ -375,11 +375,15 @@ type WireStats struct {
 	// process's nodes refused (no token, or another secret's): each is
 	// also logged as a warning.
 	Refused uint64
+	// Misdirected counts the checkpoint acknowledgements and declines a
+	// coordinator dropped because they did not come from the worker it
+	// deployed their task on.
+	Misdirected uint64
 }
 
 var wireBatches, wireRecords, wireBytes atomic.Uint64
 
 // ReadWireStats returns the process's WireStats.
 func ReadWireStats() WireStats {
-	return WireStats{Batches: wireBatches.Load(), Records: wireRecords.Load(), Bytes: wireBytes.Load(), Refused: nodeauth.Rejected.Load()}
+	return WireStats{Batches: wireBatches.Load(), Records: wireRecords.Load(), Bytes: wireBytes.Load(), Refused: nodeauth.Rejected.Load(), Misdirected: misdirected.Load()}
 }

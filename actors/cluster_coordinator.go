@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -449,3 +450,28 @@ func remoteError(reason, damage string) error {
 	}
 	return errors.New(reason)
 }
+
+// fromDeployed reports whether a checkpoint message of the current epoch
+// about task comes from where the task runs: in cluster mode, the worker
+// the coordinator deployed it on. Any other is dropped, counted and logged.
+func (j *jobActor) fromDeployed(what, task, worker string) bool {
+	if j.cl == nil {
+		return true
+	}
+	c := j.cl
+	if t := j.sh.plan.Task(task); t != nil && c.deployed == j.epoch {
+		if w, ok := c.placed.Worker(t.Index); ok && w.ID == worker && worker != "" {
+			return true
+		}
+	}
+	// Logged at the first drop and at every tenfold count: a flood must not
+	// flood the log.
+	if n := misdirected.Add(1); n&(n-1) == 0 || n%1000 == 0 {
+		j.log.Warn("dropping a checkpoint "+what+" that does not come from the worker running its task",
+			"task", task, "worker", worker, "epoch", j.epoch, "dropped_so_far", n)
+	}
+	return false
+}
+
+// misdirected counts the checkpoint messages dropped by fromDeployed.
+var misdirected atomic.Uint64

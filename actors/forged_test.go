@@ -136,8 +136,11 @@ func TestForgedHelperProcess(t *testing.T) {
 // worker's host.
 func attack() {
 	var dial []grpc.DialOption
-	if os.Getenv(fgTokenEnv) == "other" {
+	switch os.Getenv(fgTokenEnv) {
+	case "other":
 		dial = append(dial, nodeauth.DialOption(nodeauth.NewSecret()))
+	case "cluster": // an insider: a node with the cluster's secret
+		dial = append(dial, nodeauth.DialOption(os.Getenv(nodeauth.EnvSecret)))
 	}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(slog.DiscardHandler)
@@ -154,7 +157,11 @@ func attack() {
 		fmt.Printf("setup-error: %v\n", err)
 		os.Exit(2)
 	}
-	forge(system, os.Getenv(fgJoinEnv), strings.Split(os.Getenv(fgWorkersEnv), ","))
+	if os.Getenv(fgTokenEnv) == "cluster" {
+		forgeAcks(system, os.Getenv(fgJoinEnv))
+	} else {
+		forge(system, os.Getenv(fgJoinEnv), strings.Split(os.Getenv(fgWorkersEnv), ","))
+	}
 	fmt.Println("forged")
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
@@ -189,6 +196,27 @@ func forge(system *actor.ActorSystem, coordinator string, workers []string) {
 	}
 }
 
+// forgeAcks sends what a confused or compromised node of the cluster could,
+// over and over until the process ends: acknowledgements, without state,
+// of the first 500 checkpoint ids, for a task that another worker runs, in
+// the job's first epoch. Were one taken while its checkpoint is pending,
+// the checkpoint's manifest would miss the task's state.
+func forgeAcks(system *actor.ActorSystem, coordinator string) {
+	coord := actor.NewPID(coordinator, "snapflow-coordinator")
+	pass := func() {
+		for c := uint64(1); c <= 500; c++ {
+			system.Root.Send(coord, &messages.AckCheckpoint{Epoch: 1, CheckpointId: c, TaskId: "sum#0", WorkerId: "w-forged"})
+		}
+	}
+	pass()
+	go func() {
+		for {
+			pass()
+			time.Sleep(time.Millisecond) // the pace of the flood, not a synchronisation
+		}
+	}()
+}
+
 // TestForgedMessagesRefused: while a cluster's job runs, two bare nodes,
 // one without the cluster's secret and one with another secret, send the
 // coordinator a registration, forged acknowledgements and failures, and a
@@ -217,6 +245,14 @@ func TestForgedMessagesRefused(t *testing.T) {
 		a.await(t, 0, "its messages sent", func(l string) bool { return l == "forged" })
 		attackers = append(attackers, a)
 	}
+	// An insider, with the cluster's secret, acknowledges checkpoints for
+	// a task it does not run: the coordinator drops every one.
+	insider := startHelper(t, "insider with the cluster's secret", "TestForgedHelperProcess",
+		append(env, fgRoleEnv+"=attacker", fgTokenEnv+"=cluster", fgJoinEnv+"="+addr))
+	insider.await(t, 0, "its messages sent", func(l string) bool { return l == "forged" })
+	coord.await(t, 0, "the forged acknowledgements dropped", func(l string) bool {
+		return strings.Contains(l, "dropping a checkpoint acknowledgement that does not come from the worker running its task")
+	})
 	refused := func(reason string) func(string) bool {
 		return func(l string) bool {
 			return strings.Contains(l, "refused a connection from outside the cluster") && strings.Contains(l, reason)

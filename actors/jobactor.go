@@ -146,11 +146,11 @@ func (j *jobActor) Receive(ctx actor.Context) {
 	case *messages.TaskRestored:
 		j.onRestored(m)
 	case *messages.AckCheckpoint:
-		if m.Epoch == j.epoch && j.phase == phaseRunning {
+		if m.Epoch == j.epoch && j.phase == phaseRunning && j.fromDeployed("acknowledgement", m.TaskId, m.WorkerId) {
 			j.apply(j.coord.Ack(time.Now(), m))
 		}
 	case *messages.DeclineCheckpoint:
-		if m.Epoch == j.epoch && j.phase == phaseRunning {
+		if m.Epoch == j.epoch && j.phase == phaseRunning && j.fromDeployed("decline", m.TaskId, m.WorkerId) {
 			j.log.Warn("task declined the checkpoint", "checkpoint", m.CheckpointId, "task", m.TaskId, "reason", m.Reason)
 			acts := j.coord.Decline(time.Now(), m)
 			j.declined = m

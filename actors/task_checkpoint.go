@@ -51,7 +51,7 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 			h, err = sh.cps.PutTaskState(ctx, id, st)
 		}
 		if err != nil {
-			root.Send(sh.jobPID, &messages.DeclineCheckpoint{Epoch: epoch, CheckpointId: id, TaskId: taskID, Reason: "upload: " + err.Error()})
+			root.Send(sh.jobPID, &messages.DeclineCheckpoint{Epoch: epoch, CheckpointId: id, TaskId: taskID, Reason: "upload: " + err.Error(), WorkerId: sh.worker})
 			return
 		}
 		if tracked && savepoint == "" {
@@ -60,6 +60,7 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 		root.Send(sh.jobPID, &messages.AckCheckpoint{
 			Epoch: epoch, CheckpointId: id, TaskId: taskID, State: h, StateBytes: snapshots.StateSize(h), UploadedBytes: snapshots.UploadedSize(h),
 			AlignmentNanos: aligned.Nanoseconds(), SyncNanos: syncTime.Nanoseconds(), AsyncNanos: time.Since(t0).Nanoseconds(),
+			WorkerId: sh.worker,
 		})
 	}
 	inc := sh.inc.Load()
@@ -73,7 +74,7 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 }
 
 func (t *task) decline(id uint64, reason string) {
-	t.root.Send(t.sh.jobPID, &messages.DeclineCheckpoint{Epoch: t.epoch, CheckpointId: id, TaskId: t.plan.ID, Reason: reason})
+	t.root.Send(t.sh.jobPID, &messages.DeclineCheckpoint{Epoch: t.epoch, CheckpointId: id, TaskId: t.plan.ID, Reason: reason, WorkerId: t.sh.worker})
 }
 
 // takeSnapshot writes the task's state for checkpoint id into st: in full,

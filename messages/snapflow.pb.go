@@ -673,6 +673,10 @@ type AckCheckpoint struct {
 	// state_bytes when the snapshot was incremental, 0 when its state
 	// travels inline in the manifest.
 	UploadedBytes uint64 `protobuf:"varint,9,opt,name=uploaded_bytes,json=uploadedBytes,proto3" json:"uploaded_bytes,omitempty"`
+	// worker_id is the worker the task runs on (cluster mode; empty in one
+	// process): the coordinator accepts the acknowledgement only from the
+	// worker it deployed the task on in that epoch.
+	WorkerId      string `protobuf:"bytes,10,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -770,13 +774,22 @@ func (x *AckCheckpoint) GetUploadedBytes() uint64 {
 	return 0
 }
 
+func (x *AckCheckpoint) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
 // DeclineCheckpoint reports that a task could not take its snapshot.
 type DeclineCheckpoint struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	CheckpointId  uint64                 `protobuf:"varint,2,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
-	TaskId        string                 `protobuf:"bytes,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Epoch        uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	CheckpointId uint64                 `protobuf:"varint,2,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	TaskId       string                 `protobuf:"bytes,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Reason       string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// worker_id: as in AckCheckpoint.
+	WorkerId      string `protobuf:"bytes,5,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -835,6 +848,13 @@ func (x *DeclineCheckpoint) GetTaskId() string {
 func (x *DeclineCheckpoint) GetReason() string {
 	if x != nil {
 		return x.Reason
+	}
+	return ""
+}
+
+func (x *DeclineCheckpoint) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
 	}
 	return ""
 }
@@ -2467,7 +2487,7 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\x06offset\x18\x02 \x01(\x04R\x06offset\x12\x16\n" +
 	"\x06length\x18\x03 \x01(\x04R\x06length\x12\x16\n" +
 	"\x06crc32c\x18\x04 \x01(\rR\x06crc32c\x12\x10\n" +
-	"\x03key\x18\x05 \x01(\tR\x03key\"\xc4\x02\n" +
+	"\x03key\x18\x05 \x01(\tR\x03key\"\xe1\x02\n" +
 	"\rAckCheckpoint\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12\x17\n" +
@@ -2480,12 +2500,15 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"sync_nanos\x18\a \x01(\x03R\tsyncNanos\x12\x1f\n" +
 	"\vasync_nanos\x18\b \x01(\x03R\n" +
 	"asyncNanos\x12%\n" +
-	"\x0euploaded_bytes\x18\t \x01(\x04R\ruploadedBytes\"\x7f\n" +
+	"\x0euploaded_bytes\x18\t \x01(\x04R\ruploadedBytes\x12\x1b\n" +
+	"\tworker_id\x18\n" +
+	" \x01(\tR\bworkerId\"\x9c\x01\n" +
 	"\x11DeclineCheckpoint\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12\x17\n" +
 	"\atask_id\x18\x03 \x01(\tR\x06taskId\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"y\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x1b\n" +
+	"\tworker_id\x18\x05 \x01(\tR\bworkerId\"y\n" +
 	"\x12CompleteCheckpoint\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12\x16\n" +
