@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/snapflow/snapflow/actors/linkwatch"
 	"github.com/snapflow/snapflow/internal/nodeauth"
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
@@ -438,7 +439,8 @@ func workerRuntime(s *messages.RuntimeSettings, log *slog.Logger, store snapshot
 	c.incremental, c.rewriteEvery = s.GetIncremental(), int(s.GetRewriteEvery())
 	c.inline, c.inlineSet = int(s.GetInlineLimit()), true
 	c.logger, c.store = log, store
-	c.linkInterval, c.linkTimeout = time.Duration(s.GetHeartbeatIntervalNanos()), time.Duration(s.GetHeartbeatTimeoutNanos())
+	c.linkInterval = time.Duration(s.GetHeartbeatIntervalNanos())
+	c.linkTimeout = linkwatch.Timeout(c.linkInterval, time.Duration(s.GetHeartbeatTimeoutNanos()))
 	return c
 }
 

@@ -15,6 +15,19 @@ type Report struct {
 	Ended bool
 }
 
+// Timeout returns the link timeout for reports every heartbeat interval i
+// and a heartbeat timeout T: T + 2i, so that a node that is gone
+// altogether is lost by its heartbeat first (which knows the node, and
+// leaves it out of the next placement), but at most 2T - i, so that a lost
+// link is detected within 2T (the timeout plus a tick). It is 0, no watch,
+// when either is not positive.
+func Timeout(i, T time.Duration) time.Duration {
+	if i <= 0 || T <= 0 {
+		return 0
+	}
+	return max(min(T+2*i, 2*T-i), i)
+}
+
 // Sender is the sending side's judgement of one channel.
 type Sender struct {
 	timeout time.Duration

@@ -123,3 +123,21 @@ func TestReportsOutOfOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestTimeout(t *testing.T) {
+	for _, c := range []struct{ i, T, want time.Duration }{
+		{time.Second, 5 * time.Second, 7 * time.Second},                // the defaults: T + 2i
+		{200 * time.Millisecond, time.Second, 1400 * time.Millisecond}, // the example's tests
+		{time.Second, 2 * time.Second, 3 * time.Second},                // 2T - i caps T + 2i
+		{0, time.Second, 0},
+		{time.Second, 0, 0},
+	} {
+		got := linkwatch.Timeout(c.i, c.T)
+		if got != c.want {
+			t.Errorf("Timeout(%v, %v) = %v, want %v", c.i, c.T, got, c.want)
+		}
+		if got > 0 && (got <= c.T || got+c.i > 2*c.T) {
+			t.Errorf("Timeout(%v, %v) = %v: want above T, and detection (timeout + i) within 2T", c.i, c.T, got)
+		}
+	}
+}
