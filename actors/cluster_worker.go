@@ -217,6 +217,7 @@ type deployLoaded struct {
 	dep    *shared
 	deploy *messages.Deploy
 	states map[string]*messages.TaskState
+	task   string // the task whose state failed to load, with err
 	err    error
 }
 
@@ -482,7 +483,7 @@ func (h *workerHost) onDeploy(ctx actor.Context, m *messages.Deploy) {
 	root, self, inc := h.system.Root, h.self, sh.inc.Load()
 	sh.goUploadCtx(inc.ctx, func(ctx context.Context) {
 		read := sh.cps.BytesRead()
-		states, err := loadDeployed(ctx, sh.cps, h.plan, mine)
+		states, task, err := loadDeployed(ctx, sh.cps, h.plan, mine)
 		if err == nil && m.CheckpointId > 0 {
 			var size uint64
 			for _, dt := range mine {
@@ -495,7 +496,7 @@ func (h *workerHost) onDeploy(ctx actor.Context, m *messages.Deploy) {
 			h.log.Info("loaded the state of the tasks placed here", "epoch", m.Epoch, "checkpoint", m.CheckpointId,
 				"read_bytes", sh.cps.BytesRead()-read, "handles_bytes", size)
 		}
-		root.Send(self, &deployLoaded{dep: sh, deploy: m, states: states, err: err})
+		root.Send(self, &deployLoaded{dep: sh, deploy: m, states: states, task: task, err: err})
 	})
 }
 
@@ -506,7 +507,7 @@ func (h *workerHost) onLoaded(ctx actor.Context, m *deployLoaded) {
 	epoch := m.deploy.Epoch
 	if m.err != nil {
 		h.log.Error("could not load the tasks' state", "epoch", epoch, "err", m.err)
-		h.system.Root.Send(h.coordPID, &messages.TaskFailed{WorkerId: h.id, Epoch: epoch, TaskId: "", Reason: m.err.Error(), Cause: string(CauseRestore),
+		h.system.Root.Send(h.coordPID, &messages.TaskFailed{WorkerId: h.id, Epoch: epoch, TaskId: m.task, Reason: m.err.Error(), Cause: string(CauseRestore),
 			Damage: damageOf(m.err)})
 		return
 	}
@@ -614,7 +615,7 @@ func (h *workerHost) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, c
 // another parallelism, the key groups of its range from the stored states
 // that held them (through their key-group index, only those bytes),
 // merged with its splits.
-func loadDeployed(ctx context.Context, cps *snapshots.Checkpoints, plan *topology.Plan, mine []*messages.DeployTask) (map[string]*messages.TaskState, error) {
+func loadDeployed(ctx context.Context, cps *snapshots.Checkpoints, plan *topology.Plan, mine []*messages.DeployTask) (_ map[string]*messages.TaskState, task string, _ error) {
 	states := map[string]*messages.TaskState{}
 	for _, dt := range mine {
 		t := plan.Tasks[dt.Task]
@@ -624,7 +625,7 @@ func loadDeployed(ctx context.Context, cps *snapshots.Checkpoints, plan *topolog
 			for _, h := range dt.Parts {
 				groups, _, err := cps.ReadKeyGroups(ctx, h, t.KeyGroupStart, t.KeyGroupEnd)
 				if err != nil {
-					return nil, fmt.Errorf("load the key groups of task %s: %w", t.ID, err)
+					return nil, t.ID, fmt.Errorf("load the key groups of task %s: %w", t.ID, err)
 				}
 				part.KeyGroups = append(part.KeyGroups, groups...)
 			}
@@ -636,12 +637,12 @@ func loadDeployed(ctx context.Context, cps *snapshots.Checkpoints, plan *topolog
 		case dt.State != nil:
 			st, err := cps.ReadTaskState(ctx, dt.State)
 			if err != nil {
-				return nil, fmt.Errorf("load the state of task %s: %w", t.ID, err)
+				return nil, t.ID, fmt.Errorf("load the state of task %s: %w", t.ID, err)
 			}
 			states[t.ID] = st
 		}
 	}
-	return states, nil
+	return states, "", nil
 }
 
 // damageOf classifies an error of a restore for TaskFailed.Damage.
