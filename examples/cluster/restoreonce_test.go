@@ -35,10 +35,17 @@ var logFieldRE = regexp.MustCompile(`(\w+)=("[^"]*"|\S+)`)
 // read them again).
 func TestRestoreReadsOnceAndFallsBack(t *testing.T) {
 	c := newTestCluster(t)
-	c.job = []string{"-keys", "3000"} // most records before the hold have a key of their own
+	c.job = []string{"-records", "60000", "-keys", "30000", "-rate", "30000"} // every record before the hold has a key of its own
 	r := startRunning(c, 2, "-inline-limit", "0", "-retain", "5")
-	// A checkpoint before the one to corrupt, to fall back to.
-	c.awaitEvent(r.coord, r.at+1, "checkpoint-completed", func(e eventLine) bool { return e.uint("checkpoint") > r.checkpoint })
+	// Two checkpoints of the same size: the sources hold halfway, and the
+	// one to fall back to holds the state of every record before the hold.
+	for at, last := r.at, uint64(0); ; {
+		i, e := c.awaitEvent(r.coord, at+1, "checkpoint-completed", nil)
+		if e.uint("bytes") == last {
+			break
+		}
+		at, last = i, e.uint("bytes")
+	}
 	from := len(r.coord.linesFrom(0))
 	for _, w := range r.workers {
 		if err := w.cmd.Process.Kill(); err != nil {
