@@ -35,7 +35,7 @@ func TestBinary(t *testing.T) {
 		stdout string // a prefix
 		stderr string // a prefix
 	}{
-		{[]string{"checkpoints", "list", "--store", f.url}, exitOK, "1  2026-03-01T10:00:01Z  3", ""},
+		{[]string{"checkpoints", "list", "--store", f.url}, exitOK, "ID  TIME                  TASKS", ""},
 		{[]string{"checkpoints", "list", "--store", f.url, "--job", "nope"}, exitNotFound, "", `snapflow: no job "nope"`},
 		{[]string{"checkpoints", "list", "--store", f.url, "x", "--job", "wc"}, exitUsage, "", "snapflow: flag --job after"},
 		{[]string{"checkpoints", "delete", "--store", f.url, "2"}, exitFailed, "", "snapflow: refusing to delete checkpoint 2"},
@@ -45,7 +45,7 @@ func TestBinary(t *testing.T) {
 		{[]string{"checkpoints", "--help"}, exitOK, "", "Usage: snapflow"},
 		{[]string{"checkpoints", "verify", "--help"}, exitOK, "", "usage: snapflow checkpoints verify"},
 		{[]string{"checkpoints", "delete", "--store", f.url, "2", "-h"}, exitOK, "", "usage: snapflow checkpoints delete"},
-		{[]string{"savepoints", "list", "--store", f.url}, exitOK, "v1  7  2026-03-01T10:00:07Z  3", ""},
+		{[]string{"savepoints", "list", "--store", f.url}, exitOK, "NAME  ID  TIME                  TASKS", ""},
 		{[]string{"savepoints", "show", "--store", f.url, "v1"}, exitOK, "job              wc\nsavepoint        v1\n", ""},
 		{[]string{"savepoints", "verify", "--store", f.url, "v1"}, exitOK, "ok    wc/savepoints/v1/_manifest\n", ""},
 		{[]string{"savepoints", "show", "--store", f.url, "nope"}, exitNotFound, "", "snapflow: job wc has no savepoint nope"},

@@ -13,7 +13,7 @@ func ids(t *testing.T, f *fixture) []string {
 	r := runCLI("checkpoints", "list", "--store", f.url)
 	r.want(t, exitOK)
 	var out []string
-	for _, l := range lines(r.stdout) {
+	for _, l := range rows(t, r.stdout, checkpointsHeader) {
 		out = append(out, l[0])
 	}
 	return out

@@ -32,7 +32,7 @@
 // -help or --help, wherever it stands, prints that subcommand's usage and
 // exits 0.
 //
-// checkpoints list prints one checkpoint per line in ascending id order,
+// checkpoints list prints a header row, then one checkpoint per line in ascending id order,
 // as "ID TIME TASKS STATE STORED STATUS NOTE": TIME is RFC 3339 in UTC,
 // STATE sums the tasks' whole states (snapshots.StateSize) and STORED what
 // the checkpoint wrote for them (snapshots.UploadedSize: an incremental
@@ -61,7 +61,7 @@
 // newest complete checkpoint. A kept directory has nothing to delete: it
 // goes once nothing references it.
 //
-// savepoints list prints one savepoint per line sorted by name, as
+// savepoints list prints a header row, then one savepoint per line sorted by name, as
 // "NAME ID TIME TASKS BYTES STATUS", where ID is the checkpoint id the
 // savepoint was taken as and the rest is as for checkpoints list; a name
 // that holds white space or starts with a quote is printed Go-quoted.

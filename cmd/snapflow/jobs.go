@@ -66,14 +66,16 @@ func (f *flags) parseArgs(args []string, stderr io.Writer, what string) (string,
 	if err != nil {
 		return "", usageError(f.synopsis, "%v", err)
 	}
-	if f.store == "" {
-		return "", usageError(f.synopsis, "--store is required")
-	}
+	// A flag after the argument is named as such, before anything it
+	// would have set is missed (--store after the ID).
 	rest := f.fs.Args()
 	for i, a := range rest {
 		if i > 0 && len(a) > 1 && a[0] == '-' {
 			return "", usageError(f.synopsis, "flag %s after the argument %q: flags must come before positional arguments", a, rest[0])
 		}
+	}
+	if f.store == "" {
+		return "", usageError(f.synopsis, "--store is required")
 	}
 	n := 0
 	if what != "" {

@@ -57,6 +57,7 @@ func TestUsageErrors(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"checkpoints", "verify", "--store", s, "2", "--job", "wc"}, "flag --job after the argument \"2\": flags must come before positional arguments"},
+		{[]string{"checkpoints", "show", "2", "--store", s}, "flag --store after the argument \"2\": flags must come before positional arguments"},
 		{[]string{"checkpoints", "show", "--store", s, "2", "--json"}, "flag --json after the argument"},
 		{[]string{"checkpoints", "delete", "--store", s, "2", "--force"}, "flag --force after the argument"},
 		{[]string{"checkpoints", "delete", "--store", s, "2", "-force"}, "flag -force after the argument"},

@@ -31,6 +31,9 @@ func list(ctx context.Context, args []string, stdout, stderr io.Writer) (err err
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	if len(s.infos) > 0 {
+		fmt.Fprintln(tw, "ID\tTIME\tTASKS\tSTATE\tSTORED\tSTATUS\tNOTE")
+	}
 	for _, info := range s.infos {
 		fmt.Fprintln(tw, s.listLine(c.Job(), info))
 	}

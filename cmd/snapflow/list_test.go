@@ -27,7 +27,7 @@ func TestList(t *testing.T) {
 					{"2", "2026-03-01T10:00:02Z", "3", fmt.Sprint(f.bytes(2)), fmt.Sprint(f.bytes(2)), "complete"},
 					{"3", "-", "1", "-", "-", "incomplete"},
 				}
-				if got := lines(r.stdout); !slices.EqualFunc(got, want, slices.Equal) {
+				if got := rows(t, r.stdout, checkpointsHeader); !slices.EqualFunc(got, want, slices.Equal) {
 					t.Errorf("%q printed\n%s\nwant the fields %q", args, r.stdout, want)
 				}
 				if r.stderr != "" {
@@ -46,7 +46,7 @@ func TestListAscendingBeyondNine(t *testing.T) {
 	r := runCLI("checkpoints", "list", "--store", f.url)
 	r.want(t, exitOK)
 	var ids []string
-	for _, l := range lines(r.stdout) {
+	for _, l := range rows(t, r.stdout, checkpointsHeader) {
 		ids = append(ids, l[0])
 	}
 	if want := []string{"1", "2", "3", "10", "100"}; !slices.Equal(ids, want) {
@@ -62,7 +62,7 @@ func TestListCorruptManifest(t *testing.T) {
 	}
 	r := runCLI("checkpoints", "list", "--store", f.url)
 	r.want(t, exitOK, "snapflow: warning: checkpoint 2: ", key)
-	if got := lines(r.stdout); len(got) != 3 || !slices.Equal(got[1], []string{"2", "-", "-", "-", "-", "corrupt"}) {
+	if got := rows(t, r.stdout, checkpointsHeader); len(got) != 3 || !slices.Equal(got[1], []string{"2", "-", "-", "-", "-", "corrupt"}) {
 		t.Errorf("printed\n%s\nwant checkpoint 2 listed as corrupt", r.stdout)
 	}
 }

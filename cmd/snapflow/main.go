@@ -31,7 +31,7 @@ snapflow jobs status --addr http://127.0.0.1:8080
 
 Commands:
   checkpoints list --store URL [--job NAME]
-      One checkpoint per line, in ascending id order:
+      A header row, then one checkpoint per line, in ascending id order:
         ID TIME TASKS STATE STORED STATUS NOTE
       TIME is RFC 3339 in UTC. STATE sums the tasks' whole states and
       STORED what the checkpoint wrote for them: an incremental checkpoint
@@ -68,7 +68,7 @@ Commands:
       of a running job: its next checkpoints build on it). A kept
       directory (see list) has nothing to delete.
   savepoints list --store URL [--job NAME]
-      One savepoint per line, sorted by name:
+      A header row, then one savepoint per line, sorted by name:
         NAME ID TIME TASKS BYTES STATUS
       ID is the checkpoint id the savepoint was taken as. STATUS is
       complete, incomplete (no manifest: aborted or still being taken; ID,

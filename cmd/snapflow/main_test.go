@@ -5,6 +5,7 @@ import (
 
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -154,4 +155,25 @@ func lines(out string) [][]string {
 		ls = append(ls, strings.Fields(l))
 	}
 	return ls
+}
+
+// The header rows of checkpoints list and savepoints list.
+var (
+	checkpointsHeader = []string{"ID", "TIME", "TASKS", "STATE", "STORED", "STATUS", "NOTE"}
+	savepointsHeader  = []string{"NAME", "ID", "TIME", "TASKS", "BYTES", "STATUS"}
+)
+
+// rows splits the output of a list command into lines of fields, checks
+// that the first is header and returns the others.
+func rows(t *testing.T, out string, header []string) [][]string {
+	t.Helper()
+	ls := lines(out)
+	if len(ls) == 0 {
+		return nil
+	}
+	if !slices.Equal(ls[0], header) {
+		t.Errorf("the first line is %q, want the header %q", ls[0], header)
+		return ls
+	}
+	return ls[1:]
 }

@@ -39,6 +39,9 @@ func listSavepoints(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	if len(infos) > 0 {
+		fmt.Fprintln(tw, "NAME\tID\tTIME\tTASKS\tBYTES\tSTATUS")
+	}
 	for _, info := range infos {
 		fmt.Fprintln(tw, savepointLine(info))
 	}

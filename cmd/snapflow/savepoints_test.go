@@ -118,7 +118,7 @@ func TestSavepointsList(t *testing.T) {
 					{"old", "7", "2026-03-01T10:00:07Z", "3", fmt.Sprint(size(ms["old"])), "complete"},
 					{"v1", "7", "2026-03-01T10:00:07Z", "3", fmt.Sprint(size(ms["v1"])), "complete"},
 				}
-				if got := lines(r.stdout); !slices.EqualFunc(got, want, slices.Equal) {
+				if got := rows(t, r.stdout, savepointsHeader); !slices.EqualFunc(got, want, slices.Equal) {
 					t.Errorf("%q printed\n%s\nwant the fields %q", args, r.stdout, want)
 				}
 			}
@@ -140,7 +140,7 @@ func TestSavepointsListQuotesNames(t *testing.T) {
 	for l := range strings.Lines(r.stdout) {
 		names = append(names, l[:strings.Index(l, "  ")])
 	}
-	if want := []string{`"\"x"`, `"before upgrade"`}; !slices.Equal(names, want) {
+	if want := []string{"NAME", `"\"x"`, `"before upgrade"`}; !slices.Equal(names, want) {
 		t.Errorf("list printed\n%s\nwant the names %q", r.stdout, want)
 	}
 	r = runCLI("savepoints", "show", "--store", f.url, "before upgrade")
@@ -160,7 +160,7 @@ func TestSavepointsOnlyJob(t *testing.T) {
 	m := f.addSavepoint(t, "v1", true)
 	r := runCLI("savepoints", "list", "--store", f.url)
 	r.want(t, exitOK)
-	if got := lines(r.stdout); len(got) != 1 || got[0][0] != "v1" || got[0][5] != "complete" {
+	if got := rows(t, r.stdout, savepointsHeader); len(got) != 1 || got[0][0] != "v1" || got[0][5] != "complete" {
 		t.Errorf("list printed\n%s\nwant v1", r.stdout)
 	}
 	r = runCLI("checkpoints", "list", "--store", f.url)
@@ -316,7 +316,7 @@ func TestSavepointsDelete(t *testing.T) {
 	}
 	r := runCLI("savepoints", "list", "--store", f.url)
 	r.want(t, exitOK)
-	if got := lines(r.stdout); len(got) != 1 || got[0][0] != "old" {
+	if got := rows(t, r.stdout, savepointsHeader); len(got) != 1 || got[0][0] != "old" {
 		t.Errorf("list after the deletions printed\n%s\nwant only old", r.stdout)
 	}
 	if got := ids(t, f); !slices.Equal(got, []string{"1", "2", "3"}) {
