@@ -21,8 +21,9 @@
 // usage error. --job may be left out when the store holds the checkpoints
 // or savepoints of exactly one job (the jobs are the first path segments
 // of the keys JOB/checkpoints/... and JOB/savepoints/...). ID is a number,
-// chk-<number> as in the keys, or latest: the newest complete checkpoint
-// (one with a manifest, usable or not). With latest, the command prints
+// chk-<number> as in the keys, or latest: the checkpoint a recovery would
+// restore (the newest complete one whose objects all verify; newer ones
+// that do not are passed over, and named). With latest, the command prints
 // the id it stands for on standard error ("snapflow: latest is checkpoint
 // 7 of job wc"), so that standard output keeps its format. NAME is a
 // savepoint name, as snapshots.ValidateSavepointName accepts; another is a

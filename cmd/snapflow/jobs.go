@@ -127,17 +127,35 @@ func (f *flags) parseName(args []string, stderr io.Writer) (string, error) {
 }
 
 // resolve returns the checkpoint id that arg names in c. For latest, that
-// is the newest complete checkpoint, and it says on stderr which one.
+// is the checkpoint a recovery would restore: the newest complete one whose
+// objects all verify (a newer one that does not is passed over, as
+// recovery passes over it). It says on stderr which one, and which newer
+// ones it passed over.
 func resolve(ctx context.Context, c *snapshots.Checkpoints, arg checkpointArg, stderr io.Writer) (uint64, error) {
 	if !arg.latest {
 		return arg.id, nil
 	}
-	id, err := c.LatestCompleteID(ctx)
+	newest, err := c.LatestCompleteID(ctx)
 	if err != nil {
 		return 0, err
 	}
-	if id == 0 {
+	if newest == 0 {
 		return 0, notFound("job %s has no complete checkpoint, so no %s one", c.Job(), latestArg)
+	}
+	rp, err := c.Load(ctx, snapshots.LoadOptions{})
+	switch {
+	case errors.Is(err, snapshots.ErrNoUsableCheckpoint):
+		return 0, notFound("job %s has complete checkpoints (the newest is %d), but none a recovery could restore, so no %s one: %v", c.Job(), newest, latestArg, err)
+	case err != nil:
+		return 0, err
+	case rp == nil:
+		return 0, notFound("job %s has no usable complete checkpoint, so no %s one", c.Job(), latestArg)
+	}
+	id := rp.Manifest.GetCheckpointId()
+	if id != newest {
+		fmt.Fprintf(stderr, "snapflow: %s is checkpoint %d of job %s, the one a recovery would restore: the newer complete checkpoints up to %d do not verify (checkpoints list says which)\n",
+			latestArg, id, c.Job(), newest)
+		return id, nil
 	}
 	fmt.Fprintf(stderr, "snapflow: %s is checkpoint %d of job %s\n", latestArg, id, c.Job())
 	return id, nil

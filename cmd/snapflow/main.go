@@ -114,8 +114,9 @@ Flags:
   --job NAME    the job; may be left out when the store holds the
                 checkpoints or savepoints of exactly one job
   ID            a checkpoint id, 7 or chk-00000000000000000007, or
-                latest: the newest complete checkpoint (usable or not);
-                the id it stands for is printed on standard error
+                latest: the checkpoint a recovery would restore (the
+                newest complete one whose objects verify); the id it
+                stands for is printed on standard error
   NAME          a savepoint name; savepoints list prints a name that holds
                 white space or starts with a quote Go-quoted
   --addr URL    jobs status: the job's HTTP server, http://HOST:PORT

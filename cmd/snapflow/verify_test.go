@@ -105,15 +105,22 @@ func TestVerifyLatest(t *testing.T) {
 	if got := lines(r.stdout); len(got) != 4 || got[0][1] != snapshots.ManifestKey("wc", 2) {
 		t.Errorf("verify latest printed\n%s\nwant checkpoint 2's 4 objects", r.stdout)
 	}
-	// latest is the newest complete checkpoint, usable or not: verify is
-	// how to find out.
+	// latest is the checkpoint a recovery would restore: past a newest one
+	// that does not verify, which verify by id shows.
 	key := snapshots.StateKey("wc", 2, "sum#0")
 	if err := f.store.Put(t.Context(), key, []byte("garbage")); err != nil {
 		t.Fatal(err)
 	}
 	r = runCLI("checkpoints", "verify", "--store", f.url, "latest")
-	r.want(t, exitFailed, "latest is checkpoint 2", "1 of 3 task states failed verification")
+	r.want(t, exitOK, "latest is checkpoint 1 of job wc, the one a recovery would restore: the newer complete checkpoints up to 2 do not verify")
+	r = runCLI("checkpoints", "verify", "--store", f.url, "2")
+	r.want(t, exitFailed, "1 of 3 task states failed verification")
 	if !strings.Contains(r.stdout, "FAIL  "+key) {
-		t.Errorf("verify latest printed\n%s\nwant a FAIL line for %s", r.stdout, key)
+		t.Errorf("verify 2 printed\n%s\nwant a FAIL line for %s", r.stdout, key)
 	}
+	// None usable: no latest.
+	if err := f.store.Put(t.Context(), snapshots.StateKey("wc", 1, "sum#0"), []byte("garbage")); err != nil {
+		t.Fatal(err)
+	}
+	runCLI("checkpoints", "verify", "--store", f.url, "latest").want(t, exitNotFound, "none a recovery could restore, so no latest one")
 }
