@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/snapflow/snapflow/actors/baseline"
+	"github.com/snapflow/snapflow/bench/baseline"
 	"github.com/snapflow/snapflow/internal/benchwork"
 )
 

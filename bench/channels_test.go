@@ -5,7 +5,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/snapflow/snapflow/actors/baseline/baselinetest"
+	"github.com/snapflow/snapflow/bench/baseline/baselinetest"
 )
 
 func TestChannels(t *testing.T) {

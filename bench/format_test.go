@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/snapflow/snapflow/actors/baseline"
+	"github.com/snapflow/snapflow/bench/baseline"
 	"github.com/snapflow/snapflow/internal/benchwork"
 	"github.com/snapflow/snapflow/snapshots"
 )

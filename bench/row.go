@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
-	"github.com/snapflow/snapflow/actors/baseline"
 	"github.com/snapflow/snapflow/actors/restart"
+	"github.com/snapflow/snapflow/bench/baseline"
 	"github.com/snapflow/snapflow/internal/benchwork"
 	"github.com/snapflow/snapflow/snapshots"
 )

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/snapflow/snapflow/actors/baseline"
+	"github.com/snapflow/snapflow/bench/baseline"
 )
 
 func ExampleRunProtoactor() {

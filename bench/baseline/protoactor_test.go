@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snapflow/snapflow/actors/baseline"
-	"github.com/snapflow/snapflow/actors/baseline/baselinetest"
+	"github.com/snapflow/snapflow/bench/baseline"
+	"github.com/snapflow/snapflow/bench/baseline/baselinetest"
 )
 
 func TestProtoactor(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snapflow/snapflow/actors/baseline"
+	"github.com/snapflow/snapflow/bench/baseline"
 )
 
 // RunFunc runs a baseline pipeline once.
