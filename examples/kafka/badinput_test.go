@@ -54,8 +54,8 @@ func TestBadInput(t *testing.T) {
 			began := time.Now()
 			args := append([]string{"-phase", "run", "-store", t.TempDir(), "-records", "100", "-faults", "0"}, tc.args...)
 			p := startProc(t, tc.name, args...)
-			code := p.exit()
-			stderr := strings.Join(p.lines(true), "\n")
+			code := p.Exit()
+			stderr := strings.Join(p.Lines(true), "\n")
 			t.Logf("exit %d after %v: %s", code, time.Since(began).Round(time.Millisecond), stderr)
 			if code != tc.code {
 				t.Errorf("exit code %d, want %d", code, tc.code)
@@ -65,7 +65,7 @@ func TestBadInput(t *testing.T) {
 					t.Errorf("stderr does not say %s", w)
 				}
 			}
-			if m := p.find(regexp.MustCompile(`running \(start`)); m != nil {
+			if m := p.Find(regexp.MustCompile(`running \(start`)); m != nil {
 				t.Errorf("the job ran: %q", m[0])
 			}
 		})

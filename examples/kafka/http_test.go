@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
@@ -29,8 +28,8 @@ func TestHTTP(t *testing.T) {
 	p := startProc(t, "http", "-phase", "run", "-brokers", strings.Join(brokers, ","), "-store", t.TempDir(),
 		"-records", fmt.Sprint(records), "-customers", fmt.Sprint(customers), "-restart", "none", "-faults", "0",
 		"-http", "127.0.0.1:0")
-	base := p.awaitLine(regexp.MustCompile(`^dashboard: (http://127\.0\.0\.1:\d+)/$`))[1]
-	p.awaitLine(regexp.MustCompile(`^job "kafka-totals" running `))
+	base := p.AwaitLine(regexp.MustCompile(`^dashboard: (http://127\.0\.0\.1:\d+)/$`))[1]
+	p.AwaitLine(regexp.MustCompile(`^job "kafka-totals" running `))
 
 	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
 	defer cancel()
@@ -50,10 +49,10 @@ func TestHTTP(t *testing.T) {
 	if err := fillRange(ctx, brokers, "orders", 0, records, customers); err != nil {
 		t.Fatal(err)
 	}
-	if code := p.exit(); code != 0 {
+	if code := p.Exit(); code != 0 {
 		t.Fatalf("exit code %d, want 0", code)
 	}
-	p.mustFind(regexp.MustCompile(`^stopped with savepoint "final-1"`))
+	p.MustFind(regexp.MustCompile(`^stopped with savepoint "final-1"`))
 }
 
 // TestHTTPNeedsARun: -http with a phase that runs no job is a usage error.
@@ -70,30 +69,4 @@ func TestHTTPNeedsARun(t *testing.T) {
 func jobStatus(ctx context.Context, base string) (monitor.JobStatus, error) {
 	var st monitor.JobStatus
 	return st, testhttp.GetJSON(ctx, base+"/api/v1/job", &st)
-}
-
-// awaitLine waits for a stdout line matching re and returns its
-// submatches; it fails the test if the process exits first.
-func (p *proc) awaitLine(re *regexp.Regexp) []string {
-	p.t.Helper()
-	deadline := time.NewTimer(waitFor)
-	defer deadline.Stop()
-	for {
-		p.mu.Lock()
-		changed := p.changed
-		p.mu.Unlock()
-		if m := p.find(re); m != nil {
-			return m
-		}
-		select {
-		case <-changed:
-		case <-p.exited:
-			if m := p.find(re); m != nil {
-				return m
-			}
-			p.t.Fatalf("%s exited without printing a line matching %s", p.name, re)
-		case <-deadline.C:
-			p.t.Fatalf("%s printed no line matching %s within %v", p.name, re, waitFor)
-		}
-	}
 }

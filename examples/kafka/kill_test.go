@@ -45,27 +45,27 @@ func TestSigkillResumed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.stop()
-	if err := w.wait(ctx, 1, first.exited); err != nil {
+	if err := w.wait(ctx, 1, first.Exited()); err != nil {
 		t.Fatalf("waiting for committed output of the first process: %v", err)
 	}
 	// The second part arrives while the first process runs; the third only
 	// later, so that it cannot have finished when it is killed.
 	part(1)
-	first.kill()
-	if ws, ok := first.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("the first process ended by itself (%s), not by SIGKILL", first.cmd.ProcessState)
+	first.Kill()
+	if ws, ok := first.Cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("the first process ended by itself (%s), not by SIGKILL", first.Cmd.ProcessState)
 	}
 	t.Logf("killed the first process with %d of %d effects visible", w.committed(), records)
 
 	second := startProc(t, "second", args...)
 	part(2)
-	if code := second.exit(); code != 0 {
+	if code := second.Exit(); code != 0 {
 		t.Fatalf("second process: exit code %d, want 0", code)
 	}
 	// It resumed from a checkpoint: committed output means a completed one.
-	second.mustFind(regexp.MustCompile(`^job "kafka-totals" running \(start 1, epoch \d+\) from checkpoint [1-9]\d*;`))
-	second.mustFind(regexp.MustCompile(`^stopped with savepoint "final-1"`))
-	t.Logf("second process:\n%s", strings.Join(second.lines(false), "\n"))
+	second.MustFind(regexp.MustCompile(`^job "kafka-totals" running \(start 1, epoch \d+\) from checkpoint [1-9]\d*;`))
+	second.MustFind(regexp.MustCompile(`^stopped with savepoint "final-1"`))
+	t.Logf("second process:\n%s", strings.Join(second.Lines(false), "\n"))
 
 	values, err := readOutput(ctx, brokers, "totals")
 	if err != nil {

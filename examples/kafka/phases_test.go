@@ -26,17 +26,17 @@ func TestPhases(t *testing.T) {
 	phase := func(name string, want int, extra ...string) *proc {
 		t.Helper()
 		p := startProc(t, name, append(append([]string{"-phase", name}, common...), extra...)...)
-		if code := p.exit(); code != want {
+		if code := p.Exit(); code != want {
 			t.Fatalf("-phase %s: exit code %d, want %d", name, code, want)
 		}
 		return p
 	}
-	phase("fill", 0).mustFind(regexp.MustCompile(`^topics: "o" created \(4 partitions\), "t" created \(4 partitions\)$`))
-	phase("run", 0, "-store", t.TempDir(), "-seed", "4").mustFind(regexp.MustCompile(`^stopped with savepoint "final-1"`))
-	phase("verify", 0).mustFind(regexp.MustCompile(`^exactly-once: OK$`))
+	phase("fill", 0).MustFind(regexp.MustCompile(`^topics: "o" created \(4 partitions\), "t" created \(4 partitions\)$`))
+	phase("run", 0, "-store", t.TempDir(), "-seed", "4").MustFind(regexp.MustCompile(`^stopped with savepoint "final-1"`))
+	phase("verify", 0).MustFind(regexp.MustCompile(`^exactly-once: OK$`))
 
 	again := phase("fill", 1)
-	if s := strings.Join(again.lines(true), "\n"); !strings.Contains(s, `topic "o": topic already holds records`) {
+	if s := strings.Join(again.Lines(true), "\n"); !strings.Contains(s, `topic "o": topic already holds records`) {
 		t.Errorf("a second fill says %q, want that topic \"o\" holds records", s)
 	}
 
@@ -51,6 +51,6 @@ func TestPhases(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := phase("verify", 1)
-	bad.mustFind(regexp.MustCompile(`^exactly-once: FAILED$`))
-	bad.mustFind(regexp.MustCompile(`^  orders with more than one effect: 1, e.g. orders 7$`))
+	bad.MustFind(regexp.MustCompile(`^exactly-once: FAILED$`))
+	bad.MustFind(regexp.MustCompile(`^  orders with more than one effect: 1, e.g. orders 7$`))
 }

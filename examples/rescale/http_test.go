@@ -8,6 +8,7 @@ import (
 
 	"github.com/snapflow/snapflow/actors/monitor"
 	"github.com/snapflow/snapflow/actors/web"
+	"github.com/snapflow/snapflow/internal/proctest"
 	"github.com/snapflow/snapflow/internal/testhttp"
 )
 
@@ -18,8 +19,8 @@ import (
 func TestHTTP(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
 	p := startProc(t, "http", nil, storeArgs(store, "-phases", "2,1", "-hold", "-http", "127.0.0.1:0")...)
-	base := p.awaitLine(regexp.MustCompile(`^dashboard: (http://127\.0\.0\.1:\d+)/$`))[1]
-	p.awaitLine(regexp.MustCompile(`^phase 2: parallelism 1, from savepoint "sp-1" .*; holding at `))
+	base := p.AwaitLine(regexp.MustCompile(`^dashboard: (http://127\.0\.0\.1:\d+)/$`))[1]
+	p.AwaitLine(regexp.MustCompile(`^phase 2: parallelism 1, from savepoint "sp-1" .*; holding at `))
 
 	var st monitor.JobStatus
 	getJSON(t, base+"/api/v1/job", &st)
@@ -50,7 +51,7 @@ func TestHTTP(t *testing.T) {
 // getJSON GETs url and decodes its 200 answer into v.
 func getJSON(t *testing.T, url string, v any) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
+	ctx, cancel := context.WithTimeout(t.Context(), proctest.WaitFor)
 	defer cancel()
 	if err := testhttp.GetJSON(ctx, url, v); err != nil {
 		t.Fatal(err)

@@ -32,19 +32,19 @@ func storeArgs(store string, extra ...string) []string {
 func TestDefaultRun(t *testing.T) {
 	env := []string{"TMPDIR=" + t.TempDir()}
 	p := mustSucceed(t, "default run", env)
-	dir := p.find(regexp.MustCompile(`^store: dir:(.+) \(a fresh directory; -store chooses another\)$`))[1]
+	dir := p.MustFind(regexp.MustCompile(`^store: dir:(.+) \(a fresh directory; -store chooses another\)$`))[1]
 	if filepath.Dir(dir) != strings.TrimPrefix(env[0], "TMPDIR=") {
 		t.Errorf("the store %s is not a fresh directory in TMPDIR", dir)
 	}
-	m1 := p.find(regexp.MustCompile(`^phase 1: parallelism 2, from the beginning at 0 orders; stopped with savepoint "sp-1" \(checkpoint (\d+)\) at 200000 of 600000 orders$`))
-	m2 := p.find(regexp.MustCompile(`^phase 2: parallelism 3, from savepoint "sp-1" \(checkpoint (\d+)\) at 200000 orders; stopped with savepoint "sp-2" \(checkpoint (\d+)\) at 400000 of 600000 orders$`))
-	m3 := p.find(regexp.MustCompile(`^phase 3: parallelism 1, from savepoint "sp-2" \(checkpoint (\d+)\) at 400000 orders; finished \(final checkpoint \d+\) at 600000 of 600000 orders$`))
+	m1 := p.MustFind(regexp.MustCompile(`^phase 1: parallelism 2, from the beginning at 0 orders; stopped with savepoint "sp-1" \(checkpoint (\d+)\) at 200000 of 600000 orders$`))
+	m2 := p.MustFind(regexp.MustCompile(`^phase 2: parallelism 3, from savepoint "sp-1" \(checkpoint (\d+)\) at 200000 orders; stopped with savepoint "sp-2" \(checkpoint (\d+)\) at 400000 of 600000 orders$`))
+	m3 := p.MustFind(regexp.MustCompile(`^phase 3: parallelism 1, from savepoint "sp-2" \(checkpoint (\d+)\) at 400000 orders; finished \(final checkpoint \d+\) at 600000 of 600000 orders$`))
 	if m2[1] != m1[1] || m3[1] != m2[2] {
 		t.Errorf("a phase did not start from the previous phase's savepoint: sp-1 is checkpoint %s, phase 2 started from %s; sp-2 is %s, phase 3 started from %s",
 			m1[1], m2[1], m2[2], m3[1])
 	}
-	p.find(regexp.MustCompile(`^final state, read from checkpoint \d+ \(totals in 1 task\): 1000 customers, 600000 orders, (\d+) cents; closed form: 1000 customers, 600000 orders, (\d+) cents$`))
-	p.find(okLine)
+	p.MustFind(regexp.MustCompile(`^final state, read from checkpoint \d+ \(totals in 1 task\): 1000 customers, 600000 orders, (\d+) cents; closed form: 1000 customers, 600000 orders, (\d+) cents$`))
+	p.MustFind(okLine)
 
 	store, err := snapshots.NewDir(dir)
 	if err != nil {
@@ -77,10 +77,10 @@ func TestDefaultRun(t *testing.T) {
 	}
 
 	again := mustSucceed(t, "second default run", env)
-	if dir2 := again.find(regexp.MustCompile(`^store: dir:(.+) \(a fresh`))[1]; dir2 == dir {
+	if dir2 := again.MustFind(regexp.MustCompile(`^store: dir:(.+) \(a fresh`))[1]; dir2 == dir {
 		t.Errorf("the second run used the first run's store %s", dir)
 	}
-	again.find(okLine)
+	again.MustFind(okLine)
 }
 
 // TestSavepointAcrossProcesses: a savepoint taken by one process is
@@ -101,9 +101,9 @@ func TestSavepointAcrossProcesses(t *testing.T) {
 
 func acrossProcesses(t *testing.T, store string, env []string) {
 	p1 := mustSucceed(t, "process 1", env, storeArgs(store, "-phases", "2", "-stop-with", "first")...)
-	first := p1.find(regexp.MustCompile(`^phase 1: parallelism 2, from the beginning at 0 orders; stopped with savepoint "first" \(checkpoint (\d+)\) at 10000 of 20000 orders$`))[1]
+	first := p1.MustFind(regexp.MustCompile(`^phase 1: parallelism 2, from the beginning at 0 orders; stopped with savepoint "first" \(checkpoint (\d+)\) at 10000 of 20000 orders$`))[1]
 	p2 := mustSucceed(t, "process 2", env, storeArgs(store, "-savepoint", "first", "-phases", "3", "-stop-with", "second")...)
-	m := p2.find(regexp.MustCompile(`^phase 1: parallelism 3, from savepoint "first" \(checkpoint (\d+)\) at 10000 orders; stopped with savepoint "second" \(checkpoint (\d+)\) at 15000 of 20000 orders$`))
+	m := p2.MustFind(regexp.MustCompile(`^phase 1: parallelism 3, from savepoint "first" \(checkpoint (\d+)\) at 10000 orders; stopped with savepoint "second" \(checkpoint (\d+)\) at 15000 of 20000 orders$`))
 	if m[1] != first {
 		t.Errorf("process 2 started from checkpoint %s, but savepoint first is checkpoint %s", m[1], first)
 	}
@@ -111,8 +111,8 @@ func acrossProcesses(t *testing.T, store string, env []string) {
 		t.Errorf("savepoint second is checkpoint %d, not above first's %d", b, a)
 	}
 	p3 := mustSucceed(t, "process 3", env, storeArgs(store, "-savepoint", "second", "-phases", "1")...)
-	p3.find(regexp.MustCompile(`^phase 1: parallelism 1, from savepoint "second" \(checkpoint ` + m[2] + `\) at 15000 orders; finished \(final checkpoint \d+\) at 20000 of 20000 orders$`))
-	p3.find(okLine)
+	p3.MustFind(regexp.MustCompile(`^phase 1: parallelism 1, from savepoint "second" \(checkpoint ` + m[2] + `\) at 15000 orders; finished \(final checkpoint \d+\) at 20000 of 20000 orders$`))
+	p3.MustFind(okLine)
 }
 
 // TestKilledPhaseResumes: a process that started from a savepoint is
@@ -130,33 +130,33 @@ func TestKilledPhaseResumes(t *testing.T) {
 		// Process 0 leaves a checkpoint of the job's earlier history in
 		// the store, which process 3 must not resume.
 		p0 := startProc(t, "process 0", nil, storeArgs(store, "-phases", "2", "-hold", "-hold-checkpoint", "-interval", "0")...)
-		old := p0.awaitLine(regexp.MustCompile(`holding at 10000 of 20000 orders, last checkpoint of this phase: (\d+);`))[1]
+		old := p0.AwaitLine(regexp.MustCompile(`holding at 10000 of 20000 orders, last checkpoint of this phase: (\d+);`))[1]
 		killed(t, p0)
 		p1 := mustSucceed(t, "process 1", nil, storeArgs(store, "-phases", "2", "-stop-with", "first", "-interval", "0")...)
-		sp := p1.find(regexp.MustCompile(`^phase 1: parallelism 2, from checkpoint ` + old + ` \(the job's newest\) at 10000 orders; stopped with savepoint "first" \(checkpoint (\d+)\) at 15000 of 20000 orders$`))[1]
+		sp := p1.MustFind(regexp.MustCompile(`^phase 1: parallelism 2, from checkpoint ` + old + ` \(the job's newest\) at 10000 orders; stopped with savepoint "first" \(checkpoint (\d+)\) at 15000 of 20000 orders$`))[1]
 		// No periodic checkpoint: the phase has none of its own when killed.
 		p2 := startProc(t, "process 2", nil, storeArgs(store, "-savepoint", "first", "-phases", "3", "-hold", "-interval", "0")...)
-		p2.awaitLine(regexp.MustCompile(`^phase 1: parallelism 3, from savepoint "first" \(checkpoint ` + sp + `\) at 15000 orders; holding at 17500 of 20000 orders, last checkpoint of this phase: none; waiting to be killed$`))
+		p2.AwaitLine(regexp.MustCompile(`^phase 1: parallelism 3, from savepoint "first" \(checkpoint ` + sp + `\) at 15000 orders; holding at 17500 of 20000 orders, last checkpoint of this phase: none; waiting to be killed$`))
 		killed(t, p2)
 		if rp, err := latest(t, store); err != nil || rp.Manifest.GetCheckpointId() != uint64(atoi(t, old)) {
 			t.Fatalf("the newest checkpoint in the store: %v, %v; want process 0's, %s (so that the test shows the origin is preferred)", rp, err, old)
 		}
 		p3 := mustSucceed(t, "process 3", nil, storeArgs(store, "-phases", "1")...)
-		p3.find(regexp.MustCompile(`^phase 1: parallelism 1, from savepoint "first" \(checkpoint ` + sp + `\) again \(the job's origin: it has no checkpoint of its own yet\) at 15000 orders; finished \(final checkpoint \d+\) at 20000 of 20000 orders$`))
-		p3.find(okLine)
+		p3.MustFind(regexp.MustCompile(`^phase 1: parallelism 1, from savepoint "first" \(checkpoint ` + sp + `\) again \(the job's origin: it has no checkpoint of its own yet\) at 15000 orders; finished \(final checkpoint \d+\) at 20000 of 20000 orders$`))
+		p3.MustFind(okLine)
 	})
 	t.Run("after its own checkpoint", func(t *testing.T) {
 		store := filepath.Join(t.TempDir(), "store")
 		mustSucceed(t, "process 1", nil, storeArgs(store, "-phases", "2", "-stop-with", "first")...)
 		p2 := startProc(t, "process 2", nil, storeArgs(store, "-savepoint", "first", "-phases", "3", "-hold", "-hold-checkpoint", "-interval", "0")...)
-		own := p2.awaitLine(regexp.MustCompile(`^phase 1: parallelism 3, from savepoint "first" \(checkpoint \d+\) at 10000 orders; holding at 15000 of 20000 orders, last checkpoint of this phase: (\d+); waiting to be killed$`))[1]
+		own := p2.AwaitLine(regexp.MustCompile(`^phase 1: parallelism 3, from savepoint "first" \(checkpoint \d+\) at 10000 orders; holding at 15000 of 20000 orders, last checkpoint of this phase: (\d+); waiting to be killed$`))[1]
 		killed(t, p2)
 		// It resumes at parallelism 3 from its checkpoint, then rescales
 		// to 1 through a savepoint of its own.
 		p3 := mustSucceed(t, "process 3", nil, storeArgs(store, "-phases", "3,1")...)
-		p3.find(regexp.MustCompile(`^phase 1: parallelism 3, from checkpoint ` + own + ` \(the job's newest\) at 15000 orders; stopped with savepoint "sp-1" \(checkpoint \d+\) at 17500 of 20000 orders$`))
-		p3.find(regexp.MustCompile(`^phase 2: parallelism 1, from savepoint "sp-1" `))
-		p3.find(okLine)
+		p3.MustFind(regexp.MustCompile(`^phase 1: parallelism 3, from checkpoint ` + own + ` \(the job's newest\) at 15000 orders; stopped with savepoint "sp-1" \(checkpoint \d+\) at 17500 of 20000 orders$`))
+		p3.MustFind(regexp.MustCompile(`^phase 2: parallelism 1, from savepoint "sp-1" `))
+		p3.MustFind(okLine)
 	})
 }
 
@@ -175,9 +175,9 @@ func latest(t *testing.T, dir string) (*snapshots.Restorable, error) {
 // killed SIGKILLs p and checks that the signal ended it.
 func killed(t *testing.T, p *proc) {
 	t.Helper()
-	p.kill()
-	if code := p.exit(); code != -1 {
-		t.Fatalf("%s exited %d before the SIGKILL", p.name, code)
+	p.Kill()
+	if code := p.Exit(); code != -1 {
+		t.Fatalf("%s exited %d before the SIGKILL", p.Name, code)
 	}
 }
 
@@ -249,17 +249,17 @@ func TestRefusals(t *testing.T) {
 func expectRefused(t *testing.T, p *proc, code, want int, says ...string) {
 	t.Helper()
 	if code != want {
-		t.Fatalf("%s exited %d, want %d", p.name, code, want)
+		t.Fatalf("%s exited %d, want %d", p.Name, code, want)
 	}
-	stderr := strings.Join(p.lines(true), "\n")
+	stderr := strings.Join(p.Lines(true), "\n")
 	for _, s := range says {
 		if !strings.Contains(stderr, s) {
-			t.Errorf("%s's message does not say %q:\n%s", p.name, s, stderr)
+			t.Errorf("%s's message does not say %q:\n%s", p.Name, s, stderr)
 		}
 	}
-	for _, l := range p.lines(false) {
+	for _, l := range p.Lines(false) {
 		if strings.HasPrefix(l, "phase ") {
-			t.Errorf("%s ran a phase although refused: %s", p.name, l)
+			t.Errorf("%s ran a phase although refused: %s", p.Name, l)
 		}
 	}
 }
