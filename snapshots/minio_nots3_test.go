@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/snapflow/snapflow/internal/miniotest"
 	"github.com/snapflow/snapflow/snapshots"
@@ -101,8 +102,29 @@ func TestMinIOBucketGoneWithCreate(t *testing.T) {
 	t.Parallel()
 	srv := miniotest.Start(t)
 	s := srv.Store(t, "gone", "") // CreateBucket is set
-	if err := srv.Client(t).RemoveBucket(t.Context(), "gone"); err != nil {
+	client := srv.Client(t)
+	if err := client.RemoveBucket(t.Context(), "gone"); err != nil {
 		t.Fatal(err)
+	}
+	// MinIO may still accept a write into the bucket just after
+	// RemoveBucket returns (seen once in CI): wait until it says the
+	// bucket is gone.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(time.Minute) // a failure bound only
+	for {
+		exists, err := client.BucketExists(t.Context(), "gone")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !exists {
+			break
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatal("the bucket still exists a minute after RemoveBucket")
+		}
 	}
 	err := s.Put(t.Context(), "k", []byte("x"))
 	if !errors.Is(err, snapshots.ErrNoBucket) {
