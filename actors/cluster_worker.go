@@ -663,8 +663,5 @@ func handleSize(h *messages.StateHandle) uint64 {
 	if h == nil || len(h.GetInline()) > 0 {
 		return 0
 	}
-	if n := h.GetStateSize(); n > 0 {
-		return n
-	}
-	return h.GetSize()
+	return snapshots.StateSize(h)
 }

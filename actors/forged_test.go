@@ -210,9 +210,9 @@ func forgeAcks(system *actor.ActorSystem, coordinator string) {
 	}
 	pass()
 	go func() {
-		for {
+		pace := time.NewTicker(time.Millisecond) // a pass per tick, not to spin
+		for range pace.C {
 			pass()
-			time.Sleep(time.Millisecond) // the pace of the flood, not a synchronisation
 		}
 	}()
 }

@@ -66,24 +66,34 @@ func (s *stuckSource) Close() error   { return nil }
 // TestBlockedReadNamedWhileBlocked: a source whose Read blocks is named in
 // a warning while it blocks, not only once it returns; when it returns,
 // the job finishes.
-func TestBlockedReadNamedWhileBlocked(t *testing.T) {
-	release := make(chan struct{})
-	g := topology.New("blocked-read")
+// startStuck starts job name, whose source blocks in Read until release
+// closes, and returns once the runtime has warned about the blocked read,
+// with the task the warning named.
+func startStuck(t *testing.T, name string, release chan struct{}, opts ...actors.Option) (*actors.Job, string) {
+	t.Helper()
+	g := topology.New(name)
 	src := topology.FromSource(g, "stuck", func(int, int) topology.Source[int64] { return &stuckSource{release: release} })
 	topology.Sink(src, "sink", func(int64) error { return nil })
 	warned := make(chan string, 1)
-	j, err := actors.Start(context.Background(), g, actors.WithStore(snapshots.NewMem()), actors.WithCheckpointInterval(0),
-		actors.WithLogger(slog.New(blockedWarnings{tasks: warned})))
+	j, err := actors.Start(context.Background(), g, append(opts, actors.WithStore(snapshots.NewMem()), actors.WithCheckpointInterval(0),
+		actors.WithLogger(slog.New(blockedWarnings{tasks: warned})))...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case task := <-warned:
-		if task != "stuck#0" {
-			t.Errorf("the warning names task %q, want stuck#0", task)
-		}
+		return j, task
 	case <-time.After(time.Minute): // a failure bound only: the warning comes at 1 s
 		t.Fatal("no warning about the blocked read within a minute")
+		return nil, ""
+	}
+}
+
+func TestBlockedReadNamedWhileBlocked(t *testing.T) {
+	release := make(chan struct{})
+	j, task := startStuck(t, "blocked-read", release)
+	if task != "stuck#0" {
+		t.Errorf("the warning names task %q, want stuck#0", task)
 	}
 	close(release)
 	if err := waitJob(t, j); err != nil {
@@ -97,21 +107,8 @@ func TestBlockedReadNamedWhileBlocked(t *testing.T) {
 // and Wait says it was stopped.
 func TestStopBoundedWhileReadBlocks(t *testing.T) {
 	release := make(chan struct{})
-	g := topology.New("blocked-stop")
-	src := topology.FromSource(g, "stuck", func(int, int) topology.Source[int64] { return &stuckSource{release: release} })
-	topology.Sink(src, "sink", func(int64) error { return nil })
-	warned := make(chan string, 1)
-	j, err := actors.Start(context.Background(), g, actors.WithStore(snapshots.NewMem()), actors.WithCheckpointInterval(0),
-		actors.WithStopTimeout(200*time.Millisecond), actors.WithLogger(slog.New(blockedWarnings{tasks: warned})))
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-warned: // the read blocks
-	case <-time.After(time.Minute): // a failure bound only
-		t.Fatal("no warning about the blocked read within a minute")
-	}
-	err = j.Stop()
+	j, _ := startStuck(t, "blocked-stop", release, actors.WithStopTimeout(200*time.Millisecond))
+	err := j.Stop()
 	if !errors.Is(err, actors.ErrStopTimeout) || !strings.Contains(err.Error(), "task stuck#0") {
 		t.Fatalf("Stop: %v, want ErrStopTimeout naming task stuck#0", err)
 	}
