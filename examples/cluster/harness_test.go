@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"net"
 	"os"
@@ -53,7 +54,14 @@ func newTestCluster(t *testing.T) *testCluster {
 			checkRaces(t, p)
 		}
 		if t.Failed() {
-			for _, p := range c.procs {
+			// A process that exited with an error first: CI keeps only
+			// part of a long report, and the coordinators' event lines
+			// would hide a worker's panic.
+			procs := slices.Clone(c.procs)
+			slices.SortStableFunc(procs, func(a, b *child) int {
+				return cmp.Compare(b.exitCode(), a.exitCode())
+			})
+			for _, p := range procs {
 				t.Logf("--- %s (pid %d, %s) printed (> stdout, ! stderr):\n%s", p.name, p.pid(), p.exitStatus(), p.output())
 			}
 		}
