@@ -19,9 +19,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/snapflow/snapflow/actors/membership"
+	"github.com/snapflow/snapflow/internal/dataflow"
 	"github.com/snapflow/snapflow/internal/nodeauth"
 	"github.com/snapflow/snapflow/snapshots"
-	"github.com/snapflow/snapflow/topology"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -341,7 +341,7 @@ func newNodeID(prefix string) string {
 }
 
 // openClusterStore opens the store every node of the cluster shares.
-func (cfg *config) openClusterStore(ctx context.Context, plan *topology.Plan) (snapshots.Store, error) {
+func (cfg *config) openClusterStore(ctx context.Context, plan *dataflow.Plan) (snapshots.Store, error) {
 	c := cfg.cluster
 	if cfg.storeSet {
 		return nil, errors.New("actors: WithStore and WithCluster: in cluster mode every node opens the store from Cluster.Store; drop WithStore")

@@ -10,9 +10,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/snapflow/snapflow/actors/membership"
+	"github.com/snapflow/snapflow/internal/dataflow"
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
-	"github.com/snapflow/snapflow/topology"
 )
 
 // clusterCoord is the cluster side of a coordinator's job actor: the
@@ -61,7 +61,7 @@ type endTick struct{}
 type pendingDeploy struct {
 	epoch  uint64
 	rp     *snapshots.Restorable
-	assign *topology.Restore
+	assign *dataflow.Restore
 }
 
 // slotTimeout ends the wait of the deployment of epoch for slots.
@@ -301,7 +301,7 @@ func (c *clusterCoord) onTaskFailed(m *messages.TaskFailed) {
 // slots, waits for a worker to join for what remains of the slot timeout,
 // counted from when a failover first found them short: the wait spends
 // nothing of the restart policy. The job fails when the time is up.
-func (c *clusterCoord) deployOrWait(epoch uint64, rp *snapshots.Restorable, assign *topology.Restore) {
+func (c *clusterCoord) deployOrWait(epoch uint64, rp *snapshots.Restorable, assign *dataflow.Restore) {
 	need, have := len(c.j.sh.plan.Tasks), c.members.Slots()
 	if have >= need {
 		c.short, c.pending = time.Time{}, nil
@@ -339,7 +339,7 @@ func (c *clusterCoord) onSlotTimeout(m *slotTimeout) {
 
 // deploy places the tasks of epoch on the live workers and tells every
 // worker to start its part, restoring rp (nil: empty state).
-func (c *clusterCoord) deploy(epoch uint64, rp *snapshots.Restorable, assign *topology.Restore) error {
+func (c *clusterCoord) deploy(epoch uint64, rp *snapshots.Restorable, assign *dataflow.Restore) error {
 	j := c.j
 	live := c.members.Live()
 	refs := make([]membership.TaskRef, len(j.sh.plan.Tasks))

@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/snapflow/snapflow/internal/dataflow"
 	"github.com/snapflow/snapflow/messages"
-	"github.com/snapflow/snapflow/topology"
 )
 
 // TestLostWorkerCounts: a lost worker's counts stay counted, its queued
@@ -13,7 +13,7 @@ import (
 // hung worker answering when it wakes) brings nothing back; a worker's
 // counts, retired or live, only grow the job's sums.
 func TestLostWorkerCounts(t *testing.T) {
-	sh := &shared{plan: &topology.Plan{Tasks: make([]*topology.TaskPlan, 2)}, counters: newCounters(2)}
+	sh := &shared{plan: &dataflow.Plan{Tasks: make([]*dataflow.TaskPlan, 2)}, counters: newCounters(2)}
 	c := &clusterCoord{j: &jobActor{sh: sh}, pids: map[string]*actor.PID{"w1": actor.NewPID("x", "y"), "w2": actor.NewPID("x", "z")},
 		counts: map[string][]workerCounts{}, gone: map[string]bool{}}
 	c.report("w1", []*messages.TaskCounters{{Task: 0, RecordsIn: 5, RecordsOut: 10, QueuedBatches: 3, BackpressureNanos: 7}})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/snapflow/snapflow/actors/linkwatch"
+	"github.com/snapflow/snapflow/internal/dataflow"
 	"github.com/snapflow/snapflow/internal/nodeauth"
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
@@ -98,14 +99,14 @@ func ServeWorker(ctx context.Context, w Worker) error {
 	if err != nil {
 		return err
 	}
-	jobs := map[string]*topology.Plan{}
+	jobs := map[string]*dataflow.Plan{}
 	var offered []*messages.JobFingerprint
 	for i, mk := range w.Jobs {
 		g := mk()
 		if g == nil {
 			return fmt.Errorf("actors: Worker.Jobs[%d] returned a nil graph", i)
 		}
-		p, err := topology.NewPlan(g)
+		p, err := dataflow.NewPlan(g)
 		if err != nil {
 			return fmt.Errorf("actors: Worker.Jobs[%d]: %w", i, err)
 		}
@@ -170,7 +171,7 @@ type workerHost struct {
 	log      *slog.Logger
 	system   *actor.ActorSystem
 	self     *actor.PID
-	jobs     map[string]*topology.Plan
+	jobs     map[string]*dataflow.Plan
 	offered  []*messages.JobFingerprint
 	coordPID *actor.PID
 	done     chan error
@@ -184,7 +185,7 @@ type workerHost struct {
 	regSince    time.Time // when the current registration attempts began
 	attempt     uint64
 	lastHeard   time.Time // the coordinator's last heartbeat
-	plan        *topology.Plan
+	plan        *dataflow.Plan
 	// counters are the task counters since the worker registered under
 	// its id, shared by every deployment (see Job.TaskMetrics).
 	counters []taskCounters
@@ -615,7 +616,7 @@ func (h *workerHost) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, c
 // another parallelism, the key groups of its range from the stored states
 // that held them (through their key-group index, only those bytes),
 // merged with its splits.
-func loadDeployed(ctx context.Context, cps *snapshots.Checkpoints, plan *topology.Plan, mine []*messages.DeployTask) (_ map[string]*messages.TaskState, task string, _ error) {
+func loadDeployed(ctx context.Context, cps *snapshots.Checkpoints, plan *dataflow.Plan, mine []*messages.DeployTask) (_ map[string]*messages.TaskState, task string, _ error) {
 	states := map[string]*messages.TaskState{}
 	for _, dt := range mine {
 		t := plan.Tasks[dt.Task]
@@ -632,8 +633,8 @@ func loadDeployed(ctx context.Context, cps *snapshots.Checkpoints, plan *topolog
 			// The part carries no state descriptors: the coordinator has
 			// checked them against the job's declarations (PlanRestore), and
 			// the task records its own in its next snapshot.
-			tr := topology.TaskRestore{Rescaled: true, Splits: dt.Splits, HasSplits: dt.HasSplits}
-			states[t.ID] = topology.MergeState(t, tr, []*messages.TaskState{part})
+			tr := dataflow.TaskRestore{Rescaled: true, Splits: dt.Splits, HasSplits: dt.HasSplits}
+			states[t.ID] = dataflow.MergeState(t, tr, []*messages.TaskState{part})
 		case dt.State != nil:
 			st, err := cps.ReadTaskState(ctx, dt.State)
 			if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/snapflow/snapflow/internal/dataflow"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
 )
@@ -50,7 +51,7 @@ func Run(ctx context.Context, g *topology.Graph, opts ...Option) error {
 //
 // Start refuses, before any record flows:
 //   - a checkpoint that cannot be restored exactly into g (see
-//     WithAllowTopologyChange and topology.PlanRestore);
+//     WithAllowTopologyChange and dataflow.PlanRestore);
 //   - a store whose complete checkpoints of the job are all unusable (an
 //     error wrapping snapshots.ErrNoUsableCheckpoint);
 //   - a job that already finished (ErrAlreadyFinished): its newest
@@ -61,7 +62,7 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 	for _, o := range opts {
 		o(&cfg)
 	}
-	plan, err := topology.NewPlan(g)
+	plan, err := dataflow.NewPlan(g)
 	if err != nil {
 		return nil, err
 	}
@@ -343,7 +344,7 @@ func (j *Job) await(ctx context.Context, reply chan checkpointResult) (uint64, e
 }
 
 // Plan is the job's physical plan.
-func (j *Job) Plan() *topology.Plan { return j.sh.plan }
+func (j *Job) Plan() *dataflow.Plan { return j.sh.plan }
 
 // Checkpoints gives access to the job's checkpoints in its store.
 func (j *Job) Checkpoints() *snapshots.Checkpoints { return j.sh.cps }

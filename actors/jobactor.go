@@ -10,9 +10,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/snapflow/snapflow/actors/coordinator"
 	"github.com/snapflow/snapflow/actors/restart"
+	"github.com/snapflow/snapflow/internal/dataflow"
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
-	"github.com/snapflow/snapflow/topology"
 )
 
 type phase uint8
@@ -126,7 +126,7 @@ func newJobActor(sh *shared, stopped chan struct{}, nextID uint64, rp *snapshots
 	}
 	for _, t := range sh.plan.Tasks {
 		ja.taskIDs = append(ja.taskIDs, t.ID)
-		if t.Kind == topology.KindSource {
+		if t.Kind == dataflow.KindSource {
 			ja.sources = append(ja.sources, t.Index)
 		}
 	}

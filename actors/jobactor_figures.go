@@ -5,8 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/snapflow/snapflow/internal/dataflow"
 	"github.com/snapflow/snapflow/messages"
-	"github.com/snapflow/snapflow/topology"
 )
 
 // checkpointFigures are what the tasks' acks of one checkpoint say, for
@@ -21,7 +21,7 @@ type checkpointFigures struct {
 
 // figuresOf sums up the acks of a checkpoint, one per task. The tasks are
 // ordered by task id: by operator name, then subtask.
-func figuresOf(plan *topology.Plan, acks []*messages.AckCheckpoint) checkpointFigures {
+func figuresOf(plan *dataflow.Plan, acks []*messages.AckCheckpoint) checkpointFigures {
 	type keyed struct {
 		op  string
 		sub int

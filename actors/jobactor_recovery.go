@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/snapflow/snapflow/internal/dataflow"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
 )
@@ -230,7 +231,7 @@ func (j *jobActor) onRestorePoint(m *restorePointMsg) {
 	}
 	var id uint64
 	var savepoint string
-	var assign *topology.Restore
+	var assign *dataflow.Restore
 	if rp := m.restore; rp != nil {
 		id, savepoint = rp.Manifest.GetCheckpointId(), rp.Manifest.GetSavepoint()
 		var err error

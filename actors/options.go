@@ -10,9 +10,9 @@ import (
 
 	"github.com/snapflow/snapflow/actors/coordinator"
 	"github.com/snapflow/snapflow/actors/restart"
+	"github.com/snapflow/snapflow/internal/dataflow"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/snapshots/incremental"
-	"github.com/snapflow/snapflow/topology"
 )
 
 // Defaults of the runtime options.
@@ -282,7 +282,7 @@ func WithInlineStateLimit(n int) Option { return func(c *config) { c.inline, c.i
 
 // inlineLimit is the inline limit in force for plan's tasks (see
 // WithInlineStateLimit).
-func (c *config) inlineLimit(plan *topology.Plan) int {
+func (c *config) inlineLimit(plan *dataflow.Plan) int {
 	if c.inlineSet {
 		return c.inline
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/snapflow/snapflow/internal/dataflow"
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
@@ -24,7 +25,7 @@ type resumed struct {
 	cps    *snapshots.Checkpoints
 	epoch  uint64
 	point  *snapshots.Restorable
-	assign *topology.Restore
+	assign *dataflow.Restore
 	maxID  uint64
 	origin *messages.Origin
 	// retain says to apply retention once the job runs (see
@@ -36,7 +37,7 @@ type resumed struct {
 // WithStartOver, and picks and checks the checkpoint the job starts from:
 // the point FromSavepoint or FromCheckpoint names, or else the newest
 // checkpoint of the job's current history (see loadPoint).
-func resume(ctx context.Context, cfg *config, plan *topology.Plan, declared map[string][]*messages.StateDescriptor, log *slog.Logger,
+func resume(ctx context.Context, cfg *config, plan *dataflow.Plan, declared map[string][]*messages.StateDescriptor, log *slog.Logger,
 	cps *snapshots.Checkpoints, lease *messages.Lease) (*resumed, error) {
 	job := plan.Job
 	r := &resumed{cps: cps, epoch: lease.GetFirstEpoch()}
@@ -149,7 +150,7 @@ func (r *resumed) runAfter(job string, lease *messages.Lease, restored uint64) e
 
 // resumeFrom starts the job from the point FromSavepoint or FromCheckpoint
 // names, and records it as the job's origin.
-func resumeFrom(ctx context.Context, r *resumed, cfg *config, plan *topology.Plan, declared map[string][]*messages.StateDescriptor, log *slog.Logger, lease *messages.Lease) (*resumed, error) {
+func resumeFrom(ctx context.Context, r *resumed, cfg *config, plan *dataflow.Plan, declared map[string][]*messages.StateDescriptor, log *slog.Logger, lease *messages.Lease) (*resumed, error) {
 	job := plan.Job
 	o := &messages.Origin{Savepoint: cfg.from.savepoint, CheckpointId: cfg.from.checkpoint}
 	rp, err := loadOrigin(ctx, r.cps, o)
@@ -193,7 +194,7 @@ func resumeFrom(ctx context.Context, r *resumed, cfg *config, plan *topology.Pla
 // checkpoint that proves damaged: its completion committed the sinks'
 // output, which an older checkpoint would commit again. It fails with an
 // error wrapping snapshots.ErrFallbackRefused that says what to do.
-func loadPoint(ctx context.Context, cps *snapshots.Checkpoints, origin *messages.Origin, heads bool, plan *topology.Plan) (rp *snapshots.Restorable, named bool, err error) {
+func loadPoint(ctx context.Context, cps *snapshots.Checkpoints, origin *messages.Origin, heads bool, plan *dataflow.Plan) (rp *snapshots.Restorable, named bool, err error) {
 	sinks := plan.TransactionalSinks()
 	rp, err = cps.Load(ctx, snapshots.LoadOptions{First: origin.GetFirstId(), Heads: heads, NoFallback: len(sinks) > 0})
 	if errors.Is(err, snapshots.ErrFallbackRefused) {
@@ -236,13 +237,13 @@ func originString(o *messages.Origin) string {
 // point (a savepoint or checkpoint the job was started from) maps state by
 // operator id and may be rescaled; the newest checkpoint needs the same
 // topology unless WithAllowTopologyChange.
-func planRestore(cfg *config, plan *topology.Plan, declared map[string][]*messages.StateDescriptor, rp *snapshots.Restorable, named bool, log *slog.Logger) (*topology.Restore, error) {
+func planRestore(cfg *config, plan *dataflow.Plan, declared map[string][]*messages.StateDescriptor, rp *snapshots.Restorable, named bool, log *slog.Logger) (*dataflow.Restore, error) {
 	m := rp.Manifest
 	if fp := m.GetTopologyFingerprint(); fp != plan.Fingerprint && !cfg.allowNewTopology && !named {
 		return nil, fmt.Errorf("%w: checkpoint %d was taken from a different topology (fingerprint %s, this job %s); start with WithAllowTopologyChange to restore it anyway, or use another job name or store",
 			topology.ErrRestoreRefused, m.GetCheckpointId(), fp, plan.Fingerprint)
 	}
-	a, err := topology.PlanRestore(plan, declared, m, rp.States, topology.RestoreOptions{
+	a, err := dataflow.PlanRestore(plan, declared, m, rp.States, dataflow.RestoreOptions{
 		Rescale: named || cfg.allowNewTopology, AllowNonRestoredState: cfg.allowNonRestored,
 	})
 	if err != nil {

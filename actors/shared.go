@@ -11,9 +11,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/snapflow/snapflow/actors/coordinator"
+	"github.com/snapflow/snapflow/internal/dataflow"
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
-	"github.com/snapflow/snapflow/topology"
 )
 
 // shared is what the job actor and its task actors of one job share. Fields
@@ -21,7 +21,7 @@ import (
 // which the job actor publishes before restarting the tasks.
 type shared struct {
 	job    string
-	plan   *topology.Plan
+	plan   *dataflow.Plan
 	cfg    *config
 	log    *slog.Logger
 	system *actor.ActorSystem
@@ -110,14 +110,14 @@ type incarnation struct {
 	// assign says where each task's state comes from in restore; nil: each
 	// task restores the state stored under its own id (a worker's tasks,
 	// whose states the worker has built).
-	assign *topology.Restore
+	assign *dataflow.Restore
 	ctx    context.Context
 	cancel context.CancelFunc
 }
 
 // newIncarnation returns the incarnation of epoch, restoring rp as assign
 // says.
-func (sh *shared) newIncarnation(epoch uint64, rp *snapshots.Restorable, assign *topology.Restore) *incarnation {
+func (sh *shared) newIncarnation(epoch uint64, rp *snapshots.Restorable, assign *dataflow.Restore) *incarnation {
 	ctx, cancel := context.WithCancel(sh.runCtx)
 	return &incarnation{epoch: epoch, restore: rp, assign: assign, ctx: ctx, cancel: cancel}
 }
@@ -150,7 +150,7 @@ func (sh *shared) goWithin(parent context.Context, d time.Duration, f func(ctx c
 
 // restoreState returns the state task idx of plan restores, or nil when it
 // starts empty.
-func (inc *incarnation) restoreState(plan *topology.Plan, idx int) *messages.TaskState {
+func (inc *incarnation) restoreState(plan *dataflow.Plan, idx int) *messages.TaskState {
 	switch {
 	case inc.restore == nil:
 		return nil

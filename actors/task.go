@@ -11,10 +11,10 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/snapflow/snapflow/actors/align"
 	"github.com/snapflow/snapflow/actors/linkwatch"
+	"github.com/snapflow/snapflow/internal/dataflow"
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/snapshots/incremental"
-	"github.com/snapflow/snapflow/topology"
 )
 
 // pollBatches bounds the batches a source produces per poll message, so that
@@ -26,7 +26,7 @@ const pollBatches = 16
 type task struct {
 	sh   *shared
 	idx  int
-	plan *topology.TaskPlan
+	plan *dataflow.TaskPlan
 	log  *slog.Logger
 	ctr  *taskCounters // this task's counters, in sh
 
@@ -37,8 +37,8 @@ type task struct {
 	// job); a source gets it in Open.
 	ctx context.Context
 
-	inst topology.Instance
-	src  topology.SourceInstance
+	inst dataflow.Instance
+	src  dataflow.SourceInstance
 
 	outs       []outChannel
 	ins        []inChannel
@@ -105,7 +105,7 @@ type outChannel struct {
 	// remote is set when the receiver runs in another process: batches
 	// are encoded by codec into RecordBatches, and watch judges the link.
 	remote bool
-	codec  topology.BatchCodec
+	codec  dataflow.BatchCodec
 	watch  *linkwatch.Sender
 }
 
@@ -127,7 +127,7 @@ type inChannel struct {
 	consumed int    // batches processed since credit was last returned
 	done     uint64 // batches processed in all
 	window   int    // the credits granted to the sender
-	codec    topology.BatchCodec
+	codec    dataflow.BatchCodec
 	// arrival is what the mailbox saw arrive on an input from another
 	// node (nil: in this process, or no link watch).
 	arrival *arrival
@@ -245,7 +245,7 @@ func (t *task) onStarted(ctx actor.Context) {
 	t.self, t.root = ctx.Self(), t.sh.system.Root
 	inc := t.sh.inc.Load()
 	t.epoch, t.ctx = inc.epoch, inc.ctx
-	inst, err := t.sh.plan.NewInstance(t.idx, topology.InstanceContext{
+	inst, err := t.sh.plan.NewInstance(t.idx, dataflow.InstanceContext{
 		Job: t.sh.job, BatchSize: t.sh.cfg.batchSize, BatchBytes: t.sh.cfg.batchBytes, Sender: t, Logger: t.log, Context: t.ctx, Epoch: t.epoch,
 		SkipDirtyKeyGroups: !t.sh.cfg.incremental, // full checkpoints need no record of what was written
 	})
@@ -253,7 +253,7 @@ func (t *task) onStarted(ctx actor.Context) {
 		t.fail(err)
 	}
 	t.inst = inst
-	t.src, _ = inst.(topology.SourceInstance)
+	t.src, _ = inst.(dataflow.SourceInstance)
 	if t.src != nil {
 		t.reading = watchReads(t.ctx, t.log)
 		if t.idx < len(t.sh.reads) {
@@ -261,7 +261,7 @@ func (t *task) onStarted(ctx actor.Context) {
 		}
 	}
 	// A task without state in the checkpoint belongs to an operator that is
-	// new or held no state: topology.PlanRestore has refused any other
+	// new or held no state: dataflow.PlanRestore has refused any other
 	// checkpoint. It starts empty.
 	if st := inc.restoreState(t.sh.plan, t.idx); st != nil {
 		t.restoring = true
@@ -279,7 +279,7 @@ func (t *task) onStarted(ctx actor.Context) {
 	if len(t.ins) > 0 {
 		t.aligner = align.New[*batchMsg](len(t.ins))
 	}
-	if s, ok := inst.(topology.Starter); ok {
+	if s, ok := inst.(dataflow.Starter); ok {
 		if err := s.Start(); err != nil {
 			if t.ctx.Err() != nil {
 				return // stopping: not a failure
@@ -338,7 +338,7 @@ func (t *task) onComplete(m *messages.CompleteCheckpoint) {
 	if f := t.sh.cfg.faults; f != nil && f.Complete != nil {
 		f.Complete(t.plan.ID, m.CheckpointId)
 	}
-	if l, ok := t.inst.(topology.CheckpointListener); ok {
+	if l, ok := t.inst.(dataflow.CheckpointListener); ok {
 		if err := l.CheckpointComplete(m.CheckpointId, m.Commit); err != nil {
 			t.fail(fmt.Errorf("checkpoint %d complete: %w", m.CheckpointId, err))
 		}
@@ -406,7 +406,7 @@ func (t *task) shutdown() {
 	}
 }
 
-// keyGroupSnapshotter is topology.KeyGroupSnapshotter: an instance whose
+// keyGroupSnapshotter is dataflow.KeyGroupSnapshotter: an instance whose
 // keyed state records the key groups written.
 type keyGroupSnapshotter interface {
 	TakeDirtyKeyGroups(dst []uint64)
@@ -449,10 +449,10 @@ func (t *task) restore(inc *incarnation, st *messages.TaskState) error {
 	if !inc.restore.Heads {
 		return t.inst.Restore(st)
 	}
-	kr, ok := t.inst.(topology.KeyGroupRestorer)
+	kr, ok := t.inst.(dataflow.KeyGroupRestorer)
 	if !ok {
 		if len(st.GetKeyGroups()) > 0 {
-			return fmt.Errorf("the operator's instance (%T) holds keyed state but cannot restore it key group by key group (topology.KeyGroupRestorer)", t.inst)
+			return fmt.Errorf("the operator's instance (%T) holds keyed state but cannot restore it key group by key group (dataflow.KeyGroupRestorer)", t.inst)
 		}
 		return t.inst.Restore(st)
 	}

@@ -6,11 +6,11 @@ import (
 
 	"github.com/snapflow/snapflow/actors/align"
 	"github.com/snapflow/snapflow/actors/linkwatch"
+	"github.com/snapflow/snapflow/internal/dataflow"
 	"github.com/snapflow/snapflow/messages"
-	"github.com/snapflow/snapflow/topology"
 )
 
-// Send implements topology.Sender: it sends a full batch on output out, or
+// Send implements dataflow.Sender: it sends a full batch on output out, or
 // queues it until the receiver grants credit.
 func (t *task) Send(out int, batch any) {
 	t.ctr.out.Add(uint64(batchLen(batch)))
@@ -294,11 +294,11 @@ func (t *task) onPoll() {
 			t.dirty = true
 		}
 		switch status {
-		case 0, topology.SourceMore:
-		case topology.SourceIdle:
+		case 0, dataflow.SourceMore:
+		case dataflow.SourceIdle:
 			t.idle = true
 			t.flush()
-		case topology.SourceDone:
+		case dataflow.SourceDone:
 			t.exhausted = true
 			t.flush()
 			t.root.Send(t.sh.jobPID, &messages.TaskExhausted{Epoch: t.epoch, Task: uint32(t.idx)})

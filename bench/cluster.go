@@ -20,6 +20,7 @@ import (
 
 	"github.com/snapflow/snapflow/actors"
 	"github.com/snapflow/snapflow/actors/restart"
+	"github.com/snapflow/snapflow/internal/dataflow"
 	"github.com/snapflow/snapflow/internal/nodeauth"
 	"github.com/snapflow/snapflow/internal/racedetect"
 	"github.com/snapflow/snapflow/topology"
@@ -607,7 +608,7 @@ func runClusterWorker(ctx context.Context, specJSON string, stdin io.Reader, std
 	if err != nil {
 		return err
 	}
-	plan, err := topology.NewPlan(g)
+	plan, err := dataflow.NewPlan(g)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/internal/dataflow"
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
@@ -229,7 +230,7 @@ func buildSavepoint(ctx context.Context, store snapshots.Store, job string, par 
 
 // addTaskStats works out, for every pair restoring job's savepoint (taken
 // at parallelism from), what each task of the keyed operator reads and
-// restores: it plans the restore as actors.Start does (topology.PlanRestore)
+// restores: it plans the restore as actors.Start does (dataflow.PlanRestore)
 // and sizes the parts of each task and the key groups it keeps.
 func addTaskStats(ctx context.Context, store snapshots.Store, job string, from int, spec rescaleSpec, out map[rescalePair]taskStats) error {
 	rp, err := snapshots.NewCheckpoints(store, job, nil).LoadSavepoint(ctx, rescaleSavepoint)
@@ -240,7 +241,7 @@ func addTaskStats(ctx context.Context, store snapshots.Store, job string, from i
 		if p.From != from {
 			continue
 		}
-		plan, err := topology.NewPlan(rescaleGraph(job, p.To, spec.Keys, spec.blob(), nil))
+		plan, err := dataflow.NewPlan(rescaleGraph(job, p.To, spec.Keys, spec.blob(), nil))
 		if err != nil {
 			return err
 		}
@@ -248,7 +249,7 @@ func addTaskStats(ctx context.Context, store snapshots.Store, job string, from i
 		if err != nil {
 			return err
 		}
-		r, err := topology.PlanRestore(plan, declared, rp.Manifest, rp.States, topology.RestoreOptions{Rescale: true})
+		r, err := dataflow.PlanRestore(plan, declared, rp.Manifest, rp.States, dataflow.RestoreOptions{Rescale: true})
 		if err != nil {
 			return fmt.Errorf("bench: rescale %s: plan the restore: %w", p, err)
 		}
@@ -263,7 +264,7 @@ func addTaskStats(ctx context.Context, store snapshots.Store, job string, from i
 // state whole; a rescaled one reads, from each stored state r lists, the
 // bytes of the key groups of its range, through the handle's key-group
 // index (snapshots.Checkpoints.ReadKeyGroups).
-func keyedTaskStats(plan *topology.Plan, r *topology.Restore, rp *snapshots.Restorable) taskStats {
+func keyedTaskStats(plan *dataflow.Plan, r *dataflow.Restore, rp *snapshots.Restorable) taskStats {
 	stored := map[string]int64{}
 	handles := map[string]*messages.StateHandle{}
 	var s taskStats

@@ -1,6 +1,6 @@
 package monitor
 
-import "github.com/snapflow/snapflow/topology"
+import "github.com/snapflow/snapflow/internal/dataflow"
 
 // topo is the static part of a job's graph, read once from its plan.
 type topo struct {
@@ -12,7 +12,7 @@ type topo struct {
 	byTask    map[string]int // task id -> position in tasks
 }
 
-func newTopo(p *topology.Plan) *topo {
+func newTopo(p *dataflow.Plan) *topo {
 	t := &topo{byTask: make(map[string]int, len(p.Tasks))}
 	opByName := make(map[string]int)
 	for _, tp := range p.Tasks {

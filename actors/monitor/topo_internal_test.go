@@ -5,10 +5,11 @@ import (
 	"testing"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/internal/dataflow"
 	"github.com/snapflow/snapflow/topology"
 )
 
-func testPlan(t *testing.T) *topology.Plan {
+func testPlan(t *testing.T) *dataflow.Plan {
 	t.Helper()
 	g := topology.New("topo")
 	nums := topology.Generate(g, "gen", 10, func(i int64) int64 { return i })
@@ -22,7 +23,7 @@ func testPlan(t *testing.T) *topology.Plan {
 			}
 		}, topology.Parallelism(2), topology.OperatorID("summer"))
 	topology.Sink(sums, "out", func(int64) error { return nil })
-	p, err := topology.NewPlan(g)
+	p, err := dataflow.NewPlan(g)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -129,8 +129,8 @@ func sourceRecords(records int64, subtask, parallelism int) int64 {
 // pacedSource emits its share of the records, at most rate/parallelism per
 // second, and pauses halfway while the hold file is missing. Pacing and
 // holding only slow it down: what it emits depends on its offset alone, so
-// it is replayable. Its offset is the number of records emitted, in the
-// format of topology.DecodeCountOffset.
+// it is replayable. Its offset is the number of records emitted, 8 bytes
+// big-endian.
 type pacedSource struct {
 	p                    jobParams
 	pad                  string
@@ -162,10 +162,10 @@ func (s *pacedSource) SetWake(wake func()) { s.wake = wake }
 func (s *pacedSource) Open(_ context.Context, offset []byte) error {
 	s.emitted = 0
 	if offset != nil {
-		n, err := topology.DecodeCountOffset(offset)
-		if err != nil {
-			return err
+		if len(offset) != 8 {
+			return fmt.Errorf("source#%d: offset of %d bytes, want 8", s.subtask, len(offset))
 		}
+		n := int64(binary.BigEndian.Uint64(offset))
 		if n < 0 || n > s.count {
 			return fmt.Errorf("source#%d: offset %d outside 0..%d: was the checkpoint taken with other -records?", s.subtask, n, s.count)
 		}

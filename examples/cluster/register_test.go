@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snapflow/snapflow/topology"
+	"github.com/snapflow/snapflow/internal/dataflow"
 )
 
 // smallJob makes a coordinator's or a worker's job short: the tests here
@@ -148,7 +148,7 @@ func TestWorkerSignalled(t *testing.T) {
 // fingerprint is the topology fingerprint of the job's variant.
 func fingerprint(t *testing.T, variant int) string {
 	t.Helper()
-	p, err := topology.NewPlan(buildJob(jobParams{records: 1, keys: 1, variant: variant}))
+	p, err := dataflow.NewPlan(buildJob(jobParams{records: 1, keys: 1, variant: variant}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors/membership"
-	"github.com/snapflow/snapflow/topology"
+	"github.com/snapflow/snapflow/internal/dataflow"
 	"github.com/snapflow/snapflow/topology/filesink"
 )
 
@@ -299,7 +299,7 @@ func staleSinkWorker(t *testing.T, live []membership.Worker) membership.Worker {
 	t.Helper()
 	// The file sink and the discarding one are both "sink", of parallelism 1:
 	// the plan's tasks are the same.
-	plan, err := topology.NewPlan(buildJob(jobParams{records: 6000, keys: 200, variant: 1}))
+	plan, err := dataflow.NewPlan(buildJob(jobParams{records: 6000, keys: 200, variant: 1}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snapflow/snapflow/internal/dataflow"
 	"github.com/snapflow/snapflow/internal/miniotest"
 	"github.com/snapflow/snapflow/snapshots"
-	"github.com/snapflow/snapflow/topology"
 )
 
 var okLine = regexp.MustCompile(`^exactly-once: OK$`)
@@ -63,7 +63,7 @@ func TestDefaultRun(t *testing.T) {
 				continue
 			}
 			tasks++
-			start, end := topology.KeyGroupRange(maxParallelism, par, int(e.GetSubtask()))
+			start, end := dataflow.KeyGroupRange(maxParallelism, par, int(e.GetSubtask()))
 			if int(e.GetKeyGroupStart()) != start || int(e.GetKeyGroupEnd()) != end {
 				t.Errorf("savepoint %s: %s records key groups [%d,%d), want [%d,%d)", name, e.GetTaskId(), e.GetKeyGroupStart(), e.GetKeyGroupEnd(), start, end)
 			}

@@ -1,0 +1,305 @@
+package dataflow
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/snapflow/snapflow/messages"
+)
+
+// inputs recycles the batches an instance has processed.
+type inputs[I any] struct{ pool *sync.Pool }
+
+func newInputs[I any]() inputs[I] { return inputs[I]{pool: poolOf[I]()} }
+
+// release returns a processed batch (the interface value it arrived in) to
+// the pool, cleared. Records were copied out by value, so nothing refers to it.
+func (in inputs[I]) release(batch any) {
+	clear(batch.([]I)) // pooled batches must not keep large records alive
+	in.pool.Put(batch)
+}
+
+// stateless supplies the state and lifecycle methods of operators without state.
+type stateless struct{}
+
+func (stateless) Snapshot(*messages.TaskState) error { return nil }
+func (stateless) Restore(*messages.TaskState) error  { return nil }
+func (stateless) EndOfInput() error                  { return nil }
+func (stateless) Close() error                       { return nil }
+
+// addOperator adds an operator node fed by s whose instances are built by mk.
+func addOperator[I, O any](s Stream[I], name string, kind Kind, opts []Option,
+	mk func(ic *InstanceContext, out *Collector[O]) (Instance, error)) (*node, Stream[O]) {
+	n := s.g.addNode(name, kind, opts, func(ic *InstanceContext) (Instance, error) {
+		out, err := newCollector[O](ic)
+		if err != nil {
+			return nil, err
+		}
+		return mk(ic, out)
+	})
+	connect(n, s)
+	return n, Stream[O]{g: s.g, parts: []part{{node: n}}}
+}
+
+func checkFn(g *Graph, name string, fn any, isNil bool) {
+	if isNil {
+		g.problem("operator %q: nil function %T", name, fn)
+	}
+}
+
+// Map applies fn to every record.
+func Map[I, O any](s Stream[I], name string, fn func(I) O, opts ...Option) Stream[O] {
+	checkFn(s.g, name, fn, fn == nil)
+	_, out := addOperator(s, name, KindOperator, opts, func(_ *InstanceContext, out *Collector[O]) (Instance, error) {
+		return &mapInstance[I, O]{fn: fn, out: out, in: newInputs[I]()}, nil
+	})
+	return out
+}
+
+type mapInstance[I, O any] struct {
+	stateless
+	fn  func(I) O
+	out *Collector[O]
+	in  inputs[I]
+}
+
+func (m *mapInstance[I, O]) ProcessBatch(_ int, batch any) error {
+	for _, v := range batch.([]I) {
+		m.out.Emit(m.fn(v))
+	}
+	m.in.release(batch)
+	return nil
+}
+
+func (m *mapInstance[I, O]) Flush() { m.out.flush() }
+
+// Filter keeps the records for which keep returns true.
+func Filter[T any](s Stream[T], name string, keep func(T) bool, opts ...Option) Stream[T] {
+	checkFn(s.g, name, keep, keep == nil)
+	_, out := addOperator(s, name, KindOperator, opts, func(_ *InstanceContext, out *Collector[T]) (Instance, error) {
+		return &filterInstance[T]{keep: keep, out: out, in: newInputs[T]()}, nil
+	})
+	return out
+}
+
+type filterInstance[T any] struct {
+	stateless
+	keep func(T) bool
+	out  *Collector[T]
+	in   inputs[T]
+}
+
+func (f *filterInstance[T]) ProcessBatch(_ int, batch any) error {
+	for _, v := range batch.([]T) {
+		if f.keep(v) {
+			f.out.Emit(v)
+		}
+	}
+	f.in.release(batch)
+	return nil
+}
+
+func (f *filterInstance[T]) Flush() { f.out.flush() }
+
+// FlatMap calls fn for every record; fn emits any number of records to out.
+// An error fails the task, and the job recovers from its last checkpoint.
+func FlatMap[I, O any](s Stream[I], name string, fn func(in I, out *Collector[O]) error, opts ...Option) Stream[O] {
+	checkFn(s.g, name, fn, fn == nil)
+	_, out := addOperator(s, name, KindOperator, opts, func(_ *InstanceContext, out *Collector[O]) (Instance, error) {
+		return &flatMapInstance[I, O]{fn: fn, out: out, in: newInputs[I]()}, nil
+	})
+	return out
+}
+
+type flatMapInstance[I, O any] struct {
+	stateless
+	fn  func(I, *Collector[O]) error
+	out *Collector[O]
+	in  inputs[I]
+}
+
+func (f *flatMapInstance[I, O]) ProcessBatch(_ int, batch any) error {
+	for _, v := range batch.([]I) {
+		if err := f.fn(v, f.out); err != nil {
+			return err
+		}
+	}
+	f.in.release(batch)
+	return nil
+}
+
+func (f *flatMapInstance[I, O]) Flush() { f.out.flush() }
+
+// Context is what a keyed process function sees besides its record.
+type Context[K Key] struct {
+	setup *KeyedSetup[K]
+}
+
+// Key is the key of the record being processed.
+func (c *Context[K]) Key() K { return c.setup.cur.key }
+
+// TaskID is the id of the task, e.g. "sum#1".
+func (c *Context[K]) TaskID() string { return c.setup.task.ID }
+
+// ProcessFunc handles one record of a keyed stream. Keyed state declared in
+// setup is scoped to ctx.Key(). An error fails the task, and the job recovers
+// from its last checkpoint.
+type ProcessFunc[K Key, I, O any] func(ctx *Context[K], in I, out *Collector[O]) error
+
+// Process adds a keyed stateful operator. setup runs once per task instance
+// (and again after every restore, before the state is loaded): it declares
+// the keyed state with Value and MapOf and returns the function applied to
+// every record.
+//
+// setup also runs once when the job starts, before any record flows, for the
+// TaskPlan of subtask 0 with a throwaway KeyedSetup, to learn the declared
+// states (see Plan.DeclaredStates): it must declare the same states on every
+// call and should have no other effect. A declaration the default codec
+// cannot store exactly (see Value), a state declared twice, a nil process
+// function or a panic fails the job at that point, naming the operator.
+//
+// Every snapshot records a descriptor of each declared state, and Restore
+// refuses, with ErrIncompatibleState, a checkpoint whose states differ in
+// kind, types or codecs from the declared ones, or that holds a state no
+// longer declared. A newly declared state starts empty.
+func Process[K Key, I, O any](s KeyedStream[I, K], name string, setup func(*KeyedSetup[K]) ProcessFunc[K, I, O], opts ...Option) Stream[O] {
+	checkFn(s.g, name, setup, setup == nil)
+	key, codec := s.key, s.codec
+	n, out := addOperator(s.Stream, name, KindOperator, opts, func(ic *InstanceContext, out *Collector[O]) (Instance, error) {
+		ks := newKeyedSetup(ic.Task, codec)
+		ks.untracked = ic.SkipDirtyKeyGroups
+		fn := setup(ks)
+		if ks.err != nil {
+			return nil, ks.err
+		}
+		if fn == nil {
+			return nil, &stateError{msg: "setup returned a nil process function", sentinel: ErrInvalidState}
+		}
+		return &processInstance[K, I, O]{setup: ks, ctx: &Context[K]{setup: ks}, key: key, fn: fn, out: out, in: newInputs[I]()}, nil
+	})
+	n.keyedState = true
+	n.declare = func(task *TaskPlan) (descs []*messages.StateDescriptor, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				cause, _ := r.(error)
+				err = &stateError{msg: fmt.Sprintf("setup panicked: %v", r), sentinel: ErrInvalidState, cause: cause}
+			}
+		}()
+		ks := newKeyedSetup(task, codec)
+		fn := setup(ks)
+		if fn == nil {
+			ks.fail("setup returned a nil process function")
+		}
+		if ks.err != nil {
+			return nil, ks.err
+		}
+		return ks.descriptors(), nil
+	}
+	return out
+}
+
+type processInstance[K Key, I, O any] struct {
+	setup *KeyedSetup[K]
+	ctx   *Context[K]
+	key   func(I) K
+	fn    ProcessFunc[K, I, O]
+	out   *Collector[O]
+	in    inputs[I]
+}
+
+// The process instance records the key groups its state writes, for
+// incremental checkpoints, and restores key group by key group.
+var (
+	_ KeyGroupSnapshotter = (*processInstance[string, int, int])(nil)
+	_ KeyGroupRestorer    = (*processInstance[string, int, int])(nil)
+)
+
+func (p *processInstance[K, I, O]) ProcessBatch(_ int, batch any) error {
+	cur := p.setup.cur
+	if p.setup.untracked {
+		for _, v := range batch.([]I) {
+			cur.key = p.key(v)
+			if err := p.fn(p.ctx, v, p.out); err != nil {
+				return err
+			}
+		}
+		p.in.release(batch)
+		return nil
+	}
+	for _, v := range batch.([]I) {
+		cur.key = p.key(v)
+		err := p.fn(p.ctx, v, p.out)
+		if cur.wrote { // see markDirty
+			p.setup.markWritten()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	p.in.release(batch)
+	return nil
+}
+
+func (p *processInstance[K, I, O]) Flush() { p.out.flush() }
+
+// Snapshot writes the entries of every declared state by key group, and the
+// descriptor of every declared state.
+func (p *processInstance[K, I, O]) Snapshot(st *messages.TaskState) error {
+	return p.setup.snapshotKeyed(st, nil)
+}
+
+// SnapshotKeyGroups is Snapshot restricted to the key groups of groups.
+func (p *processInstance[K, I, O]) SnapshotKeyGroups(st *messages.TaskState, groups []uint64) error {
+	if groups == nil {
+		groups = []uint64{} // nil would mean every key group
+	}
+	return p.setup.snapshotKeyed(st, groups)
+}
+
+// TakeDirtyKeyGroups ORs the key groups written since the last call into
+// dst and forgets them.
+func (p *processInstance[K, I, O]) TakeDirtyKeyGroups(dst []uint64) { p.setup.takeDirty(dst) }
+
+// Restore refuses a checkpoint whose state descriptors do not match the
+// declared states (ErrIncompatibleState), then loads the task's key groups.
+func (p *processInstance[K, I, O]) Restore(st *messages.TaskState) error {
+	return p.setup.restoreKeyed(st)
+}
+
+// RestoreKeyGroup loads one more key group after Restore, skipping one
+// outside the task's range.
+func (p *processInstance[K, I, O]) RestoreKeyGroup(g *messages.KeyGroupState) error {
+	return p.setup.restoreKeyGroup(g)
+}
+
+func (p *processInstance[K, I, O]) EndOfInput() error { return nil }
+func (p *processInstance[K, I, O]) Close() error      { return nil }
+
+// Sink adds a sink that calls write for every record. Records replayed after
+// a recovery are written again (at-least-once output): make write idempotent,
+// for example by keeping the latest value per key.
+func Sink[T any](s Stream[T], name string, write func(T) error, opts ...Option) {
+	checkFn(s.g, name, write, write == nil)
+	n := s.g.addNode(name, KindSink, opts, func(*InstanceContext) (Instance, error) {
+		return &sinkInstance[T]{write: write, in: newInputs[T]()}, nil
+	})
+	connect(n, s)
+}
+
+type sinkInstance[T any] struct {
+	stateless
+	write func(T) error
+	in    inputs[T]
+}
+
+func (k *sinkInstance[T]) ProcessBatch(_ int, batch any) error {
+	for _, v := range batch.([]T) {
+		if err := k.write(v); err != nil {
+			return err
+		}
+	}
+	k.in.release(batch)
+	return nil
+}
+
+func (k *sinkInstance[T]) Flush() {}
