@@ -72,7 +72,9 @@ func HashUint64(x uint64) uint64 { return dataflow.HashUint64(x) }
 
 // Union merges streams of one type; their consumer has one input per
 // producing task. Each stream keeps its own partitioning.
-func Union[T any](first Stream[T], rest ...Stream[T]) Stream[T] { return dataflow.Union(first, rest...) }
+func Union[T any](first Stream[T], rest ...Stream[T]) Stream[T] {
+	return dataflow.Union(first, rest...)
+}
 
 // Forward keeps records on the same subtask index: task i feeds task i of
 // the consumer, which must have the producer's parallelism.
