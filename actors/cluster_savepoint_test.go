@@ -28,7 +28,7 @@ func TestClusterRescaleFromSavepoint(t *testing.T) {
 		opts := []actors.Option{actors.WithCluster(actors.Cluster{Workers: 2, Store: dir, Secret: testSecret}), actors.WithLogger(testLogger(t)),
 			actors.WithCheckpointInterval(20e6)}
 		if phase == 1 {
-			opts = append(opts, actors.FromSavepoint("half"))
+			opts = append(opts, actors.WithSavepoint("half"))
 		}
 		j, err := actors.Start(context.Background(), job(), opts...)
 		if err != nil {

@@ -33,7 +33,7 @@
 // Job.Savepoint takes a savepoint: an aligned checkpoint that the user
 // names, stored self-contained under `<job>/savepoints/<name>/` and never
 // deleted by retention. Job.StopWithSavepoint takes one and stops the job
-// at its barrier. FromSavepoint (or FromCheckpoint, for a retained
+// at its barrier. WithSavepoint (or WithCheckpoint, for a retained
 // checkpoint) starts a job from it, even a changed job: state is found by
 // operator id (topology.OperatorID), and an operator may run at another
 // parallelism. Keyed state is then redistributed by key group, each new task

@@ -140,9 +140,9 @@ func TestFixtureRestores(t *testing.T) {
 	// origin, the savepoint.
 	t.Run("resume/p=2", func(t *testing.T) { run(t, 2) })
 	for _, p := range []int{2, 3} {
-		t.Run("savepoint/p="+strconv.Itoa(p), func(t *testing.T) { run(t, p, actors.FromSavepoint("fixture")) })
+		t.Run("savepoint/p="+strconv.Itoa(p), func(t *testing.T) { run(t, p, actors.WithSavepoint("fixture")) })
 		for _, id := range points {
-			t.Run("checkpoint-"+strconv.FormatUint(id, 10)+"/p="+strconv.Itoa(p), func(t *testing.T) { run(t, p, actors.FromCheckpoint(id)) })
+			t.Run("checkpoint-"+strconv.FormatUint(id, 10)+"/p="+strconv.Itoa(p), func(t *testing.T) { run(t, p, actors.WithCheckpoint(id)) })
 		}
 	}
 }

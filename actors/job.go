@@ -249,7 +249,7 @@ func (j *Job) Checkpoint(ctx context.Context) (uint64, error) {
 // its checkpoint id once it is complete. A savepoint is an aligned
 // checkpoint stored under `<job>/savepoints/<name>/` in the job's store,
 // self-contained and never deleted by retention; start a job from it with
-// FromSavepoint, at other parallelisms if need be. It is taken as soon as
+// WithSavepoint, at other parallelisms if need be. It is taken as soon as
 // the checkpoint in flight, if any, ends.
 //
 // Savepoint refuses an invalid name, and one that a complete savepoint of
@@ -288,8 +288,8 @@ func (j *Job) Savepoint(ctx context.Context, name string) (uint64, error) {
 // ErrNotStopped: the savepoint is complete, so a retry must use another
 // name.
 //
-// The savepoint becomes the job's origin (see FromSavepoint): starting the
-// job again, even without FromSavepoint, resumes from it, not from an older
+// The savepoint becomes the job's origin (see WithSavepoint): starting the
+// job again, even without WithSavepoint, resumes from it, not from an older
 // checkpoint.
 //
 // When ctx ends first, StopWithSavepoint returns its error, but the request

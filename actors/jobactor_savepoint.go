@@ -220,7 +220,7 @@ func recoveryPoint(ctx context.Context, sh *shared, m *messages.Manifest) bool {
 
 // stoppedAt records a stop-with-savepoint's savepoint name, taken as
 // checkpoint id, as the job's origin, so that starting the job again, even
-// without FromSavepoint, resumes from it rather than from an older
+// without WithSavepoint, resumes from it rather than from an older
 // checkpoint whose replay would repeat what the savepoint's commit made
 // visible. Until it is recorded, the job must not stop there: its sinks
 // commit only once it is, and a failure fails the stop (see
@@ -258,7 +258,7 @@ func stoppedAt(ctx context.Context, sh *shared, name string, id uint64) error {
 
 // errOriginInDoubt: whether a stop-with-savepoint's savepoint was recorded
 // as the job's origin is unknown (see stoppedAt).
-var errOriginInDoubt = errors.New("actors: whether the savepoint is where the job resumes is unknown; the job fails rather than restore an older checkpoint: start it again (with FromSavepoint to resume from the savepoint)")
+var errOriginInDoubt = errors.New("actors: whether the savepoint is where the job resumes is unknown; the job fails rather than restore an older checkpoint: start it again (with WithSavepoint to resume from the savepoint)")
 
 // stopFailedAt turns the stop-with-savepoint of checkpoint id into a plain
 // savepoint when it could not be recorded as the job's origin, and answers

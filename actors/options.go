@@ -56,8 +56,8 @@ type config struct {
 	linkInterval, linkTimeout time.Duration
 	stopTimeout               time.Duration
 	cluster                   *Cluster
-	// from names the point the job starts from (FromSavepoint,
-	// FromCheckpoint); nil: the newest checkpoint.
+	// from names the point the job starts from (WithSavepoint,
+	// WithCheckpoint); nil: the newest checkpoint.
 	from             *startPoint
 	allowNonRestored bool
 	// incremental is set by WithIncrementalCheckpoints, rewriteEvery as
@@ -189,7 +189,7 @@ func WithSynchronousSnapshots() Option { return func(c *config) { c.syncSnapshot
 // WithAllowTopologyChange lets a job resume from its newest checkpoint
 // although the topology changed (another fingerprint), as long as the
 // checkpoint can still be restored exactly, as from a savepoint (see
-// FromSavepoint): state is found by operator id, an operator may run at
+// WithSavepoint): state is found by operator id, an operator may run at
 // another parallelism (keyed state is redistributed by key group, split
 // sources' splits over the new tasks), keyed state needs the same max
 // parallelism and the same state declarations (new states may be added),
@@ -199,13 +199,13 @@ func WithSynchronousSnapshots() Option { return func(c *config) { c.syncSnapshot
 // what changed.
 func WithAllowTopologyChange() Option { return func(c *config) { c.allowNewTopology = true } }
 
-// FromSavepoint starts the job from the savepoint called name (see
+// WithSavepoint starts the job from the savepoint called name (see
 // Job.Savepoint) rather than from its newest checkpoint. The job may differ
 // from the one that took it: state is found by operator id (see
 // topology.OperatorID), any operator may run at another parallelism (keyed
 // state is redistributed by key group, and split sources' splits over the
 // new source tasks), operators may be added (they start empty) or removed
-// (only without state, unless AllowNonRestoredState). Start refuses, before
+// (only without state, unless WithAllowNonRestoredState). Start refuses, before
 // any record flows, a savepoint that is missing or corrupt (it is never
 // skipped), taken under another max parallelism, holding state of a missing
 // operator id, or whose state declarations changed.
@@ -215,21 +215,21 @@ func WithAllowTopologyChange() Option { return func(c *config) { c.allowNewTopol
 // the job without this option, restore the savepoint again, never a
 // checkpoint of the job's earlier history. Its checkpoint ids continue above
 // every id used before.
-func FromSavepoint(name string) Option {
+func WithSavepoint(name string) Option {
 	return func(c *config) { c.from = &startPoint{isSavepoint: true, savepoint: name} }
 }
 
-// FromCheckpoint starts the job from its retained complete checkpoint id
+// WithCheckpoint starts the job from its retained complete checkpoint id
 // rather than from its newest one, with the same freedom and checks as
-// FromSavepoint. A missing or corrupt checkpoint is refused, never skipped.
-func FromCheckpoint(id uint64) Option {
+// WithSavepoint. A missing or corrupt checkpoint is refused, never skipped.
+func WithCheckpoint(id uint64) Option {
 	return func(c *config) { c.from = &startPoint{checkpoint: id} }
 }
 
-// AllowNonRestoredState lets a job start from a savepoint or checkpoint
+// WithAllowNonRestoredState lets a job start from a savepoint or checkpoint
 // that holds state of operator ids the job no longer has: that state is
 // dropped (and logged) rather than refused.
-func AllowNonRestoredState() Option { return func(c *config) { c.allowNonRestored = true } }
+func WithAllowNonRestoredState() Option { return func(c *config) { c.allowNonRestored = true } }
 
 // WithIncrementalCheckpoints makes checkpoints incremental: each task
 // stores only the key groups of its keyed state written since the newest
@@ -312,11 +312,11 @@ func (c *config) finish() error {
 		return fmt.Errorf("actors: linger %v must be positive", c.linger)
 	}
 	if c.from != nil && !c.from.isSavepoint && c.from.checkpoint == 0 {
-		return errors.New("actors: FromCheckpoint(0): checkpoint ids start at 1")
+		return errors.New("actors: WithCheckpoint(0): checkpoint ids start at 1")
 	}
 	if c.from != nil && c.from.isSavepoint {
 		if err := snapshots.ValidateSavepointName(c.from.savepoint); err != nil {
-			return fmt.Errorf("actors: FromSavepoint(%q): %w", c.from.savepoint, err)
+			return fmt.Errorf("actors: WithSavepoint(%q): %w", c.from.savepoint, err)
 		}
 	}
 	if c.retained < 1 {

@@ -21,7 +21,7 @@ import (
 // when it cannot tell), the job then possibly fails over (restoring the
 // checkpoint before the savepoint), possibly completes another
 // checkpoint, and is stopped without a savepoint; a plain restart (no
-// FromSavepoint) must then start and end with every record exactly once
+// WithSavepoint) must then start and end with every record exactly once
 // in the committed files. After a lost answer the origin in the store
 // names the savepoint, whose transactions the sinks did not commit: a
 // restart that resumes from it needs them, so the job must not abandon

@@ -35,7 +35,7 @@ type resumed struct {
 
 // resume checks the store, discards the job's checkpoints under
 // WithStartOver, and picks and checks the checkpoint the job starts from:
-// the point FromSavepoint or FromCheckpoint names, or else the newest
+// the point WithSavepoint or WithCheckpoint names, or else the newest
 // checkpoint of the job's current history (see loadPoint).
 func resume(ctx context.Context, cfg *config, plan *dataflow.Plan, declared map[string][]*messages.StateDescriptor, log *slog.Logger,
 	cps *snapshots.Checkpoints, lease *messages.Lease) (*resumed, error) {
@@ -148,7 +148,7 @@ func (r *resumed) runAfter(job string, lease *messages.Lease, restored uint64) e
 	return nil
 }
 
-// resumeFrom starts the job from the point FromSavepoint or FromCheckpoint
+// resumeFrom starts the job from the point WithSavepoint or WithCheckpoint
 // names, and records it as the job's origin.
 func resumeFrom(ctx context.Context, r *resumed, cfg *config, plan *dataflow.Plan, declared map[string][]*messages.StateDescriptor, log *slog.Logger, lease *messages.Lease) (*resumed, error) {
 	job := plan.Job
@@ -198,7 +198,7 @@ func loadPoint(ctx context.Context, cps *snapshots.Checkpoints, origin *messages
 	sinks := plan.TransactionalSinks()
 	rp, err = cps.Load(ctx, snapshots.LoadOptions{First: origin.GetFirstId(), Heads: heads, NoFallback: len(sinks) > 0})
 	if errors.Is(err, snapshots.ErrFallbackRefused) {
-		return nil, false, fmt.Errorf("%w; the job's two-phase-commit sinks %q committed that checkpoint's output when it completed, so restoring an older one would commit records twice: restore the damaged object, or start the job from an older checkpoint on purpose (FromCheckpoint; what followed it is committed again), or discard its checkpoints (WithStartOver)",
+		return nil, false, fmt.Errorf("%w; the job's two-phase-commit sinks %q committed that checkpoint's output when it completed, so restoring an older one would commit records twice: restore the damaged object, or start the job from an older checkpoint on purpose (WithCheckpoint; what followed it is committed again), or discard its checkpoints (WithStartOver)",
 			err, sinks)
 	}
 	if rp != nil || origin == nil || (err != nil && !errors.Is(err, snapshots.ErrNoUsableCheckpoint)) {
@@ -250,7 +250,7 @@ func planRestore(cfg *config, plan *dataflow.Plan, declared map[string][]*messag
 		return nil, err
 	}
 	if len(a.Dropped) > 0 {
-		log.Warn("dropping the state of operators the job no longer has (AllowNonRestoredState)", "checkpoint", m.GetCheckpointId(), "operators", a.Dropped)
+		log.Warn("dropping the state of operators the job no longer has (WithAllowNonRestoredState)", "checkpoint", m.GetCheckpointId(), "operators", a.Dropped)
 	}
 	if len(a.Rescaled) > 0 {
 		log.Info("redistributing state over new parallelisms", "checkpoint", m.GetCheckpointId(), "operators", a.Rescaled)

@@ -38,7 +38,7 @@ func TestSavepointRefusals(t *testing.T) {
 	// savepoint must never fall back to it.
 	gate := testsrc.NewGate(4000)
 	j, err := actors.Start(context.Background(), shape.build(2, gate, func(int64) error { return nil }), actors.WithInlineStateLimit(0),
-		actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.FromSavepoint("sp"), actors.WithCheckpointInterval(0))
+		actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithSavepoint("sp"), actors.WithCheckpointInterval(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestSavepointRefusals(t *testing.T) {
 		{name: "operator renamed without its id", stage1: func(g *topology.Graph, in topology.Stream[int64]) topology.Stream[int64] {
 			return topology.Process(topology.KeyBy(in, func(v int64) int64 { return v % rescaleKeys1 }), "counts", counter)
 		}, is: topology.ErrRestoreRefused,
-			want: []string{`operator "stage1": the checkpoint holds its keyed state, but the job has no operator with that id`, `topology.OperatorID("stage1")`, "actors.AllowNonRestoredState"}},
+			want: []string{`operator "stage1": the checkpoint holds its keyed state, but the job has no operator with that id`, `topology.OperatorID("stage1")`, "actors.WithAllowNonRestoredState"}},
 		{name: "state type changed", stage1: stage1(func(ks *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, int64, int64] {
 			topology.Value[float64](ks, "count")
 			topology.Value[int64](ks, "sum")
@@ -85,11 +85,11 @@ func TestSavepointRefusals(t *testing.T) {
 				return nil
 			}
 		}), is: topology.ErrIncompatibleState, want: []string{`operator "stage1"`, `state "count": value type changed from int64 to float64`}},
-		{name: "savepoint missing", stage1: stage1(counter), opts: []actors.Option{actors.FromSavepoint("nope")}, is: snapshots.ErrNotFound,
+		{name: "savepoint missing", stage1: stage1(counter), opts: []actors.Option{actors.WithSavepoint("nope")}, is: snapshots.ErrNotFound,
 			want: []string{`start from savepoint "nope"`, "snapflow savepoints list"}},
-		{name: "invalid savepoint name", stage1: stage1(counter), opts: []actors.Option{actors.FromSavepoint("a/b")}, is: snapshots.ErrInvalidSavepointName,
-			want: []string{`FromSavepoint("a/b")`}},
-		{name: "checkpoint missing", stage1: stage1(counter), opts: []actors.Option{actors.FromCheckpoint(999)}, is: snapshots.ErrNotFound,
+		{name: "invalid savepoint name", stage1: stage1(counter), opts: []actors.Option{actors.WithSavepoint("a/b")}, is: snapshots.ErrInvalidSavepointName,
+			want: []string{`WithSavepoint("a/b")`}},
+		{name: "checkpoint missing", stage1: stage1(counter), opts: []actors.Option{actors.WithCheckpoint(999)}, is: snapshots.ErrNotFound,
 			want: []string{"start from checkpoint 999"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -98,7 +98,7 @@ func TestSavepointRefusals(t *testing.T) {
 			src := topology.FromSplits(g, "source-a", topology.Splits{Initial: func(p int) [][]byte { return make([][]byte, p) }},
 				func(int, int) topology.SplitSource[int64] { opened.Add(1); return nil })
 			topology.Sink(c.stage1(g, src), "sink", func(int64) error { return nil })
-			opts := append([]actors.Option{actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.FromSavepoint("sp")}, c.opts...)
+			opts := append([]actors.Option{actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithSavepoint("sp")}, c.opts...)
 			j, err := actors.Start(context.Background(), g, opts...)
 			if err == nil {
 				_ = j.Stop()
@@ -118,7 +118,7 @@ func TestSavepointRefusals(t *testing.T) {
 		})
 	}
 
-	// AllowNonRestoredState drops the state of the missing operator id, and
+	// WithAllowNonRestoredState drops the state of the missing operator id, and
 	// says so.
 	g := topology.New(shape.job, topology.MaxParallelism(shape.maxP))
 	src := testsrc.GatedSplits(g, "source-a", 10, func(i int64) int64 { return i }, testsrc.NewGate(10))
@@ -126,14 +126,14 @@ func TestSavepointRefusals(t *testing.T) {
 	topology.Sink(topology.Union(src, b), "sink", func(int64) error { return nil })
 	var logs syncBuilder
 	j, err = actors.Start(context.Background(), g, actors.WithInlineStateLimit(0), actors.WithStore(store), actors.WithLogger(textLogger(&logs)),
-		actors.FromSavepoint("sp"), actors.AllowNonRestoredState())
+		actors.WithSavepoint("sp"), actors.WithAllowNonRestoredState())
 	if err != nil {
-		t.Fatalf("AllowNonRestoredState: %v", err)
+		t.Fatalf("WithAllowNonRestoredState: %v", err)
 	}
 	if err := waitJob(t, j); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(logs.String(), "AllowNonRestoredState") || !strings.Contains(logs.String(), "stage1") {
+	if !strings.Contains(logs.String(), "WithAllowNonRestoredState") || !strings.Contains(logs.String(), "stage1") {
 		t.Errorf("the dropped state was not logged:\n%s", logs.String())
 	}
 }
@@ -154,7 +154,7 @@ func TestCorruptSavepointRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = actors.Start(context.Background(), shape.build(3, testsrc.NewGate(1), func(int64) error { return nil }), actors.WithInlineStateLimit(0),
-		actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.FromSavepoint("sp"))
+		actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithSavepoint("sp"))
 	if !errors.Is(err, snapshots.ErrCorrupt) || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), `savepoint "sp"`) {
 		t.Fatalf("Start from a corrupt savepoint: %v\nwant ErrCorrupt naming %s and the savepoint", err, key)
 	}
@@ -261,7 +261,7 @@ func TestOriginWhenNewCheckpointsUnusable(t *testing.T) {
 	savepointed(t, store, shape, 2000)
 	gate := testsrc.NewGate(4000)
 	j, err := actors.Start(context.Background(), shape.build(3, gate, func(int64) error { return nil }), actors.WithInlineStateLimit(0),
-		actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.FromSavepoint("sp"), actors.WithCheckpointInterval(0))
+		actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithSavepoint("sp"), actors.WithCheckpointInterval(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestOriginWhenNewCheckpointsUnusable(t *testing.T) {
 }
 
 // TestStopWithSavepointThenPlainRestart: a job stopped with a savepoint
-// and started again without FromSavepoint resumes from the savepoint, not
+// and started again without WithSavepoint resumes from the savepoint, not
 // from its older checkpoints, and ends exact.
 func TestStopWithSavepointThenPlainRestart(t *testing.T) {
 	shape := rescaleShape{job: "plain-restart", n: 8000, maxP: 16}

@@ -169,7 +169,7 @@ func TestRescaleThroughSavepoints(t *testing.T) {
 			actors.WithFaults(faults), actors.WithCheckpointInterval(10 * time.Millisecond),
 			actors.WithRestartPolicy(restart.Policy{InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, MaxFailures: 100, Window: time.Hour})}
 		if i > 0 {
-			opts = append(opts, actors.FromSavepoint(fmt.Sprintf("phase-%d", i-1)))
+			opts = append(opts, actors.WithSavepoint(fmt.Sprintf("phase-%d", i-1)))
 		}
 		j, err := actors.Start(context.Background(), g, opts...)
 		if err != nil {

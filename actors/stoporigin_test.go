@@ -58,7 +58,7 @@ func soPartValues(t testing.TB, dir string, subtask int) []int64 {
 // hold only what the checkpoint before the savepoint committed, 0..999);
 // the job must keep running (its source produces past the savepoint);
 // the origin must not name the savepoint. Then the job either stops with
-// another savepoint, and a plain restart (no FromSavepoint) resumes from
+// another savepoint, and a plain restart (no WithSavepoint) resumes from
 // it, or runs to the end, or fails over (restoring a checkpoint, not the
 // savepoint whose transactions were never committed) before it stops with
 // another savepoint, or is stopped plainly and restarted (from the

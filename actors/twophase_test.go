@@ -275,7 +275,7 @@ func TestFileSinkAcrossSavepoints(t *testing.T) {
 	gate.WaitReached(t, 2*n/3)
 	stopWithSavepoint(t, j, "stop")
 	j, err = actors.Start(context.Background(), build(3, testsrc.NewGate(n)), actors.WithStore(store), actors.WithLogger(testLogger(t)),
-		actors.WithCheckpointInterval(20*time.Millisecond), actors.FromSavepoint("stop"))
+		actors.WithCheckpointInterval(20*time.Millisecond), actors.WithSavepoint("stop"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -351,7 +351,7 @@ func restoreOnce(ctx context.Context, store *countingStore, g *topology.Graph, p
 	store.reset()
 	cpu0, cpuOK := processCPU()
 	t0 := time.Now()
-	j, err := actors.Start(ctx, g, actors.WithStore(store.store()), actors.FromSavepoint(rescaleSavepoint),
+	j, err := actors.Start(ctx, g, actors.WithStore(store.store()), actors.WithSavepoint(rescaleSavepoint),
 		actors.WithCheckpointInterval(0), actors.WithListener(listen))
 	if err != nil {
 		stopProfile()

@@ -331,7 +331,7 @@ func (r *runner) phase(ctx context.Context, i int) error {
 		opts = append(opts, actors.WithStartOver())
 	}
 	if from != "" {
-		opts = append(opts, actors.FromSavepoint(from))
+		opts = append(opts, actors.WithSavepoint(from))
 	}
 	job, err := actors.Start(ctx, r.shape.build(ph.par, gt), opts...)
 	if errors.Is(err, actors.ErrAlreadyFinished) {

@@ -98,7 +98,7 @@ func runPhase(ctx context.Context, rc RunConfig, ph Phase, sp savepoint, in *Inj
 	pt := &phaseTally{phase: ph.Index, savepoint: sp.id, v: sink.v}
 	opts := append(jobOptions(rc, in), actors.WithListener(pt.listen))
 	if ph.Index > 0 {
-		opts = append(opts, actors.FromSavepoint(sp.name))
+		opts = append(opts, actors.WithSavepoint(sp.name))
 		in.FailRestoreOf(sp.id)
 	}
 	in.NewPhase()

@@ -350,7 +350,7 @@ func TestRescaleRefusals(t *testing.T) {
 			g := New("job")
 			Sink(FromSource(g, "input", func(int, int) Source[int] { return &offsetSource{n: 10} }, Parallelism(2)), "out", discard[int])
 			return mustPlan(t, g)
-		}(), RestoreOptions{AllowNonRestoredState: true}, `refused even with actors.AllowNonRestoredState: give the source that replaces it topology.OperatorID("in")`},
+		}(), RestoreOptions{AllowNonRestoredState: true}, `refused even with actors.WithAllowNonRestoredState: give the source that replaces it topology.OperatorID("in")`},
 		{"a Source become a split source", func() *Plan {
 			g := New("job")
 			Sink(Sequence(g, "in", 0, 9, Parallelism(2)), "out", discard[int64])

@@ -283,12 +283,12 @@ func PlanRestore(p *Plan, declared map[string][]*messages.StateDescriptor, m *me
 			case op.offsets || op.splits:
 				// Dropping a source's position would replay its records
 				// from the beginning into restored state downstream.
-				add(nil, "operator %q: the checkpoint holds its source position, but the job has no operator with that id; a new source would read its records again from the beginning, into restored state (counting them twice), so this is refused even with actors.AllowNonRestoredState: give the source that replaces it topology.OperatorID(%q)",
+				add(nil, "operator %q: the checkpoint holds its source position, but the job has no operator with that id; a new source would read its records again from the beginning, into restored state (counting them twice), so this is refused even with actors.WithAllowNonRestoredState: give the source that replaces it topology.OperatorID(%q)",
 					id, id)
 			case opts.AllowNonRestoredState:
 				r.Dropped = append(r.Dropped, id)
 			default:
-				add(nil, "operator %q: the checkpoint holds its %s, but the job has no operator with that id (its state would be dropped): give the operator that should own it topology.OperatorID(%q), or allow non-restored state (actors.AllowNonRestoredState) to drop it",
+				add(nil, "operator %q: the checkpoint holds its %s, but the job has no operator with that id (its state would be dropped): give the operator that should own it topology.OperatorID(%q), or allow non-restored state (actors.WithAllowNonRestoredState) to drop it",
 					id, op.what(), id)
 			}
 			continue
@@ -303,7 +303,7 @@ func PlanRestore(p *Plan, declared map[string][]*messages.StateDescriptor, m *me
 		before := len(e.Problems)
 		rescale := len(n.tasks) != len(op.tasks)
 		if rescale && !opts.Rescale {
-			add(nil, "%s: parallelism changed from %d to %d; start from a savepoint or checkpoint by name (actors.FromSavepoint, actors.FromCheckpoint) or allow a topology change (actors.WithAllowTopologyChange) to redistribute its %s, or keep parallelism %d",
+			add(nil, "%s: parallelism changed from %d to %d; start from a savepoint or checkpoint by name (actors.WithSavepoint, actors.WithCheckpoint) or allow a topology change (actors.WithAllowTopologyChange) to redistribute its %s, or keep parallelism %d",
 				label, len(op.tasks), len(n.tasks), op.what(), len(op.tasks))
 		}
 		checkSource(op, n, label, rescale, add)

@@ -141,14 +141,14 @@ func TestSinkOlderSavepointFencedCommit(t *testing.T) {
 	waitCommitted(t, brokers, "out", n)
 	stopWith(t, j, "end")
 
-	err = actors.Run(context.Background(), pipeline("older", brokers, 2), actors.WithStore(store), actors.FromSavepoint("old"),
+	err = actors.Run(context.Background(), pipeline("older", brokers, 2), actors.WithStore(store), actors.WithSavepoint("old"),
 		actors.WithRestartPolicy(restart.Policy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 1, Window: time.Hour}))
 	if !errors.Is(err, topology.ErrCommit) || !strings.Contains(err.Error(), "AssumeFencedCommitted") {
 		t.Fatalf("restore of the older savepoint: %v, want ErrCommit naming AssumeFencedCommitted", err)
 	}
 
 	j, err = actors.Start(context.Background(), pipeline("older", brokers, 2, func(c *kafka.SinkConfig) { c.AssumeFencedCommitted = true }),
-		actors.WithStore(store), actors.FromSavepoint("old"), actors.WithCheckpointInterval(20*time.Millisecond))
+		actors.WithStore(store), actors.WithSavepoint("old"), actors.WithCheckpointInterval(20*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -132,7 +132,7 @@ func TestKafkaSourceRescales(t *testing.T) {
 	for i, p := range []int{2, 3, 1} {
 		opts := []actors.Option{actors.WithStore(store), actors.WithCheckpointInterval(20 * time.Millisecond)}
 		if i > 0 {
-			opts = append(opts, actors.FromSavepoint(string(rune('a'+i-1))))
+			opts = append(opts, actors.WithSavepoint(string(rune('a'+i-1))))
 		}
 		j, err := actors.Start(context.Background(), pipeline("rescale", brokers, p), opts...)
 		if err != nil {
