@@ -1,0 +1,9 @@
+package topology_test
+
+import (
+	"testing"
+
+	"github.com/snapflow/snapflow/internal/leaktest"
+)
+
+func TestMain(m *testing.M) { leaktest.Main(m) }
