@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/actorstest"
 	"github.com/snapflow/snapflow/actors/restart"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
@@ -55,7 +56,7 @@ func TestCheckpointEventsCarryTaskFigures(t *testing.T) {
 		t.Errorf("savepoint %d: triggered event %+v, want one naming the savepoint", sp, e)
 	}
 	var plan []string
-	for _, p := range j.Plan().Tasks {
+	for _, p := range actors.PlanOf(j).Tasks {
 		plan = append(plan, p.ID)
 	}
 	slices.Sort(plan) // every operator has fewer than 10 tasks: string order is task-id order
@@ -108,14 +109,14 @@ func TestCheckpointAbortSaysDeclined(t *testing.T) {
 		}, topology.Parallelism(2))
 	topology.Sink(sums, "sink", func(kv) error { return nil })
 	var failSnapshot atomic.Bool
-	faults := &actors.Faults{Snapshot: func(task string, _ uint64) {
+	faults := &actorstest.Faults{Snapshot: func(task string, _ uint64) {
 		if task == "source#0" && failSnapshot.CompareAndSwap(true, false) {
 			panic("injected failure in the snapshot of " + task)
 		}
 	}}
 	var ev events
 	j, err := actors.Start(context.Background(), g, actors.WithStore(snapshots.NewMem()), actors.WithLogger(testLogger(t)),
-		actors.WithListener(ev.listen), actors.WithCheckpointInterval(0), actors.WithTolerableCheckpointFailures(5), actors.WithFaults(faults),
+		actors.WithListener(ev.listen), actors.WithCheckpointInterval(0), actors.WithTolerableCheckpointFailures(5), actorstest.WithFaults(faults),
 		actors.WithRestartPolicy(restart.Policy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 3, Window: time.Hour}))
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +173,7 @@ func TestTaskFailedCauses(t *testing.T) {
 	}
 	t.Run("panic", func(t *testing.T) {
 		var once atomic.Bool
-		faults := &actors.Faults{Process: func(task string) {
+		faults := &actorstest.Faults{Process: func(task string) {
 			if task == "double#0" && once.CompareAndSwap(false, true) {
 				panic("injected panic")
 			}
@@ -180,7 +181,7 @@ func TestTaskFailedCauses(t *testing.T) {
 		g := chain("cause-panic", func(s topology.Stream[int64]) topology.Stream[int64] {
 			return topology.Map(s, "double", func(v int64) int64 { return 2 * v })
 		})
-		f := run(t, g, actors.WithFaults(faults))
+		f := run(t, g, actorstest.WithFaults(faults))
 		if len(f) != 1 || f[0].Cause != actors.CausePanic || f[0].Task != "double#0" {
 			t.Fatalf("failures: %+v, want one panic of double#0", f)
 		}
@@ -207,7 +208,7 @@ func TestTaskFailedCauses(t *testing.T) {
 		g := topology.New("cause-restore")
 		topology.Sink(topology.Map(gate.source(g), "double", func(v int64) int64 { return 2 * v }), "sink", func(int64) error { return nil })
 		var failProcess, failRestore atomic.Bool
-		faults := &actors.Faults{
+		faults := &actorstest.Faults{
 			Process: func(task string) {
 				if task == "double#0" && failProcess.CompareAndSwap(true, false) {
 					panic("injected panic")
@@ -221,7 +222,7 @@ func TestTaskFailedCauses(t *testing.T) {
 		}
 		var ev events
 		j, err := actors.Start(context.Background(), g, actors.WithStore(snapshots.NewMem()), actors.WithLogger(testLogger(t)),
-			actors.WithListener(ev.listen), actors.WithCheckpointInterval(0), actors.WithFaults(faults), policy)
+			actors.WithListener(ev.listen), actors.WithCheckpointInterval(0), actorstest.WithFaults(faults), policy)
 		if err != nil {
 			t.Fatal(err)
 		}

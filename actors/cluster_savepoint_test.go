@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/cluster"
 	"github.com/snapflow/snapflow/internal/testsrc"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
@@ -25,7 +26,7 @@ func TestClusterRescaleFromSavepoint(t *testing.T) {
 		}
 		gate := testsrc.NewGate(limit)
 		job := func() *topology.Graph { return shape.build(par, gate, func(int64) error { return nil }) }
-		opts := []actors.Option{actors.WithCluster(actors.Cluster{Workers: 2, Store: dir, Secret: testSecret}), actors.WithLogger(testLogger(t)),
+		opts := []actors.Option{cluster.WithCoordinator(cluster.Coordinator{Workers: 2, Store: dir, Secret: testSecret}), actors.WithLogger(testLogger(t)),
 			actors.WithCheckpointInterval(20e6)}
 		if phase == 1 {
 			opts = append(opts, actors.WithSavepoint("half"))

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/cluster"
 	"github.com/snapflow/snapflow/internal/racedetect"
 	"github.com/snapflow/snapflow/internal/testsrc"
 	"github.com/snapflow/snapflow/snapshots"
@@ -42,7 +43,7 @@ func startWorkers(t *testing.T, ctx context.Context, addr string, n int, job fun
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = actors.ServeWorker(ctx, actors.Worker{Join: addr, Slots: 6, Jobs: []func() *topology.Graph{job}, Logger: testLogger(t), Secret: testSecret})
+			errs[i] = cluster.ServeWorker(ctx, cluster.Worker{Join: addr, Slots: 6, Jobs: []func() *topology.Graph{job}, Logger: testLogger(t), Secret: testSecret})
 		}()
 	}
 	return func() []error { wg.Wait(); return errs }
@@ -62,7 +63,7 @@ func TestClusterInProcessExact(t *testing.T) {
 	dir := t.TempDir()
 	job := clusterJob(n, keys)
 	ev := &events{}
-	j, err := actors.Start(context.Background(), job(), actors.WithCluster(actors.Cluster{Workers: 2, Store: dir, Secret: testSecret}),
+	j, err := actors.Start(context.Background(), job(), cluster.WithCoordinator(cluster.Coordinator{Workers: 2, Store: dir, Secret: testSecret}),
 		actors.WithCheckpointInterval(20e6), actors.WithLogger(testLogger(t)), actors.WithListener(ev.listen))
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +118,7 @@ func TestClusterWorkerLeavesInProcess(t *testing.T) {
 	}
 	dir := t.TempDir()
 	ev := &events{}
-	j, err := actors.Start(context.Background(), job(), actors.WithCluster(actors.Cluster{Workers: 2, Store: dir, Secret: testSecret}),
+	j, err := actors.Start(context.Background(), job(), cluster.WithCoordinator(cluster.Coordinator{Workers: 2, Store: dir, Secret: testSecret}),
 		actors.WithCheckpointInterval(0), actors.WithLogger(testLogger(t)), actors.WithListener(ev.listen))
 	if err != nil {
 		t.Fatal(err)

@@ -1,111 +1,75 @@
 package actors
 
-import (
-	"errors"
-	"fmt"
+import "github.com/snapflow/snapflow/actors/internal/engine"
 
-	"github.com/snapflow/snapflow/topology"
+// The errors of a job's life: check them with errors.Is.
+var (
+	// ErrStopped is returned by Wait when the job was stopped by Stop or by
+	// the cancellation of its context before it finished.
+	ErrStopped = engine.ErrStopped
+	// ErrFinished is returned by Checkpoint once the job has finished.
+	ErrFinished = engine.ErrFinished
+	// ErrAlreadyFinished is wrapped by the error of Start for a job whose
+	// newest checkpoint is its final one: it ran to the end, and resuming
+	// it would process nothing. Start it with WithStartOver to run it
+	// again.
+	ErrAlreadyFinished = engine.ErrAlreadyFinished
+	// ErrNotStopped is wrapped by the error of StopWithSavepoint when the
+	// savepoint completed but the job did not stop there (recording it as
+	// the job's origin failed) and goes on: stop it again under another
+	// name.
+	ErrNotStopped = engine.ErrNotStopped
+	// ErrStopTimeout is wrapped by Stop's error when the job did not stop
+	// within the stop timeout (see WithStopTimeout).
+	ErrStopTimeout = engine.ErrStopTimeout
+	// ErrActorStopped is the cause of a job whose job actor, or of a worker
+	// whose host actor, was stopped by something other than the job's end
+	// (a Stop or PoisonPill message): the job did not finish.
+	ErrActorStopped = engine.ErrActorStopped
 )
 
-// ErrStopped is returned by Wait when the job was stopped by Stop or by the
-// cancellation of its context before it finished.
-var ErrStopped = errors.New("actors: job stopped")
+// Event kinds, in the order a job usually meets them.
+const (
+	EventRunning             = engine.EventRunning             // every task has started (and restored its state)
+	EventCheckpointTriggered = engine.EventCheckpointTriggered // the coordinator started a checkpoint or savepoint
+	EventCheckpointCompleted = engine.EventCheckpointCompleted // its manifest is written
+	EventCheckpointAborted   = engine.EventCheckpointAborted   // it failed, timed out or was declined
+	EventTaskFailed          = engine.EventTaskFailed          // a task failed: the job rolls back
+	EventRestoring           = engine.EventRestoring           // the job restores a checkpoint
+	EventFinished            = engine.EventFinished            // every source ended, the final checkpoint completed
+	EventFailed              = engine.EventFailed              // the restart policy gave up
+	EventNodeJoined          = engine.EventNodeJoined          // cluster mode: a worker registered
+	EventNodeLost            = engine.EventNodeLost            // cluster mode: a worker was lost
+	EventPlaced              = engine.EventPlaced              // cluster mode: the tasks were placed on the workers
+)
 
-// ErrFinished is returned by Checkpoint once the job has finished.
-var ErrFinished = errors.New("actors: job finished")
+// Failure causes (Event.Cause, TaskError.Cause, and the cause label of the
+// task failures metric).
+const (
+	CausePanic    = engine.CausePanic    // an operator or the runtime panicked
+	CauseError    = engine.CauseError    // an operator returned an error
+	CauseCommit   = engine.CauseCommit   // a transactional sink could not commit (topology.ErrCommit)
+	CauseRestore  = engine.CauseRestore  // restoring state failed
+	CauseNodeLost = engine.CauseNodeLost // its worker was lost (cluster mode)
+	CauseLinkLost = engine.CauseLinkLost // a channel to another node lost its link (cluster mode)
+	CauseOther    = engine.CauseOther
+)
 
-// ErrNotStopped is wrapped by the error of StopWithSavepoint when the
-// savepoint completed but the job did not stop there (recording it as the
-// job's origin failed) and goes on: the savepoint is a complete, plain
-// one, which is never overwritten, so stop the job again under another
-// name.
-var ErrNotStopped = errors.New("actors: the job did not stop at its savepoint")
-
-// ErrActorStopped is the cause of a job whose job actor, or of a worker
-// whose host actor, was stopped by something other than the job's end (a
-// Stop or PoisonPill message): the job did not finish.
-var ErrActorStopped = errors.New("actors: stopped before the job ended")
-
-// ErrStopTimeout is wrapped by Stop's error when the job did not stop
-// within the stop timeout (see WithStopTimeout).
-var ErrStopTimeout = errors.New("actors: stop timed out")
-
-// ErrJobFailed is wrapped by ServeWorker's error when the coordinator ended
-// the job because it failed: the worker did its part, but the job did not
-// finish.
-var ErrJobFailed = errors.New("actors: the job failed")
-
-// TaskError is a task's failure: a panic or an error returned by an operator.
-type TaskError struct {
-	Task     string // e.g. "sum#1"
-	Operator string
-	Epoch    uint64
-	Value    any    // the panic value, or the error returned
-	Stack    []byte // the stack of the code that panicked; nil for a returned error
-	// cause classifies the failure where the task knew it (see
-	// failureCause).
-	cause FailureCause
-}
-
-func (e *TaskError) Error() string {
-	return fmt.Sprintf("task %s (operator %q) failed: %v", e.Task, e.Operator, e.Value)
-}
-
-// Unwrap returns the error the task failed with, if its value is an error.
-func (e *TaskError) Unwrap() error {
-	err, _ := e.Value.(error)
-	return err
-}
-
-// JobError is returned by Wait when a job fails for good.
-type JobError struct {
-	Job      string
-	Failures int    // failures counted by the restart strategy
-	Reason   string // why the job gave up
-	Cause    error  // the last failure; a *TaskError for task failures
-}
-
-func (e *JobError) Error() string {
-	return fmt.Sprintf("actors: job %q failed: %s: %v", e.Job, e.Reason, e.Cause)
-}
-
-// Unwrap returns the cause.
-func (e *JobError) Unwrap() error { return e.Cause }
-
-// errorCause classifies an error a task failed with: a commit that failed
-// (topology.ErrCommit), or an error of an operator.
-func errorCause(err error) FailureCause {
-	if errors.Is(err, topology.ErrCommit) {
-		return CauseCommit
-	}
-	return CauseError
-}
-
-// failureCause classifies a failure of the job's tasks (EventTaskFailed).
-func failureCause(err error) FailureCause {
-	var te *TaskError
-	var nl *NodeLostError
-	switch {
-	case errors.As(err, &te):
-		if te.cause != "" {
-			return te.cause
-		}
-		if e, ok := te.Value.(error); ok {
-			return errorCause(e)
-		}
-		return CausePanic
-	case errors.As(err, &nl):
-		return CauseNodeLost
-	}
-	return CauseOther
-}
-
-// parseCause returns the FailureCause a worker reported, or "" for one
-// this coordinator does not know (then the error is classified here).
-func parseCause(s string) FailureCause {
-	switch c := FailureCause(s); c {
-	case CausePanic, CauseError, CauseCommit, CauseRestore, CauseNodeLost, CauseLinkLost, CauseOther:
-		return c
-	}
-	return ""
-}
+// Defaults and bounds of the options.
+const (
+	DefaultBatchSize          = engine.DefaultBatchSize
+	DefaultBatchBytes         = engine.DefaultBatchBytes
+	DefaultLinger             = engine.DefaultLinger
+	DefaultCredits            = engine.DefaultCredits
+	DefaultStopTimeout        = engine.DefaultStopTimeout
+	DefaultCheckpointInterval = engine.DefaultCheckpointInterval
+	DefaultRetained           = engine.DefaultRetained
+	DefaultInlineStateLimit   = engine.DefaultInlineStateLimit
+	// InlineManifestBudget bounds the inline states of one manifest: each
+	// task's limit is at most InlineManifestBudget divided by the number of
+	// tasks.
+	InlineManifestBudget = engine.InlineManifestBudget
+	MaxCredits           = engine.MaxCredits
+	MaxBatchSize         = engine.MaxBatchSize
+	MaxInlineStateLimit  = engine.MaxInlineStateLimit
+)

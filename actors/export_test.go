@@ -1,10 +1,15 @@
 package actors
 
-// SendToTask delivers msg to the actor of task, for tests of bad input.
-func SendToTask(j *Job, task string, msg any) {
-	j.system.Root.Send(j.sh.pids[j.sh.plan.Task(task).Index], msg)
-}
+import (
+	"github.com/snapflow/snapflow/actors/internal/engine"
+	"github.com/snapflow/snapflow/internal/dataflow"
+)
 
-// PoisonJobActor sends a PoisonPill to the job's job actor, as a peer could
-// before nodes were authenticated.
-func PoisonJobActor(j *Job) { j.system.Root.Poison(j.pid) }
+// SendToTask delivers msg to the actor of task, for tests of bad input.
+func SendToTask(j *Job, task string, msg any) { engine.SendToTask(j, task, msg) }
+
+// PoisonJobActor sends a PoisonPill to the job's job actor.
+func PoisonJobActor(j *Job) { engine.PoisonJobActor(j) }
+
+// PlanOf is j's physical plan.
+func PlanOf(j *Job) *dataflow.Plan { return engine.PlanOf(j) }

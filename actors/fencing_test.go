@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/actorstest"
 	"github.com/snapflow/snapflow/actors/restart"
 	"github.com/snapflow/snapflow/internal/chaos"
 	"github.com/snapflow/snapflow/messages"
@@ -59,7 +60,7 @@ func TestQueuedMessagesAreFenced(t *testing.T) {
 	blocked := make(chan struct{})
 	var once, failOnce sync.Once
 	var processed int
-	faults := &actors.Faults{
+	faults := &actorstest.Faults{
 		Process: func(task string) {
 			if task != "check#0" {
 				return
@@ -86,7 +87,7 @@ func TestQueuedMessagesAreFenced(t *testing.T) {
 	var ev events
 	restoring := ev.subscribe()
 	j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(testLogger(t)),
-		actors.WithFaults(faults), actors.WithListener(ev.listen), actors.WithCheckpointInterval(5*time.Millisecond))
+		actorstest.WithFaults(faults), actors.WithListener(ev.listen), actors.WithCheckpointInterval(5*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,14 +107,14 @@ func TestQueuedMessagesAreFenced(t *testing.T) {
 // TestSequenceGapRecovers drops one batch between two tasks: the receiver
 // detects the gap, fails, and the job recovers exactly.
 func TestSequenceGapRecovers(t *testing.T) {
-	for _, fault := range []actors.BatchFault{actors.Drop, actors.Duplicate} {
-		t.Run(map[actors.BatchFault]string{actors.Drop: "drop", actors.Duplicate: "duplicate"}[fault], func(t *testing.T) {
+	for _, fault := range []actorstest.BatchFault{actorstest.Drop, actorstest.Duplicate} {
+		t.Run(map[actorstest.BatchFault]string{actorstest.Drop: "drop", actorstest.Duplicate: "duplicate"}[fault], func(t *testing.T) {
 			const n = 40_000
 			var v chaos.Violations
 			g, sink := semanticsJob("gap", n, &v)
 			var once sync.Once
-			faults := &actors.Faults{Batch: func(from, to string, seq uint64) actors.BatchFault {
-				f := actors.Deliver
+			faults := &actorstest.Faults{Batch: func(from, to string, seq uint64) actorstest.BatchFault {
+				f := actorstest.Deliver
 				if from == "source#0" && seq == 30 {
 					once.Do(func() { f = fault })
 				}
@@ -122,7 +123,7 @@ func TestSequenceGapRecovers(t *testing.T) {
 			store := snapshots.NewMem()
 			var ev events
 			j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(testLogger(t)),
-				actors.WithFaults(faults), actors.WithListener(ev.listen), actors.WithCheckpointInterval(5*time.Millisecond))
+				actorstest.WithFaults(faults), actors.WithListener(ev.listen), actors.WithCheckpointInterval(5*time.Millisecond))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -146,7 +147,7 @@ func TestUnknownMessagesAreDropped(t *testing.T) {
 	g, sink := semanticsJob("unknown", n, &v)
 	gate := make(chan struct{})
 	var once sync.Once
-	faults := &actors.Faults{Process: func(task string) {
+	faults := &actorstest.Faults{Process: func(task string) {
 		if task == "check#0" {
 			once.Do(func() { <-gate })
 		}
@@ -156,7 +157,7 @@ func TestUnknownMessagesAreDropped(t *testing.T) {
 	var ev events
 	running := ev.subscribe()
 	j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(textLogger(&logs)),
-		actors.WithFaults(faults), actors.WithListener(ev.listen))
+		actorstest.WithFaults(faults), actors.WithListener(ev.listen))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/cluster"
 	"github.com/snapflow/snapflow/internal/nodeauth"
 	"github.com/snapflow/snapflow/internal/testsrc"
 	"github.com/snapflow/snapflow/messages"
@@ -74,7 +75,7 @@ func TestForgedHelperProcess(t *testing.T) {
 		attack()
 	case "coordinator":
 		dir := os.Getenv(fgStoreEnv)
-		j, err := actors.Start(context.Background(), forgedJob(gate)(), actors.WithCluster(actors.Cluster{Workers: 2, Store: dir}),
+		j, err := actors.Start(context.Background(), forgedJob(gate)(), cluster.WithCoordinator(cluster.Coordinator{Workers: 2, Store: dir}),
 			actors.WithCheckpointInterval(50*time.Millisecond), actors.WithLogger(log),
 			actors.WithListener(func(e actors.Event) {
 				if e.Kind == actors.EventCheckpointCompleted {
@@ -116,7 +117,7 @@ func TestForgedHelperProcess(t *testing.T) {
 				}
 			}
 		}()
-		err := actors.ServeWorker(context.Background(), actors.Worker{Join: os.Getenv(fgJoinEnv), Slots: 6,
+		err := cluster.ServeWorker(context.Background(), cluster.Worker{Join: os.Getenv(fgJoinEnv), Slots: 6,
 			Jobs: []func() *topology.Graph{forgedJob(gate)}, Logger: log,
 			Listening: func(addr string) { fmt.Printf("listening %s\n", addr) }})
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/cluster"
 	"github.com/snapflow/snapflow/internal/nodeauth"
 	"github.com/snapflow/snapflow/internal/testsrc"
 	"github.com/snapflow/snapflow/snapshots"
@@ -46,30 +47,30 @@ func TestClusterConfigRefused(t *testing.T) {
 	job := clusterJob(10, 2)
 	for _, c := range []struct {
 		name string
-		c    actors.Cluster
+		c    cluster.Coordinator
 		want string
 	}{
-		{"no secret", actors.Cluster{Store: t.TempDir()}, "Cluster.Secret is empty and SNAPFLOW_CLUSTER_SECRET is not set"},
-		{"short secret", actors.Cluster{Store: t.TempDir(), Secret: "short"}, "the secret has 5 bytes, want at least 16"},
-		{"plaintext off loopback", actors.Cluster{Store: t.TempDir(), Secret: testSecret, Listen: "0.0.0.0:0"}, "Cluster.Listen host \"0.0.0.0\" is not loopback, and there is no TLS"},
-		{"MEM://", actors.Cluster{Store: "MEM://x", Secret: testSecret}, `Cluster.Store "MEM://x": a memory store lives in one process`},
-		{"mem://", actors.Cluster{Store: "mem://x", Secret: testSecret}, `Cluster.Store "mem://x": a memory store lives in one process`},
+		{"no secret", cluster.Coordinator{Store: t.TempDir()}, "Coordinator.Secret is empty and SNAPFLOW_CLUSTER_SECRET is not set"},
+		{"short secret", cluster.Coordinator{Store: t.TempDir(), Secret: "short"}, "the secret has 5 bytes, want at least 16"},
+		{"plaintext off loopback", cluster.Coordinator{Store: t.TempDir(), Secret: testSecret, Listen: "0.0.0.0:0"}, "Coordinator.Listen host \"0.0.0.0\" is not loopback, and there is no TLS"},
+		{"MEM://", cluster.Coordinator{Store: "MEM://x", Secret: testSecret}, `Coordinator.Store "MEM://x": a memory store lives in one process`},
+		{"mem://", cluster.Coordinator{Store: "mem://x", Secret: testSecret}, `Coordinator.Store "mem://x": a memory store lives in one process`},
 	} {
-		_, err := actors.Start(context.Background(), job(), actors.WithCluster(c.c))
+		_, err := actors.Start(context.Background(), job(), cluster.WithCoordinator(c.c))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: Start: %v, want an error containing %q", c.name, err, c.want)
 		}
 	}
 	for _, c := range []struct {
 		name string
-		w    actors.Worker
+		w    cluster.Worker
 		want string
 	}{
-		{"no secret", actors.Worker{Join: "127.0.0.1:1"}, "Worker.Secret is empty and SNAPFLOW_CLUSTER_SECRET is not set"},
-		{"plaintext off loopback", actors.Worker{Join: "127.0.0.1:1", Secret: testSecret, Listen: "0.0.0.0:0"}, "Worker.Listen host \"0.0.0.0\" is not loopback, and there is no TLS"},
+		{"no secret", cluster.Worker{Join: "127.0.0.1:1"}, "Worker.Secret is empty and SNAPFLOW_CLUSTER_SECRET is not set"},
+		{"plaintext off loopback", cluster.Worker{Join: "127.0.0.1:1", Secret: testSecret, Listen: "0.0.0.0:0"}, "Worker.Listen host \"0.0.0.0\" is not loopback, and there is no TLS"},
 	} {
 		c.w.Jobs = []func() *topology.Graph{job}
-		err := actors.ServeWorker(context.Background(), c.w)
+		err := cluster.ServeWorker(context.Background(), c.w)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: ServeWorker: %v, want an error containing %q", c.name, err, c.want)
 		}

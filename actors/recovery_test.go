@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/actorstest"
 	"github.com/snapflow/snapflow/actors/restart"
 	"github.com/snapflow/snapflow/internal/testsrc"
 	"github.com/snapflow/snapflow/snapshots"
@@ -392,7 +393,7 @@ func TestSynchronousSnapshots(t *testing.T) {
 	store := snapshots.NewMem()
 	var ev events
 	j, err := actors.Start(context.Background(), g, actors.WithInlineStateLimit(0), actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithListener(ev.listen),
-		actors.WithSynchronousSnapshots(), actors.WithCheckpointInterval(2*time.Millisecond))
+		actorstest.WithSynchronousSnapshots(), actors.WithCheckpointInterval(2*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/actorstest"
 	"github.com/snapflow/snapflow/actors/restart"
 	"github.com/snapflow/snapflow/internal/testsrc"
 	"github.com/snapflow/snapflow/snapshots"
@@ -115,9 +116,9 @@ type phaseFaults struct {
 
 func (f *phaseFaults) setPhase(p int) { f.mu.Lock(); f.phase = p; f.mu.Unlock() }
 
-func (f *phaseFaults) faults() *actors.Faults {
+func (f *phaseFaults) faults() *actorstest.Faults {
 	f.restored, f.batches = map[int]bool{}, map[int]int{}
-	return &actors.Faults{
+	return &actorstest.Faults{
 		Restore: func(task string, _ uint64) {
 			if task != "stage2#0" {
 				return
@@ -166,7 +167,7 @@ func TestRescaleThroughSavepoints(t *testing.T) {
 		g := shape.build(par, gate, func(int64) error { return nil })
 		var ev events
 		opts := []actors.Option{actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithListener(ev.listen),
-			actors.WithFaults(faults), actors.WithCheckpointInterval(10 * time.Millisecond),
+			actorstest.WithFaults(faults), actors.WithCheckpointInterval(10 * time.Millisecond),
 			actors.WithRestartPolicy(restart.Policy{InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, MaxFailures: 100, Window: time.Hour})}
 		if i > 0 {
 			opts = append(opts, actors.WithSavepoint(fmt.Sprintf("phase-%d", i-1)))

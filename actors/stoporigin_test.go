@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/actorstest"
 	"github.com/snapflow/snapflow/internal/testsrc"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology/filesink"
@@ -78,7 +79,7 @@ func TestStopWithSavepointOriginWriteFails(t *testing.T) {
 			var spID atomic.Uint64
 			var mu sync.Mutex
 			before := map[string][]int64{}
-			faults := &actors.Faults{Complete: func(task string, checkpoint uint64) {
+			faults := &actorstest.Faults{Complete: func(task string, checkpoint uint64) {
 				sp := spID.Load()
 				if sp == 0 || checkpoint <= sp || !strings.HasPrefix(task, "out#") {
 					return
@@ -92,7 +93,7 @@ func TestStopWithSavepointOriginWriteFails(t *testing.T) {
 			}}
 			var ev events
 			opts := []actors.Option{actors.WithStore(store), actors.WithInlineStateLimit(0), actors.WithLogger(testLogger(t)),
-				actors.WithCheckpointInterval(0), actors.WithListener(ev.listen), actors.WithFaults(faults)}
+				actors.WithCheckpointInterval(0), actors.WithListener(ev.listen), actorstest.WithFaults(faults)}
 			var failAt int64
 			if strings.HasPrefix(then, "fail over") {
 				failAt = 2500 // after the failed stop, before the next checkpoint

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/actorstest"
 	"github.com/snapflow/snapflow/actors/restart"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
@@ -92,11 +93,11 @@ func TestTaskMetricsCountRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	ms := j.TaskMetrics()
-	if len(ms) != len(j.Plan().Tasks) {
-		t.Fatalf("%d task metrics, want one per task (%d)", len(ms), len(j.Plan().Tasks))
+	if len(ms) != len(actors.PlanOf(j).Tasks) {
+		t.Fatalf("%d task metrics, want one per task (%d)", len(ms), len(actors.PlanOf(j).Tasks))
 	}
 	for i, m := range ms {
-		p := j.Plan().Tasks[i]
+		p := actors.PlanOf(j).Tasks[i]
 		if m.Task != p.ID || m.Operator != p.Operator || m.Subtask != p.Subtask {
 			t.Errorf("metrics %d are of %s (%s/%d), want the plan's task %s", i, m.Task, m.Operator, m.Subtask, p.ID)
 		}
@@ -137,7 +138,7 @@ func TestTaskMetricsGrowAcrossRestore(t *testing.T) {
 	var job atomic.Pointer[actors.Job]
 	var atFailure atomic.Pointer[map[string]actors.TaskMetrics]
 	var batches atomic.Int64
-	faults := &actors.Faults{Process: func(task string) {
+	faults := &actorstest.Faults{Process: func(task string) {
 		// The third batch of sum#1 fails it, once.
 		if task == "sum#1" && batches.Add(1) == 3 {
 			ms := metricsByTask(job.Load())
@@ -148,12 +149,12 @@ func TestTaskMetricsGrowAcrossRestore(t *testing.T) {
 	var ev events
 	// The tasks wait for the job pointer: Faults.Process reads it.
 	gate := make(chan struct{})
-	waitGate := &actors.Faults{Process: func(task string) {
+	waitGate := &actorstest.Faults{Process: func(task string) {
 		<-gate
 		faults.Process(task)
 	}}
 	j, err := actors.Start(context.Background(), countedJob("metrics-restore", n, &seen), actors.WithStore(snapshots.NewMem()),
-		actors.WithLogger(testLogger(t)), actors.WithCheckpointInterval(0), actors.WithFaults(waitGate), actors.WithListener(ev.listen),
+		actors.WithLogger(testLogger(t)), actors.WithCheckpointInterval(0), actorstest.WithFaults(waitGate), actors.WithListener(ev.listen),
 		actors.WithRestartPolicy(restart.Policy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 3, Window: time.Hour}))
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +205,7 @@ func TestTaskMetricsBackpressure(t *testing.T) {
 	var once sync.Once
 	unblock := func() { once.Do(func() { close(release) }) }
 	defer unblock()
-	faults := &actors.Faults{Process: func(task string) {
+	faults := &actorstest.Faults{Process: func(task string) {
 		if task == "sink#0" {
 			<-release
 		}
@@ -214,7 +215,7 @@ func TestTaskMetricsBackpressure(t *testing.T) {
 	doubled := topology.Map(src, "double", func(v int64) int64 { return 2 * v })
 	topology.Sink(doubled, "sink", func(int64) error { return nil })
 	j, err := actors.Start(context.Background(), g, actors.WithStore(snapshots.NewMem()), actors.WithLogger(testLogger(t)),
-		actors.WithCheckpointInterval(0), actors.WithFaults(faults))
+		actors.WithCheckpointInterval(0), actorstest.WithFaults(faults))
 	if err != nil {
 		t.Fatal(err)
 	}

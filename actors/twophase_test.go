@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/actorstest"
 	"github.com/snapflow/snapflow/actors/restart"
 	"github.com/snapflow/snapflow/internal/testsrc"
 	"github.com/snapflow/snapflow/snapshots"
@@ -115,7 +116,7 @@ func TestFileSinkExactlyOnceUnderFailures(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 11))
 	var mu sync.Mutex
 	var failures atomic.Int64
-	faults := &actors.Faults{Process: func(task string) {
+	faults := &actorstest.Faults{Process: func(task string) {
 		mu.Lock()
 		fail := failures.Load() < 8 && rng.IntN(40) == 0
 		mu.Unlock()
@@ -126,7 +127,7 @@ func TestFileSinkExactlyOnceUnderFailures(t *testing.T) {
 	}}
 	var ev events
 	err := actors.Run(context.Background(), fileSinkJob("filesink", n, dir, nil), actors.WithStore(snapshots.NewMem()),
-		actors.WithLogger(testLogger(t)), actors.WithFaults(faults), actors.WithListener(ev.listen),
+		actors.WithLogger(testLogger(t)), actorstest.WithFaults(faults), actors.WithListener(ev.listen),
 		actors.WithCheckpointInterval(20*time.Millisecond),
 		actors.WithRestartPolicy(restart.Policy{InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, MaxFailures: 100, Window: time.Hour}))
 	if err != nil {
@@ -305,7 +306,7 @@ func TestSavepointIsARecoveryPoint(t *testing.T) {
 	var ev events
 	j, err := actors.Start(context.Background(), g, actors.WithStore(snapshots.NewMem()), actors.WithLogger(testLogger(t)),
 		actors.WithListener(ev.listen), actors.WithCheckpointInterval(0),
-		actors.WithFaults(&actors.Faults{Process: func(task string) {
+		actorstest.WithFaults(&actorstest.Faults{Process: func(task string) {
 			if task == "out#0" && fail.CompareAndSwap(true, false) {
 				panic("injected: out#0 fails after the savepoint")
 			}

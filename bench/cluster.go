@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/cluster"
 	"github.com/snapflow/snapflow/actors/restart"
 	"github.com/snapflow/snapflow/internal/dataflow"
 	"github.com/snapflow/snapflow/internal/nodeauth"
@@ -73,7 +74,7 @@ type workerStats struct {
 	Seconds float64 `json:"seconds"`
 	Total   int64   `json:"total"`
 	// Wire is what this worker's tasks encoded for the other node in the
-	// window (actors.ReadWireStats).
+	// window (cluster.ReadWireStats).
 	WireBatches uint64 `json:"wire_batches"`
 	WireRecords uint64 `json:"wire_records"`
 	WireBytes   uint64 `json:"wire_bytes"`
@@ -247,7 +248,7 @@ func runCluster(ctx context.Context, rc rowConfig) (row Row, err error) {
 	l := &clusterListener{running: make(chan struct{})}
 	secret := nodeauth.NewSecret() // the workers get it through their environment
 	job, err = actors.Start(ctx, g,
-		actors.WithCluster(actors.Cluster{Listen: actors.DefaultListen, Workers: clusterWorkers, Store: dir, Secret: secret}),
+		cluster.WithCoordinator(cluster.Coordinator{Listen: cluster.DefaultListen, Workers: clusterWorkers, Store: dir, Secret: secret}),
 		actors.WithCheckpointInterval(interval), actors.WithCheckpointTimeout(time.Minute),
 		actors.WithRestartPolicy(restart.Policy{InitialBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond}),
 		actors.WithListener(l.on))
@@ -635,7 +636,7 @@ func runClusterWorker(ctx context.Context, specJSON string, stdin io.Reader, std
 		time.AfterFunc(workerGrace, func() { os.Exit(3) })
 	}()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("bench_worker", spec.Index)
-	err = serveWorker(ctx, actors.Worker{Join: spec.Join, Slots: len(plan.Tasks), Logger: log,
+	err = serveWorker(ctx, cluster.Worker{Join: spec.Join, Slots: len(plan.Tasks), Logger: log,
 		Jobs: []func() *topology.Graph{func() *topology.Graph { return g }}})
 	if err != nil {
 		return err
@@ -658,10 +659,10 @@ func runClusterWorker(ctx context.Context, specJSON string, stdin io.Reader, std
 // away (the race also reported by the race detector, see clusterEnv).
 const shutdownPanic = "protoactor-go/remote.(*endpointManager).stop"
 
-// serveWorker is actors.ServeWorker, surviving the panic of shutdownPanic
+// serveWorker is cluster.ServeWorker, surviving the panic of shutdownPanic
 // (see survive).
-func serveWorker(ctx context.Context, w actors.Worker) error {
-	return survive(w.Logger, func() error { return actors.ServeWorker(ctx, w) })
+func serveWorker(ctx context.Context, w cluster.Worker) error {
+	return survive(w.Logger, func() error { return cluster.ServeWorker(ctx, w) })
 }
 
 // survive runs serve and returns its error, and nil when it panics in
@@ -694,7 +695,7 @@ type workerWindow struct {
 	closed bool
 	r0     int64
 	t0     time.Time
-	w0     actors.WireStats
+	w0     cluster.WireStats
 	stats  workerStats
 }
 
@@ -706,7 +707,7 @@ func (w *workerWindow) open() {
 	}
 	w.opened = true
 	w.p.window.Store(true)
-	w.r0, w.t0, w.w0 = w.p.records.Load(), time.Now(), actors.ReadWireStats()
+	w.r0, w.t0, w.w0 = w.p.records.Load(), time.Now(), cluster.ReadWireStats()
 }
 
 // close ends the window (once; a window never opened stays empty).
@@ -718,7 +719,7 @@ func (w *workerWindow) close() {
 	}
 	w.closed = true
 	w.p.window.Store(false)
-	wire := actors.ReadWireStats()
+	wire := cluster.ReadWireStats()
 	w.stats.Records = w.p.records.Load() - w.r0
 	w.stats.Seconds = time.Since(w.t0).Seconds()
 	w.stats.WireBatches = wire.Batches - w.w0.Batches

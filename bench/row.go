@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/actorstest"
 	"github.com/snapflow/snapflow/actors/restart"
 	"github.com/snapflow/snapflow/bench/baseline"
 	"github.com/snapflow/snapflow/internal/benchwork"
@@ -274,7 +275,7 @@ func runSnapflow(ctx context.Context, rc rowConfig) (_ Row, err error) {
 		}),
 	}
 	if rc.Mode == "sync" {
-		opts = append(opts, actors.WithSynchronousSnapshots())
+		opts = append(opts, actorstest.WithSynchronousSnapshots())
 	}
 	if rc.Checkpointing == "incremental" {
 		opts = append(opts, actors.WithIncrementalCheckpoints(rc.RewriteEvery))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/internal/engine"
 )
 
 // Histogram buckets: seconds from 1 ms doubling to about 4.4 min, bytes
@@ -163,7 +164,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descLastAge, prometheus.GaugeValue, time.Since(last.Time).Seconds(), job)
 	}
 	ch <- prometheus.MustNewConstMetric(descRestores, prometheus.CounterValue, float64(counts.Restores), job)
-	ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, float64(actors.ReadWireStats().Refused), job)
+	ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, float64(engine.ReadWireStats().Refused), job)
 	for k, v := range failures {
 		ch <- prometheus.MustNewConstMetric(descFailures, prometheus.CounterValue, float64(v), job, k)
 	}

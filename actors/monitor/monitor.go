@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/internal/engine"
 )
 
 // ErrOption is wrapped by New's errors about Options.
@@ -145,7 +146,7 @@ func (m *Monitor) Attach(j *actors.Job) {
 	if j == nil {
 		return
 	}
-	t := newTopo(j.Plan())
+	t := newTopo(engine.PlanOf(j))
 	m.mu.Lock()
 	prev := m.job
 	m.mu.Unlock()
@@ -171,7 +172,7 @@ func (m *Monitor) Attach(j *actors.Job) {
 	}
 	m.job, m.topo = j, t
 	if m.opts.Job == "" {
-		m.name = j.Plan().Job
+		m.name = engine.PlanOf(j).Job
 	}
 	if m.started.IsZero() {
 		m.started = time.Now()

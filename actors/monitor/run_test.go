@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/actorstest"
+	"github.com/snapflow/snapflow/actors/internal/engine"
 	"github.com/snapflow/snapflow/actors/monitor"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
@@ -121,7 +123,7 @@ func runJob(t *testing.T, reg *prometheus.Registry, name string) (*monitor.Monit
 	}
 	s := &seen{enough: make(chan struct{})}
 	var failed atomic.Bool
-	faults := &actors.Faults{Snapshot: func(task string, _ uint64) {
+	faults := &actorstest.Faults{Snapshot: func(task string, _ uint64) {
 		if task == "count#0" && s.armed.Load() && failed.CompareAndSwap(false, true) {
 			panic("monitor test: injected failure")
 		}
@@ -129,7 +131,7 @@ func runJob(t *testing.T, reg *prometheus.Registry, name string) (*monitor.Monit
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	j, err := actors.Start(ctx, testGraph(name, -1), actors.WithStore(snapshots.NewMem()),
-		actors.WithCheckpointInterval(5*time.Millisecond), actors.WithFaults(faults),
+		actors.WithCheckpointInterval(5*time.Millisecond), actorstest.WithFaults(faults),
 		actors.WithListener(mon.Listener()), actors.WithListener(s.listener(mon)))
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +208,7 @@ snapflow_restores_total{job_name="monitored"} 1
 	// Histograms: one sample per completed checkpoint, or per task of one
 	// (alignment: per task with several input channels).
 	aligning := 0
-	for _, tp := range j.Plan().Tasks {
+	for _, tp := range engine.PlanOf(j).Tasks {
 		if len(tp.Inputs) > 1 {
 			aligning++
 		}
@@ -215,7 +217,7 @@ snapflow_restores_total{job_name="monitored"} 1
 	for name, n := range map[string]int{
 		"snapflow_checkpoint_duration_seconds":  s.completed - s.settled, // a settled one's duration includes the failover
 		"snapflow_checkpoint_size_bytes":        s.completed,
-		"snapflow_checkpoint_alignment_seconds": s.taskFigures / len(j.Plan().Tasks) * aligning,
+		"snapflow_checkpoint_alignment_seconds": s.taskFigures / len(engine.PlanOf(j).Tasks) * aligning,
 		"snapflow_checkpoint_sync_seconds":      s.taskFigures,
 		"snapflow_checkpoint_async_seconds":     s.taskFigures,
 	} {
@@ -232,8 +234,8 @@ snapflow_restores_total{job_name="monitored"} 1
 		t.Log("awaiting the runtime: EventCheckpointCompleted carries no per-task figures yet, the per-task histograms are empty")
 	}
 	for n := range s.figureCounts { // none: settled after a failover
-		if n != 0 && n != len(j.Plan().Tasks) {
-			t.Errorf("completed checkpoints by number of task figures: %v; the job has %d tasks", s.figureCounts, len(j.Plan().Tasks))
+		if n != 0 && n != len(engine.PlanOf(j).Tasks) {
+			t.Errorf("completed checkpoints by number of task figures: %v; the job has %d tasks", s.figureCounts, len(engine.PlanOf(j).Tasks))
 		}
 	}
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/cluster"
 	"github.com/snapflow/snapflow/actors/restart"
 	"github.com/snapflow/snapflow/internal/serve"
 	"github.com/snapflow/snapflow/messages"
@@ -27,7 +28,7 @@ func runCoordinator(ctx context.Context, o options, stdout io.Writer, logger *sl
 	}
 	defer func() { err = errors.Join(err, srv.Close()) }()
 	opts := append(srv.Options(),
-		actors.WithCluster(actors.Cluster{
+		cluster.WithCoordinator(cluster.Coordinator{
 			Listen: o.listen, Workers: o.workers, Store: o.store, TLS: o.tls(), Secret: o.secret, AllowPlaintext: o.allowPlaintext,
 			SlotTimeout:       o.slotTimeout,
 			HeartbeatInterval: o.heartbeat, HeartbeatTimeout: o.heartbeatTimeout,

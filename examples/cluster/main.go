@@ -60,6 +60,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/cluster"
 	"github.com/snapflow/snapflow/actors/restart"
 )
 
@@ -122,7 +123,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.role, "role", "demo", "demo, coordinator or worker")
-	fs.StringVar(&o.listen, "listen", actors.DefaultListen, "this node's address, host:port (port 0 picks a free port)")
+	fs.StringVar(&o.listen, "listen", cluster.DefaultListen, "this node's address, host:port (port 0 picks a free port)")
 	fs.StringVar(&o.join, "join", "", "worker: the coordinator's address, host:port")
 	fs.StringVar(&o.store, "store", "", "coordinator: the snapshot store every node opens: a shared directory, file://DIR or s3://BUCKET/PREFIX?endpoint=HOST:PORT")
 	fs.IntVar(&o.workers, "workers", 3, "coordinator: how many workers to wait for")
@@ -130,16 +131,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.interval, "interval", 200*time.Millisecond, "coordinator: the checkpoint interval (0: no periodic checkpoints; a failure reruns the job from the start)")
 	fs.IntVar(&o.batch, "batch", actors.DefaultBatchSize, "coordinator: records per batch")
 	fs.IntVar(&o.batchBytes, "batch-bytes", 0, "coordinator: bytes per batch (0: the runtime's default)")
-	fs.DurationVar(&o.heartbeat, "heartbeat", actors.DefaultHeartbeatInterval, "coordinator: the heartbeat interval")
-	fs.DurationVar(&o.heartbeatTimeout, "heartbeat-timeout", actors.DefaultHeartbeatTimeout, "coordinator: a worker silent this long is lost")
-	fs.DurationVar(&o.registerTimeout, "register-timeout", actors.DefaultRegisterTimeout, "worker: how long it tries to register with the coordinator")
+	fs.DurationVar(&o.heartbeat, "heartbeat", cluster.DefaultHeartbeatInterval, "coordinator: the heartbeat interval")
+	fs.DurationVar(&o.heartbeatTimeout, "heartbeat-timeout", cluster.DefaultHeartbeatTimeout, "coordinator: a worker silent this long is lost")
+	fs.DurationVar(&o.registerTimeout, "register-timeout", cluster.DefaultRegisterTimeout, "worker: how long it tries to register with the coordinator")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "mutual TLS: this node's certificate (PEM)")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "mutual TLS: this node's private key (PEM)")
 	fs.StringVar(&o.tlsCA, "tls-ca", "", "mutual TLS: the CA that signs every node's certificate (PEM)")
 	fs.StringVar(&o.secretFile, "secret-file", "", "coordinator and worker: the `file` holding the cluster's secret, the same on every node; the coordinator writes a new one (mode 0600) when it does not exist (\"\": $"+envSecret+")")
 	fs.BoolVar(&o.allowPlaintext, "allow-plaintext", false, "coordinator and worker: let -listen be off loopback without TLS (the cluster's secret still authenticates every connection, but anyone on the network can read the data); logged as a warning")
 	fs.IntVar(&o.loseFrom, "lose-from", 0, "test only: a worker's sources lose every batch to another node from this seq on, in the first incarnation (a cut link)")
-	fs.DurationVar(&o.slotTimeout, "slot-timeout", actors.DefaultSlotTimeout, "coordinator: how long a failover waits for workers to offer a slot for every task, when lost workers took too many with them; start a worker meanwhile and the job goes on")
+	fs.DurationVar(&o.slotTimeout, "slot-timeout", cluster.DefaultSlotTimeout, "coordinator: how long a failover waits for workers to offer a slot for every task, when lost workers took too many with them; start a worker meanwhile and the job goes on")
 	fs.IntVar(&o.maxFailures, "max-failures", restart.DefaultMaxFailures, "coordinator: failures restarted within -failure-window before the job fails")
 	fs.DurationVar(&o.failureWindow, "failure-window", restart.DefaultWindow, "coordinator: how long a failure counts against -max-failures")
 	fs.BoolVar(&o.startOver, "start-over", false, "coordinator: discard the job's checkpoints in the store and run it from the beginning")
@@ -219,8 +220,8 @@ func (o options) check() error {
 		return bad("-keys %d: want at least 1", o.job.keys)
 	case o.job.rate < 0:
 		return bad("-rate %v: want 0 (unpaced) or more", o.job.rate)
-	case o.job.recordBytes < 0 || o.job.recordBytes > actors.MaxWireRecord:
-		return bad("-record-bytes %d: want 0..%d", o.job.recordBytes, actors.MaxWireRecord)
+	case o.job.recordBytes < 0 || o.job.recordBytes > cluster.MaxWireRecord:
+		return bad("-record-bytes %d: want 0..%d", o.job.recordBytes, cluster.MaxWireRecord)
 	case o.job.variant != 1 && o.job.variant != 2:
 		return bad("-variant %d: want 1 or 2", o.job.variant)
 	case o.interval < 0:
@@ -297,11 +298,11 @@ func loadSecret(file string, create bool, logger *slog.Logger) (string, error) {
 }
 
 // tls returns the TLS settings, nil without TLS.
-func (o options) tls() *actors.TLS {
+func (o options) tls() *cluster.TLS {
 	if o.tlsCert == "" {
 		return nil
 	}
-	return &actors.TLS{CertFile: o.tlsCert, KeyFile: o.tlsKey, CAFile: o.tlsCA}
+	return &cluster.TLS{CertFile: o.tlsCert, KeyFile: o.tlsKey, CAFile: o.tlsCA}
 }
 
 func run(args []string, stdout, stderr io.Writer) error {

@@ -10,7 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/actorstest"
+	"github.com/snapflow/snapflow/actors/cluster"
 	"github.com/snapflow/snapflow/topology"
 )
 
@@ -19,7 +20,7 @@ import (
 var errSignalled = errors.New("stopped by a signal")
 
 // faults returns the worker's injected faults (test flags), nil when none.
-func (o options) faults() *actors.Faults {
+func (o options) faults() *actorstest.Faults {
 	if o.loseFrom == 0 {
 		return nil
 	}
@@ -28,18 +29,18 @@ func (o options) faults() *actors.Faults {
 	// link would lose it: the senders soon wait for credit that never
 	// comes, and no later batch shows the gap.
 	var lost, healed atomic.Bool
-	return &actors.Faults{RemoteBatch: func(from, to string, seq uint64) actors.BatchFault {
+	return &actorstest.Faults{RemoteBatch: func(from, to string, seq uint64) actorstest.BatchFault {
 		switch {
 		case healed.Load() || !strings.HasPrefix(from, "source#"):
 		case seq >= uint64(o.loseFrom):
 			if !lost.Swap(true) {
 				fmt.Fprintf(os.Stderr, "losing the batches from %s to %s from seq %d on\n", from, to, seq)
 			}
-			return actors.Drop
+			return actorstest.Drop
 		case lost.Load() && seq == 1: // a new incarnation: the link is back
 			healed.Store(true)
 		}
-		return actors.Deliver
+		return actorstest.Deliver
 	}}
 }
 
@@ -48,7 +49,7 @@ func (o options) faults() *actors.Faults {
 // cleaned up.
 func runWorker(ctx context.Context, o options, stdout io.Writer, logger *slog.Logger) error {
 	out := &lineWriter{w: stdout}
-	err := actors.ServeWorker(ctx, actors.Worker{
+	err := cluster.ServeWorker(ctx, cluster.Worker{
 		Join:            o.join,
 		Listen:          o.listen,
 		Slots:           o.slots,
@@ -68,7 +69,7 @@ func runWorker(ctx context.Context, o options, stdout io.Writer, logger *slog.Lo
 	case errors.Is(err, errSignalled) && ctx.Err() != nil:
 		logger.Info("worker stopped by a signal")
 		return nil
-	case errors.Is(err, actors.ErrRegister):
+	case errors.Is(err, cluster.ErrRegister):
 		return fmt.Errorf("worker could not register with the coordinator at %s: %w", o.join, err)
 	}
 	return err

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/actorstest"
 )
 
 // faultPlan is a seeded plan of task failures, spread over the run: panics
@@ -87,8 +87,8 @@ func (f *faultPlan) String() string {
 }
 
 // faults returns the hooks that carry the plan out.
-func (f *faultPlan) faults() *actors.Faults {
-	return &actors.Faults{Process: f.process, Complete: f.complete}
+func (f *faultPlan) faults() *actorstest.Faults {
+	return &actorstest.Faults{Process: f.process, Complete: f.complete}
 }
 
 func (f *faultPlan) process(task string) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/actorstest"
 	"github.com/snapflow/snapflow/actors/restart"
 	"github.com/snapflow/snapflow/internal/serve"
 	"github.com/snapflow/snapflow/snapshots"
@@ -152,7 +153,7 @@ func (r *runner) start(ctx context.Context) (*actors.Job, error) {
 	g := build(jobConfig{brokers: r.o.brokers, in: r.o.in, out: r.o.out, txPrefix: txPrefix(r.o.out)})
 	began := time.Now()
 	opts := append(r.srv.Options(), actors.WithStore(r.store), actors.WithCheckpointInterval(r.o.interval),
-		actors.WithLogger(r.log), actors.WithListener(r.event), actors.WithFaults(r.plan.faults()),
+		actors.WithLogger(r.log), actors.WithListener(r.event), actorstest.WithFaults(r.plan.faults()),
 		actors.WithRestartPolicy(restart.Policy{InitialBackoff: 10 * time.Millisecond, MaxBackoff: time.Second, MaxFailures: 20, Window: time.Minute}))
 	job, err := actors.Start(ctx, g, opts...)
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/actorstest"
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
@@ -223,16 +223,16 @@ func FormatCounts(c map[Kind]int) string {
 }
 
 // Faults returns the runtime hooks of this injector.
-func (in *Injector) Faults() *actors.Faults {
-	return &actors.Faults{
-		Batch: func(from, to string, seq uint64) actors.BatchFault {
+func (in *Injector) Faults() *actorstest.Faults {
+	return &actorstest.Faults{
+		Batch: func(from, to string, seq uint64) actorstest.BatchFault {
 			switch {
 			case in.roll(in.rates.DropBatch, true, site{kind: DropBatch, a: from, b: to, x: int64(seq)}):
-				return actors.Drop
+				return actorstest.Drop
 			case in.roll(in.rates.DupBatch, true, site{kind: DupBatch, a: from, b: to, x: int64(seq)}):
-				return actors.Duplicate
+				return actorstest.Duplicate
 			}
-			return actors.Deliver
+			return actorstest.Deliver
 		},
 		Snapshot: func(task string, checkpoint uint64) {
 			if in.roll(in.rates.SnapshotPanic, true, site{kind: SnapshotPanic, a: task, x: int64(checkpoint)}) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/actorstest"
 	"github.com/snapflow/snapflow/actors/restart"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
@@ -114,7 +115,7 @@ func jobOptions(rc RunConfig, in *Injector) []actors.Option {
 		interval = 20 * time.Millisecond
 	}
 	opts := []actors.Option{
-		actors.WithStore(WrapStore(rc.Store, in)), actors.WithLogger(rc.logger()), actors.WithFaults(in.Faults()),
+		actors.WithStore(WrapStore(rc.Store, in)), actors.WithLogger(rc.logger()), actorstest.WithFaults(in.Faults()),
 		actors.WithCheckpointInterval(interval), actors.WithCheckpointTimeout(10 * time.Second),
 		actors.WithTolerableCheckpointFailures(-1),
 		actors.WithRestartPolicy(restart.Policy{InitialBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond,

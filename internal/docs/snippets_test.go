@@ -15,7 +15,9 @@ import (
 // importPaths are the packages a snippet may name, by the name it uses.
 var importPaths = map[string]string{
 	"actors":     "github.com/snapflow/snapflow/actors",
+	"actorstest": "github.com/snapflow/snapflow/actors/actorstest",
 	"binary":     "encoding/binary",
+	"cluster":    "github.com/snapflow/snapflow/actors/cluster",
 	"context":    "context",
 	"errors":     "errors",
 	"filesink":   "github.com/snapflow/snapflow/topology/filesink",

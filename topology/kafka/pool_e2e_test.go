@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/actorstest"
 	"github.com/snapflow/snapflow/actors/restart"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
@@ -27,14 +28,14 @@ func TestSinkReusesPooledIDs(t *testing.T) {
 	var completed atomic.Int64
 	var fail atomic.Bool
 	var failures atomic.Int64
-	faults := &actors.Faults{Process: func(task string) {
+	faults := &actorstest.Faults{Process: func(task string) {
 		if strings.HasPrefix(task, "count#") && fail.CompareAndSwap(true, false) {
 			failures.Add(1)
 			panic("injected failure in " + task)
 		}
 	}}
 	j, err := actors.Start(context.Background(), pipeline("pooled", brokers, 2, func(c *kafka.SinkConfig) { c.PoolSize = 3 }),
-		actors.WithStore(snapshots.NewMem()), actors.WithFaults(faults),
+		actors.WithStore(snapshots.NewMem()), actorstest.WithFaults(faults),
 		actors.WithCheckpointInterval(20*time.Millisecond),
 		actors.WithListener(func(e actors.Event) {
 			if e.Kind == actors.EventCheckpointCompleted {
@@ -104,7 +105,7 @@ func TestSinkOlderSavepointFencedCommit(t *testing.T) {
 	var once atomic.Bool
 	j, err := actors.Start(context.Background(), pipeline("older", brokers, 2), actors.WithStore(store),
 		actors.WithCheckpointInterval(0),
-		actors.WithFaults(&actors.Faults{Process: func(task string) {
+		actorstest.WithFaults(&actorstest.Faults{Process: func(task string) {
 			if strings.HasPrefix(task, "out#") && once.CompareAndSwap(false, true) {
 				close(wrote)
 			}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/actorstest"
 	"github.com/snapflow/snapflow/actors/restart"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
@@ -100,7 +101,7 @@ func TestSinkExactlyOnceUnderFailures(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 3))
 	var mu sync.Mutex
 	var failures atomic.Int64
-	faults := &actors.Faults{Process: func(task string) {
+	faults := &actorstest.Faults{Process: func(task string) {
 		mu.Lock()
 		fail := failures.Load() < 6 && rng.IntN(30) == 0
 		mu.Unlock()
@@ -112,7 +113,7 @@ func TestSinkExactlyOnceUnderFailures(t *testing.T) {
 	var completed atomic.Int64
 	err := actors.Run(context.Background(), kafkaJob("kafka-eo", n, brokers, func(c *kafka.SinkConfig) { c.PoolSize = pool }),
 		actors.WithStore(snapshots.NewMem()),
-		actors.WithFaults(faults), actors.WithCheckpointInterval(20*time.Millisecond),
+		actorstest.WithFaults(faults), actors.WithCheckpointInterval(20*time.Millisecond),
 		actors.WithListener(func(e actors.Event) {
 			if e.Kind == actors.EventCheckpointCompleted {
 				completed.Add(1)
@@ -220,7 +221,7 @@ func TestSinkCommitWindow(t *testing.T) {
 	err := actors.Run(context.Background(), g, actors.WithStore(snapshots.NewMem()),
 		actors.WithCheckpointInterval(20*time.Millisecond),
 		actors.WithListener(func(e actors.Event) { evMu.Lock(); ev = append(ev, e); evMu.Unlock() }),
-		actors.WithFaults(&actors.Faults{Complete: func(task string, checkpoint uint64) {
+		actorstest.WithFaults(&actorstest.Faults{Complete: func(task string, checkpoint uint64) {
 			if task == "out#0" && fired.CompareAndSwap(false, true) {
 				panic(fmt.Sprintf("injected: %s fails as checkpoint %d completes, before committing", task, checkpoint))
 			}
@@ -248,7 +249,7 @@ func TestSinkLostTransactionFailsLoudly(t *testing.T) {
 	// the transaction that followed no barrier.
 	err := actors.Run(context.Background(), kafkaJob("kafka-lost", n, brokers), actors.WithStore(snapshots.NewMem()),
 		actors.WithCheckpointInterval(0),
-		actors.WithFaults(&actors.Faults{Complete: func(task string, checkpoint uint64) {
+		actorstest.WithFaults(&actorstest.Faults{Complete: func(task string, checkpoint uint64) {
 			if task != "out#0" || !fired.CompareAndSwap(false, true) {
 				return
 			}

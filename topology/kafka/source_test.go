@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/actorstest"
 	"github.com/snapflow/snapflow/actors/restart"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
@@ -83,7 +84,7 @@ func TestKafkaToKafkaExactlyOnce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 5))
 	var mu sync.Mutex
 	var failures atomic.Int64
-	faults := &actors.Faults{Process: func(task string) {
+	faults := &actorstest.Faults{Process: func(task string) {
 		mu.Lock()
 		fail := failures.Load() < 6 && rng.IntN(30) == 0
 		mu.Unlock()
@@ -93,7 +94,7 @@ func TestKafkaToKafkaExactlyOnce(t *testing.T) {
 		}
 	}}
 	j, err := actors.Start(context.Background(), pipeline("k2k", brokers, 2), actors.WithStore(snapshots.NewMem()),
-		actors.WithFaults(faults), actors.WithCheckpointInterval(20*time.Millisecond),
+		actorstest.WithFaults(faults), actors.WithCheckpointInterval(20*time.Millisecond),
 		actors.WithRestartPolicy(restart.Policy{InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, MaxFailures: 100, Window: time.Hour}))
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +181,7 @@ func TestStopWithSavepointCommits(t *testing.T) {
 	var once sync.Once
 	j, err := actors.Start(context.Background(), pipeline("stop-commits", brokers, 2), actors.WithStore(store),
 		actors.WithCheckpointInterval(0),
-		actors.WithFaults(&actors.Faults{Process: func(task string) {
+		actorstest.WithFaults(&actorstest.Faults{Process: func(task string) {
 			if strings.HasPrefix(task, "out#") {
 				once.Do(func() { close(wrote) })
 			}

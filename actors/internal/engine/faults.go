@@ -1,0 +1,49 @@
+package engine
+
+// BatchFault is what a Faults.Batch hook does to one batch.
+type BatchFault uint8
+
+const (
+	// Deliver sends the batch normally.
+	Deliver BatchFault = iota
+	// Drop loses the batch, as a broken remote link would.
+	Drop
+	// Duplicate delivers the batch twice.
+	Duplicate
+)
+
+// Faults injects failures into a running job, for tests, soaks and
+// benchmarks; production jobs leave it nil. Each hook is optional, is called
+// from the task actor concerned, and may panic to fail that task.
+type Faults struct {
+	// Batch decides the fate of the seq-th batch on the channel from task
+	// from to task to.
+	Batch func(from, to string, seq uint64) BatchFault
+	// RemoteBatch is Batch for the channels between nodes only (cluster
+	// mode: see Worker.Faults), where a broken stream loses batches.
+	RemoteBatch func(from, to string, seq uint64) BatchFault
+	// Snapshot runs before a task snapshots its state for a checkpoint.
+	Snapshot func(task string, checkpoint uint64)
+	// Restore runs before a task loads its state from a checkpoint.
+	Restore func(task string, checkpoint uint64)
+	// Process runs before a task processes each batch; blocking in it makes
+	// the task a straggler.
+	Process func(task string)
+	// Complete runs before a task handles the completion of a checkpoint,
+	// where transactional sinks commit: a panic there is a failure in the
+	// window between a checkpoint's completion and its commit.
+	Complete func(task string, checkpoint uint64)
+}
+
+// WithFaults installs fault-injection hooks.
+func WithFaults(f *Faults) Option { return func(c *config) { c.faults = f } }
+
+// Stats are counters of a job's life.
+type Stats struct {
+	// StaleMessages counts data-path messages of an older epoch that tasks
+	// dropped on arrival (epoch fencing).
+	StaleMessages uint64
+}
+
+// Stats returns the job's counters.
+func (j *Job) Stats() Stats { return Stats{StaleMessages: j.sh.stale.Load()} }
