@@ -5,6 +5,8 @@
 //
 // The Go code is generated from snapflow.proto by `make proto` and committed,
 // so users need no protoc.
+//
+// The guide is docs/architecture.md (the protocol and the storage layout) in the repository.
 package messages
 
 //go:generate sh -c "cd .. && make proto"

@@ -77,6 +77,7 @@ type LeaseHeldError struct {
 	Why string
 }
 
+// Error implements error.
 func (e *LeaseHeldError) Error() string {
 	h := e.Holder
 	taken := time.Unix(0, h.GetTakenUnixNano()).UTC().Format(time.RFC3339)

@@ -47,4 +47,6 @@
 //
 // Data on an unblocked input, the hot path, costs no allocation when out has
 // capacity, and no map lookup.
+//
+// The guide is docs/concepts.md (barriers and alignment) and docs/checkpoints.md in the repository.
 package align

@@ -14,6 +14,7 @@ const (
 	End
 )
 
+// String returns the EventKind's lowercase name, for logs.
 func (k EventKind) String() string {
 	switch k {
 	case Data:
@@ -57,6 +58,7 @@ const (
 	AllEnded
 )
 
+// String returns the ActionKind's lowercase name, for logs.
 func (k ActionKind) String() string {
 	switch k {
 	case Process:

@@ -45,6 +45,7 @@ var kindNames = [...]string{
 	InDoubt:       "InDoubt",
 }
 
+// String returns the ActionKind's lowercase name, for logs.
 func (k ActionKind) String() string {
 	if int(k) < len(kindNames) && kindNames[k] != "" {
 		return kindNames[k]

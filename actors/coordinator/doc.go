@@ -36,4 +36,6 @@
 // declined: only ManifestWritten (or Reset) ends it, because a manifest that
 // reaches the store makes the checkpoint complete whatever the coordinator
 // thought. The shell bounds the store write with its own context.
+//
+// The guide is docs/checkpoints.md in the repository.
 package coordinator

@@ -27,4 +27,6 @@
 //
 // Sender is a pure type: no goroutines, clocks or I/O. The caller passes the
 // time, which makes it deterministic to test.
+//
+// The guide is docs/cluster.md (failure detection) in the repository.
 package linkwatch

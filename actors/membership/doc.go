@@ -31,4 +31,6 @@
 // spreading each operator's tasks over different workers and keeping the
 // load even, within each worker's slots. With fewer slots than tasks it
 // fails with ErrNotEnoughSlots, and the shell waits for workers to join.
+//
+// The guide is docs/cluster.md (placement and failure detection) in the repository.
 package membership

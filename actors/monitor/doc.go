@@ -63,4 +63,6 @@
 // SubscriberBuffer updates, and an update that does not fit is dropped for
 // that subscriber (not coalesced). A reader that may have missed updates
 // reloads the state from Job, Checkpoints and Timeline.
+//
+// The guide is docs/monitoring.md in the repository.
 package monitor

@@ -14,4 +14,6 @@
 //	delay = min(MaxBackoff, InitialBackoff * Multiplier^n) * jitter, capped at MaxBackoff
 //
 // where jitter is a factor in [1-Jitter, 1+Jitter].
+//
+// The guide is docs/recovery.md in the repository.
 package restart

@@ -58,4 +58,6 @@
 // (GET /api/v1/events) also take the token as "?token=TOKEN"; the page
 // keeps it and sends it as a header on its API calls. Tokens are compared
 // in constant time.
+//
+// The guide is docs/monitoring.md in the repository.
 package web

@@ -23,6 +23,7 @@ const (
 	KindSink
 )
 
+// String returns the Kind's lowercase name, for logs.
 func (k Kind) String() string {
 	switch k {
 	case KindSource:
@@ -50,6 +51,7 @@ const (
 	PartitionHash
 )
 
+// String returns the Partition's lowercase name, for logs.
 func (p Partition) String() string {
 	switch p {
 	case PartitionForward:

@@ -25,6 +25,7 @@ type RestoreError struct {
 	errs      []error
 }
 
+// Error implements error.
 func (e *RestoreError) Error() string {
 	what := fmt.Sprintf("checkpoint %d", e.Checkpoint)
 	if e.Savepoint != "" {

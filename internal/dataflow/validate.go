@@ -15,6 +15,7 @@ type ValidationError struct {
 	Problems []string
 }
 
+// Error implements error.
 func (e *ValidationError) Error() string {
 	return fmt.Sprintf("topology: job %q is invalid:\n  - %s", e.Job, strings.Join(e.Problems, "\n  - "))
 }

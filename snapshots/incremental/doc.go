@@ -34,4 +34,6 @@
 // objects are oldest, n being the key groups the base holds: every key
 // group is stored again at least once every RewriteEvery checkpoints, spread
 // over them rather than as one full checkpoint now and then.
+//
+// The guide is docs/checkpoints.md (incremental checkpoints) in the repository.
 package incremental

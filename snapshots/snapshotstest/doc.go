@@ -32,4 +32,6 @@
 //
 // StateHandle reads a task's state handle out of a stored manifest, for
 // tests elsewhere that damage or inspect a checkpoint's objects.
+//
+// The guide is docs/stores.md in the repository.
 package snapshotstest

@@ -25,4 +25,6 @@
 // Use it with topology.TwoPhaseCommitSink:
 //
 //	topology.TwoPhaseCommitSink(totals, "out", filesink.New(dir, filesink.Lines(format)))
+//
+// The guide is docs/sources-and-sinks.md in the repository.
 package filesink

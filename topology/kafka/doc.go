@@ -57,4 +57,6 @@
 // newest, whose transactions were committed and their ids used again
 // since, fails too: Kafka cannot tell such a transaction from one it
 // aborted. SinkConfig.AssumeFencedCommitted takes them as committed.
+//
+// The guide is docs/sources-and-sinks.md in the repository.
 package kafka

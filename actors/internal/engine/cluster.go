@@ -117,6 +117,7 @@ type NodeLostError struct {
 	Tasks   []string
 }
 
+// Error implements error.
 func (e *NodeLostError) Error() string {
 	return fmt.Sprintf("actors: worker %s at %s lost (%s); its tasks %v fail", e.Worker, e.Address, e.Reason, e.Tasks)
 }

@@ -47,6 +47,7 @@ type TaskError struct {
 	cause FailureCause
 }
 
+// Error implements error.
 func (e *TaskError) Error() string {
 	return fmt.Sprintf("task %s (operator %q) failed: %v", e.Task, e.Operator, e.Value)
 }
@@ -65,6 +66,7 @@ type JobError struct {
 	Cause    error  // the last failure; a *TaskError for task failures
 }
 
+// Error implements error.
 func (e *JobError) Error() string {
 	return fmt.Sprintf("actors: job %q failed: %s: %v", e.Job, e.Reason, e.Cause)
 }

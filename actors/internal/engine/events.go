@@ -40,6 +40,7 @@ const (
 	EventCheckpointTriggered
 )
 
+// String returns the event kind's name, for logs: "running", "checkpoint-completed", ...
 func (k EventKind) String() string {
 	switch k {
 	case EventRunning:
