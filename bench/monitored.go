@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
-	"github.com/snapflow/snapflow/internal/serve"
+	"github.com/snapflow/snapflow/actors/dashboard"
 )
 
 // watchInterval is how often the watchers of a monitored row scrape
@@ -21,7 +21,7 @@ const watchInterval = time.Second
 // monitoring is a monitored row's server and its watchers: a Prometheus
 // scraper, a dashboard's polls of the API, and a dashboard's event stream.
 type monitoring struct {
-	srv    *serve.Server
+	srv    *dashboard.Server
 	cancel context.CancelFunc
 	done   sync.WaitGroup
 	mu     sync.Mutex
@@ -33,7 +33,7 @@ type monitoring struct {
 // startMonitoring starts the server of a monitored row on a free loopback
 // port; its Options go to actors.Start, then Attach and watch.
 func startMonitoring(ctx context.Context) (*monitoring, error) {
-	srv, err := serve.Start(ctx, "127.0.0.1:0", io.Discard, slog.New(slog.DiscardHandler))
+	srv, err := dashboard.Start(ctx, dashboard.Config{Addr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return nil, err
 	}

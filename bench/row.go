@@ -53,7 +53,7 @@ type rowConfig struct {
 	Backlog      int64         `json:"backlog,omitempty"`   // kafka rows without a rate: records filled in before the row (0: sized by kafkaBacklog)
 	Recovery     bool          `json:"-"`                   // inject one failure and measure the recovery
 	// Monitored rows serve the job's metrics, API and dashboard
-	// (internal/serve), scraped and polled every second and with an event
+	// (actors/dashboard), scraped and polled every second and with an event
 	// stream open, as a Prometheus server and an open dashboard would.
 	Monitored  bool   `json:"monitored,omitempty"`
 	CPUProfile string `json:"-"` // the run's CPU profiles: this path and an ending ("": none)

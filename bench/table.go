@@ -239,7 +239,7 @@ func pair(p50, p99 metric) string {
 func monitorNote(rows []Row) string {
 	for _, r := range rows {
 		if r.Monitored {
-			return `+mon: the job's metrics, JSON API and dashboard are served (internal/serve) and, every second, /metrics is
+			return `+mon: the job's metrics, JSON API and dashboard are served (actors/dashboard) and, every second, /metrics is
   scraped and the API polled as Prometheus and an open dashboard would, with the event stream read throughout;
   % of unmonitored: records/s against the same row without them, in the same run.
 `

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sync"
 
 	"github.com/snapflow/snapflow/actors"
 	"github.com/snapflow/snapflow/actors/cluster"
+	"github.com/snapflow/snapflow/actors/dashboard"
 	"github.com/snapflow/snapflow/actors/restart"
-	"github.com/snapflow/snapflow/internal/serve"
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
@@ -22,9 +23,12 @@ import (
 // against the closed form, and with -sink-dir the sink's part files.
 func runCoordinator(ctx context.Context, o options, stdout io.Writer, logger *slog.Logger) (err error) {
 	out := &lineWriter{w: stdout}
-	srv, err := serve.Start(ctx, o.http, out, logger)
+	srv, err := dashboard.Start(ctx, dashboard.Config{Addr: o.http, Token: os.Getenv(dashboard.TokenEnv), Logger: logger})
 	if err != nil {
 		return err
+	}
+	if b := srv.Banner(); b != "" {
+		fmt.Fprintln(out, b)
 	}
 	defer func() { err = errors.Join(err, srv.Close()) }()
 	opts := append(srv.Options(),

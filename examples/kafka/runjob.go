@@ -14,8 +14,8 @@ import (
 
 	"github.com/snapflow/snapflow/actors"
 	"github.com/snapflow/snapflow/actors/actorstest"
+	"github.com/snapflow/snapflow/actors/dashboard"
 	"github.com/snapflow/snapflow/actors/restart"
-	"github.com/snapflow/snapflow/internal/serve"
 	"github.com/snapflow/snapflow/snapshots"
 )
 
@@ -31,7 +31,7 @@ type runner struct {
 	store snapshots.Store
 	plan  *faultPlan
 	w     *watcher
-	srv   *serve.Server // nil without -http
+	srv   *dashboard.Server // nil without -http
 
 	mu          sync.Mutex
 	starts      int   // jobs started by this process
@@ -81,8 +81,11 @@ func runJob(ctx context.Context, o options, p *printer, stderr io.Writer, feedin
 		log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	r := &runner{o: o, p: p, store: store, log: log}
-	if r.srv, err = serve.Start(ctx, o.http, p, log); err != nil {
+	if r.srv, err = dashboard.Start(ctx, dashboard.Config{Addr: o.http, Token: os.Getenv(dashboard.TokenEnv), Logger: log}); err != nil {
 		return err
+	}
+	if b := r.srv.Banner(); b != "" {
+		fmt.Fprintln(p, b)
 	}
 	defer func() { err = errors.Join(err, r.srv.Close()) }()
 	if r.w, err = watch(ctx, o.brokers, o.out, o.records); err != nil {

@@ -31,7 +31,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
-	"github.com/snapflow/snapflow/internal/serve"
+	"github.com/snapflow/snapflow/actors/dashboard"
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
@@ -132,9 +132,12 @@ func runJob(ctx context.Context, o options, stdout io.Writer) (err error) {
 		logLevel = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel}))
-	srv, err := serve.Start(ctx, o.http, stdout, logger)
+	srv, err := dashboard.Start(ctx, dashboard.Config{Addr: o.http, Token: os.Getenv(dashboard.TokenEnv), Logger: logger})
 	if err != nil {
 		return err
+	}
+	if b := srv.Banner(); b != "" {
+		fmt.Fprintln(stdout, b)
 	}
 	defer func() { err = errors.Join(err, srv.Close()) }()
 

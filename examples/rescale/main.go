@@ -42,7 +42,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
-	"github.com/snapflow/snapflow/internal/serve"
+	"github.com/snapflow/snapflow/actors/dashboard"
 	"github.com/snapflow/snapflow/snapshots"
 )
 
@@ -204,9 +204,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	srv, err := serve.Start(ctx, o.http, stdout, log)
+	srv, err := dashboard.Start(ctx, dashboard.Config{Addr: o.http, Token: os.Getenv(dashboard.TokenEnv), Logger: log})
 	if err != nil {
 		return err
+	}
+	if b := srv.Banner(); b != "" {
+		fmt.Fprintln(stdout, b)
 	}
 	defer func() { err = errors.Join(err, srv.Close()) }()
 	r := &runner{o: o, srv: srv, shape: shape{records: o.records, keys: o.keys}, store: store, url: url,
@@ -290,7 +293,7 @@ type runner struct {
 	cps    *snapshots.Checkpoints
 	log    *slog.Logger
 	stdout io.Writer
-	srv    *serve.Server // nil without -http
+	srv    *dashboard.Server // nil without -http
 	plan   []phase
 	// stops are the indices the phases that do not run to the end stop
 	// at, computed when the first phase has opened its sources.

@@ -1,12 +1,10 @@
-package serve
+package dashboard
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,13 +14,13 @@ import (
 	"github.com/snapflow/snapflow/actors/web"
 )
 
-// TokenEnv is the environment variable whose value, when set, the server
-// requires as a bearer token.
+// TokenEnv is the environment variable that snapflow's programs read the
+// token from: the examples' -http servers and snapflow jobs status.
 const TokenEnv = "SNAPFLOW_TOKEN"
 
 // ErrNoJob is returned to a checkpoint or savepoint request that comes
 // while no job is attached (before the first, or between two).
-var ErrNoJob = errors.New("serve: no job is attached")
+var ErrNoJob = errors.New("dashboard: no job is attached")
 
 // Server is a running monitoring server: a monitor and the HTTP server
 // that serves it. A nil *Server is valid: its methods do nothing, so that
@@ -31,36 +29,58 @@ type Server struct {
 	mon *monitor.Monitor
 	web *web.Server
 
+	token bool // requests need a bearer token
+
 	mu  sync.Mutex
 	job *actors.Job // the job that checkpoint and savepoint requests go to
 }
 
-// Start starts serving on addr ("host:port"; a host-less ":8080" binds
-// loopback) until Close, and prints "dashboard: URL/" on stdout. With an
-// empty addr it starts nothing and returns a nil *Server. ctx bounds only
-// the start: the server outlives it until Close. The server logs to
-// logger (nil: slog.Default()).
-func Start(ctx context.Context, addr string, stdout io.Writer, logger *slog.Logger) (*Server, error) {
-	if addr == "" {
+// Config configures a Server.
+type Config struct {
+	// Addr is where the server listens, "host:port" (a host-less ":8080"
+	// binds loopback). With Addr empty nothing is served: Start returns a
+	// nil *Server, whose methods do nothing, so that a program can pass
+	// its -http flag as it is.
+	Addr string
+	// Token, when set, is the bearer token every request must carry (the
+	// page and the event stream also take ?token=). Set it whenever Addr
+	// is off loopback; TokenEnv names the variable the CLI reads it from.
+	Token string
+	// Logger receives the server's logs (nil: slog.Default()).
+	Logger *slog.Logger
+}
+
+// Start starts serving until Close. ctx bounds only the start: the server
+// outlives it until Close.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.Addr == "" {
 		return nil, nil
 	}
 	reg := prometheus.NewRegistry()
 	mon, err := monitor.New(monitor.Options{Registry: reg})
 	if err != nil {
-		return nil, fmt.Errorf("serve: %w", err)
+		return nil, fmt.Errorf("dashboard: %w", err)
 	}
-	s := &Server{mon: mon}
-	token := os.Getenv(TokenEnv)
-	s.web, err = web.Start(context.WithoutCancel(ctx), web.Config{Addr: addr, Token: token, Gatherer: reg, Logger: logger}, mon, controller{s})
+	s := &Server{mon: mon, token: cfg.Token != ""}
+	s.web, err = web.Start(context.WithoutCancel(ctx), web.Config{Addr: cfg.Addr, Token: cfg.Token, Gatherer: reg, Logger: cfg.Logger}, mon, controller{s})
 	if err != nil {
-		return nil, fmt.Errorf("serve: -http %s: %w", addr, err)
+		return nil, fmt.Errorf("dashboard: %s: %w", cfg.Addr, err)
+	}
+	return s, nil
+}
+
+// Banner is the line a program prints for its user: "dashboard:
+// http://127.0.0.1:8080/", saying so when the server wants a token. ""
+// for a nil Server.
+func (s *Server) Banner() string {
+	if s == nil {
+		return ""
 	}
 	note := ""
-	if token != "" {
-		note = fmt.Sprintf(" (it wants the bearer token in %s: open it once as /?token=...)", TokenEnv)
+	if s.token {
+		note = fmt.Sprintf(" (it wants the bearer token, as in %s: open it once as /?token=...)", TokenEnv)
 	}
-	fmt.Fprintf(stdout, "dashboard: %s/%s\n", s.web.URL(), note)
-	return s, nil
+	return fmt.Sprintf("dashboard: %s/%s", s.web.URL(), note)
 }
 
 // Options returns the options that feed the monitor with a job's events;
@@ -100,7 +120,7 @@ func (s *Server) Close() error {
 		return nil
 	}
 	if err := s.web.Close(); err != nil {
-		return fmt.Errorf("serve: close: %w", err)
+		return fmt.Errorf("dashboard: close: %w", err)
 	}
 	return nil
 }

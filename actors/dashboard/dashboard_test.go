@@ -1,4 +1,4 @@
-package serve
+package dashboard
 
 import (
 	"encoding/json"
@@ -80,14 +80,13 @@ func do(t *testing.T, method, url, token string, v any) int {
 // TestNoAddress: without an address nothing is served, and the nil Server
 // does nothing.
 func TestNoAddress(t *testing.T) {
-	var out strings.Builder
-	srv, err := Start(t.Context(), "", &out, quiet)
+	srv, err := Start(t.Context(), Config{Logger: quiet})
 	if srv != nil || err != nil {
 		t.Fatalf("Start with no address: %v, %v; want nil, nil", srv, err)
 	}
 	srv.Attach(nil)
-	if srv.Options() != nil || srv.URL() != "" || srv.Close() != nil || out.Len() != 0 {
-		t.Fatalf("the nil Server did something: options %v, URL %q, printed %q", srv.Options(), srv.URL(), out.String())
+	if srv.Options() != nil || srv.URL() != "" || srv.Close() != nil || srv.Banner() != "" {
+		t.Fatalf("the nil Server did something: options %v, URL %q, banner %q", srv.Options(), srv.URL(), srv.Banner())
 	}
 }
 
@@ -95,8 +94,7 @@ func TestNoAddress(t *testing.T) {
 // job, shows and controls the attached job, and after a restart of the
 // job (a second Attach) controls the new one.
 func TestServesAttachedJobs(t *testing.T) {
-	var out strings.Builder
-	srv, err := Start(t.Context(), "127.0.0.1:0", &out, quiet)
+	srv, err := Start(t.Context(), Config{Addr: "127.0.0.1:0", Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,8 +104,8 @@ func TestServesAttachedJobs(t *testing.T) {
 		}
 	}()
 	base := srv.URL()
-	if want := "dashboard: " + base + "/\n"; out.String() != want || !strings.HasPrefix(base, "http://127.0.0.1:") {
-		t.Fatalf("Start printed %q, want %q", out.String(), want)
+	if want := "dashboard: " + base + "/"; srv.Banner() != want || !strings.HasPrefix(base, "http://127.0.0.1:") {
+		t.Fatalf("Banner = %q, want %q", srv.Banner(), want)
 	}
 
 	var st monitor.JobStatus
@@ -148,17 +146,15 @@ func TestServesAttachedJobs(t *testing.T) {
 	}
 }
 
-// TestToken: with SNAPFLOW_TOKEN set the server wants it, and says so.
+// TestToken: with a token the server wants it, and its banner says so.
 func TestToken(t *testing.T) {
-	t.Setenv(TokenEnv, "s3cret")
-	var out strings.Builder
-	srv, err := Start(t.Context(), "127.0.0.1:0", &out, quiet)
+	srv, err := Start(t.Context(), Config{Addr: "127.0.0.1:0", Token: "s3cret", Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	if !strings.Contains(out.String(), TokenEnv) {
-		t.Errorf("Start printed %q, which does not say that the token of %s is needed", out.String(), TokenEnv)
+	if !strings.Contains(srv.Banner(), "token") {
+		t.Errorf("Banner = %q, which does not say that a token is needed", srv.Banner())
 	}
 	if code := get(t, srv.URL()+"/api/v1/job", "", nil); code != http.StatusUnauthorized {
 		t.Errorf("GET /api/v1/job without the token: %d, want 401", code)
