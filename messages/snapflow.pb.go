@@ -43,8 +43,13 @@ type RecordBatch struct {
 	// data holds the encoded records back to back; record i is
 	// data[ends[i-1]:ends[i]] (ends[-1] = 0). One buffer rather than a bytes
 	// field per record, so decoding allocates per batch, not per record.
-	Data          []byte   `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`
-	Ends          []uint32 `protobuf:"varint,5,rep,packed,name=ends,proto3" json:"ends,omitempty"`
+	Data []byte   `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`
+	Ends []uint32 `protobuf:"varint,5,rep,packed,name=ends,proto3" json:"ends,omitempty"`
+	// timestamps are the records' event timestamps on a timed channel (see
+	// topology.WithWatermarks), one per record, each as the difference from
+	// the one before it (the first from 0): records of one batch are close
+	// in time, so the differences are short varints. Empty when untimed.
+	Timestamps    []int64 `protobuf:"zigzag64,6,rep,packed,name=timestamps,proto3" json:"timestamps,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -114,6 +119,86 @@ func (x *RecordBatch) GetEnds() []uint32 {
 	return nil
 }
 
+func (x *RecordBatch) GetTimestamps() []int64 {
+	if x != nil {
+		return x.Timestamps
+	}
+	return nil
+}
+
+// Watermark tells a task that no more records with a timestamp before
+// watermark are coming on a channel, except late ones; or, with idle, that
+// the channel has nothing to send for now and holds no event time back. It
+// travels on the same ordered path as batches, barriers and ends of input.
+type Watermark struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Epoch   uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Channel uint32                 `protobuf:"varint,2,opt,name=channel,proto3" json:"channel,omitempty"`
+	// watermark is in ns since the Unix epoch.
+	Watermark     int64 `protobuf:"varint,3,opt,name=watermark,proto3" json:"watermark,omitempty"`
+	Idle          bool  `protobuf:"varint,4,opt,name=idle,proto3" json:"idle,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Watermark) Reset() {
+	*x = Watermark{}
+	mi := &file_messages_snapflow_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Watermark) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Watermark) ProtoMessage() {}
+
+func (x *Watermark) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_snapflow_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Watermark.ProtoReflect.Descriptor instead.
+func (*Watermark) Descriptor() ([]byte, []int) {
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Watermark) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *Watermark) GetChannel() uint32 {
+	if x != nil {
+		return x.Channel
+	}
+	return 0
+}
+
+func (x *Watermark) GetWatermark() int64 {
+	if x != nil {
+		return x.Watermark
+	}
+	return 0
+}
+
+func (x *Watermark) GetIdle() bool {
+	if x != nil {
+		return x.Idle
+	}
+	return false
+}
+
 // Barrier n separates the records before checkpoint n from those after it.
 type Barrier struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
@@ -138,7 +223,7 @@ type Barrier struct {
 
 func (x *Barrier) Reset() {
 	*x = Barrier{}
-	mi := &file_messages_snapflow_proto_msgTypes[1]
+	mi := &file_messages_snapflow_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -150,7 +235,7 @@ func (x *Barrier) String() string {
 func (*Barrier) ProtoMessage() {}
 
 func (x *Barrier) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[1]
+	mi := &file_messages_snapflow_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -163,7 +248,7 @@ func (x *Barrier) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Barrier.ProtoReflect.Descriptor instead.
 func (*Barrier) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{1}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Barrier) GetEpoch() uint64 {
@@ -228,7 +313,7 @@ type EndOfInput struct {
 
 func (x *EndOfInput) Reset() {
 	*x = EndOfInput{}
-	mi := &file_messages_snapflow_proto_msgTypes[2]
+	mi := &file_messages_snapflow_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -240,7 +325,7 @@ func (x *EndOfInput) String() string {
 func (*EndOfInput) ProtoMessage() {}
 
 func (x *EndOfInput) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[2]
+	mi := &file_messages_snapflow_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -253,7 +338,7 @@ func (x *EndOfInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndOfInput.ProtoReflect.Descriptor instead.
 func (*EndOfInput) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{2}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *EndOfInput) GetEpoch() uint64 {
@@ -301,7 +386,7 @@ type Credit struct {
 
 func (x *Credit) Reset() {
 	*x = Credit{}
-	mi := &file_messages_snapflow_proto_msgTypes[3]
+	mi := &file_messages_snapflow_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -313,7 +398,7 @@ func (x *Credit) String() string {
 func (*Credit) ProtoMessage() {}
 
 func (x *Credit) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[3]
+	mi := &file_messages_snapflow_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -326,7 +411,7 @@ func (x *Credit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credit.ProtoReflect.Descriptor instead.
 func (*Credit) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{3}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Credit) GetEpoch() uint64 {
@@ -400,7 +485,7 @@ type TriggerCheckpoint struct {
 
 func (x *TriggerCheckpoint) Reset() {
 	*x = TriggerCheckpoint{}
-	mi := &file_messages_snapflow_proto_msgTypes[4]
+	mi := &file_messages_snapflow_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -412,7 +497,7 @@ func (x *TriggerCheckpoint) String() string {
 func (*TriggerCheckpoint) ProtoMessage() {}
 
 func (x *TriggerCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[4]
+	mi := &file_messages_snapflow_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -425,7 +510,7 @@ func (x *TriggerCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerCheckpoint.ProtoReflect.Descriptor instead.
 func (*TriggerCheckpoint) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{4}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *TriggerCheckpoint) GetEpoch() uint64 {
@@ -499,7 +584,7 @@ type StateHandle struct {
 
 func (x *StateHandle) Reset() {
 	*x = StateHandle{}
-	mi := &file_messages_snapflow_proto_msgTypes[5]
+	mi := &file_messages_snapflow_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -511,7 +596,7 @@ func (x *StateHandle) String() string {
 func (*StateHandle) ProtoMessage() {}
 
 func (x *StateHandle) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[5]
+	mi := &file_messages_snapflow_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -524,7 +609,7 @@ func (x *StateHandle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateHandle.ProtoReflect.Descriptor instead.
 func (*StateHandle) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{5}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *StateHandle) GetKey() string {
@@ -595,7 +680,7 @@ type KeyGroupSection struct {
 
 func (x *KeyGroupSection) Reset() {
 	*x = KeyGroupSection{}
-	mi := &file_messages_snapflow_proto_msgTypes[6]
+	mi := &file_messages_snapflow_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -607,7 +692,7 @@ func (x *KeyGroupSection) String() string {
 func (*KeyGroupSection) ProtoMessage() {}
 
 func (x *KeyGroupSection) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[6]
+	mi := &file_messages_snapflow_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -620,7 +705,7 @@ func (x *KeyGroupSection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyGroupSection.ProtoReflect.Descriptor instead.
 func (*KeyGroupSection) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{6}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *KeyGroupSection) GetKeyGroup() uint32 {
@@ -683,7 +768,7 @@ type AckCheckpoint struct {
 
 func (x *AckCheckpoint) Reset() {
 	*x = AckCheckpoint{}
-	mi := &file_messages_snapflow_proto_msgTypes[7]
+	mi := &file_messages_snapflow_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -695,7 +780,7 @@ func (x *AckCheckpoint) String() string {
 func (*AckCheckpoint) ProtoMessage() {}
 
 func (x *AckCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[7]
+	mi := &file_messages_snapflow_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -708,7 +793,7 @@ func (x *AckCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckCheckpoint.ProtoReflect.Descriptor instead.
 func (*AckCheckpoint) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{7}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *AckCheckpoint) GetEpoch() uint64 {
@@ -796,7 +881,7 @@ type DeclineCheckpoint struct {
 
 func (x *DeclineCheckpoint) Reset() {
 	*x = DeclineCheckpoint{}
-	mi := &file_messages_snapflow_proto_msgTypes[8]
+	mi := &file_messages_snapflow_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -808,7 +893,7 @@ func (x *DeclineCheckpoint) String() string {
 func (*DeclineCheckpoint) ProtoMessage() {}
 
 func (x *DeclineCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[8]
+	mi := &file_messages_snapflow_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -821,7 +906,7 @@ func (x *DeclineCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeclineCheckpoint.ProtoReflect.Descriptor instead.
 func (*DeclineCheckpoint) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{8}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DeclineCheckpoint) GetEpoch() uint64 {
@@ -880,7 +965,7 @@ type CompleteCheckpoint struct {
 
 func (x *CompleteCheckpoint) Reset() {
 	*x = CompleteCheckpoint{}
-	mi := &file_messages_snapflow_proto_msgTypes[9]
+	mi := &file_messages_snapflow_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -892,7 +977,7 @@ func (x *CompleteCheckpoint) String() string {
 func (*CompleteCheckpoint) ProtoMessage() {}
 
 func (x *CompleteCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[9]
+	mi := &file_messages_snapflow_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -905,7 +990,7 @@ func (x *CompleteCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteCheckpoint.ProtoReflect.Descriptor instead.
 func (*CompleteCheckpoint) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{9}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CompleteCheckpoint) GetEpoch() uint64 {
@@ -949,7 +1034,7 @@ type CheckpointCommitted struct {
 
 func (x *CheckpointCommitted) Reset() {
 	*x = CheckpointCommitted{}
-	mi := &file_messages_snapflow_proto_msgTypes[10]
+	mi := &file_messages_snapflow_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -961,7 +1046,7 @@ func (x *CheckpointCommitted) String() string {
 func (*CheckpointCommitted) ProtoMessage() {}
 
 func (x *CheckpointCommitted) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[10]
+	mi := &file_messages_snapflow_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -974,7 +1059,7 @@ func (x *CheckpointCommitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointCommitted.ProtoReflect.Descriptor instead.
 func (*CheckpointCommitted) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{10}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CheckpointCommitted) GetEpoch() uint64 {
@@ -1010,7 +1095,7 @@ type AbortCheckpoint struct {
 
 func (x *AbortCheckpoint) Reset() {
 	*x = AbortCheckpoint{}
-	mi := &file_messages_snapflow_proto_msgTypes[11]
+	mi := &file_messages_snapflow_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1022,7 +1107,7 @@ func (x *AbortCheckpoint) String() string {
 func (*AbortCheckpoint) ProtoMessage() {}
 
 func (x *AbortCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[11]
+	mi := &file_messages_snapflow_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1035,7 +1120,7 @@ func (x *AbortCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortCheckpoint.ProtoReflect.Descriptor instead.
 func (*AbortCheckpoint) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{11}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *AbortCheckpoint) GetEpoch() uint64 {
@@ -1072,7 +1157,7 @@ type Restore struct {
 
 func (x *Restore) Reset() {
 	*x = Restore{}
-	mi := &file_messages_snapflow_proto_msgTypes[12]
+	mi := &file_messages_snapflow_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1084,7 +1169,7 @@ func (x *Restore) String() string {
 func (*Restore) ProtoMessage() {}
 
 func (x *Restore) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[12]
+	mi := &file_messages_snapflow_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1097,7 +1182,7 @@ func (x *Restore) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Restore.ProtoReflect.Descriptor instead.
 func (*Restore) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{12}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Restore) GetEpoch() uint64 {
@@ -1144,7 +1229,7 @@ type TaskStateEntry struct {
 
 func (x *TaskStateEntry) Reset() {
 	*x = TaskStateEntry{}
-	mi := &file_messages_snapflow_proto_msgTypes[13]
+	mi := &file_messages_snapflow_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1156,7 +1241,7 @@ func (x *TaskStateEntry) String() string {
 func (*TaskStateEntry) ProtoMessage() {}
 
 func (x *TaskStateEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[13]
+	mi := &file_messages_snapflow_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1169,7 +1254,7 @@ func (x *TaskStateEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStateEntry.ProtoReflect.Descriptor instead.
 func (*TaskStateEntry) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{13}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TaskStateEntry) GetTaskId() string {
@@ -1250,7 +1335,7 @@ type OperatorEntry struct {
 
 func (x *OperatorEntry) Reset() {
 	*x = OperatorEntry{}
-	mi := &file_messages_snapflow_proto_msgTypes[14]
+	mi := &file_messages_snapflow_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1262,7 +1347,7 @@ func (x *OperatorEntry) String() string {
 func (*OperatorEntry) ProtoMessage() {}
 
 func (x *OperatorEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[14]
+	mi := &file_messages_snapflow_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1275,7 +1360,7 @@ func (x *OperatorEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OperatorEntry.ProtoReflect.Descriptor instead.
 func (*OperatorEntry) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{14}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *OperatorEntry) GetOperatorId() string {
@@ -1354,7 +1439,7 @@ type Manifest struct {
 
 func (x *Manifest) Reset() {
 	*x = Manifest{}
-	mi := &file_messages_snapflow_proto_msgTypes[15]
+	mi := &file_messages_snapflow_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1366,7 +1451,7 @@ func (x *Manifest) String() string {
 func (*Manifest) ProtoMessage() {}
 
 func (x *Manifest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[15]
+	mi := &file_messages_snapflow_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1379,7 +1464,7 @@ func (x *Manifest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Manifest.ProtoReflect.Descriptor instead.
 func (*Manifest) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{15}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Manifest) GetJob() string {
@@ -1464,7 +1549,7 @@ type StateEntry struct {
 
 func (x *StateEntry) Reset() {
 	*x = StateEntry{}
-	mi := &file_messages_snapflow_proto_msgTypes[16]
+	mi := &file_messages_snapflow_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1476,7 +1561,7 @@ func (x *StateEntry) String() string {
 func (*StateEntry) ProtoMessage() {}
 
 func (x *StateEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[16]
+	mi := &file_messages_snapflow_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1489,7 +1574,7 @@ func (x *StateEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateEntry.ProtoReflect.Descriptor instead.
 func (*StateEntry) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{16}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *StateEntry) GetKey() []byte {
@@ -1524,7 +1609,7 @@ type NamedState struct {
 
 func (x *NamedState) Reset() {
 	*x = NamedState{}
-	mi := &file_messages_snapflow_proto_msgTypes[17]
+	mi := &file_messages_snapflow_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1536,7 +1621,7 @@ func (x *NamedState) String() string {
 func (*NamedState) ProtoMessage() {}
 
 func (x *NamedState) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[17]
+	mi := &file_messages_snapflow_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1549,7 +1634,7 @@ func (x *NamedState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamedState.ProtoReflect.Descriptor instead.
 func (*NamedState) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{17}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *NamedState) GetName() string {
@@ -1577,7 +1662,7 @@ type KeyGroupState struct {
 
 func (x *KeyGroupState) Reset() {
 	*x = KeyGroupState{}
-	mi := &file_messages_snapflow_proto_msgTypes[18]
+	mi := &file_messages_snapflow_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1589,7 +1674,7 @@ func (x *KeyGroupState) String() string {
 func (*KeyGroupState) ProtoMessage() {}
 
 func (x *KeyGroupState) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[18]
+	mi := &file_messages_snapflow_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1602,7 +1687,7 @@ func (x *KeyGroupState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyGroupState.ProtoReflect.Descriptor instead.
 func (*KeyGroupState) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{18}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *KeyGroupState) GetKeyGroup() uint32 {
@@ -1656,14 +1741,18 @@ type TaskState struct {
 	// predate it): a state's key names it, so that no incarnation, of this
 	// holder of the job or of another, writes where another's manifest
 	// points.
-	Epoch         uint64 `protobuf:"varint,16,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Epoch uint64 `protobuf:"varint,16,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// event_time is where a source with a watermark strategy was in event
+	// time, so that a restored source resumes its watermark there (unset:
+	// no strategy, or a state that predates them).
+	EventTime     *SourceEventTime `protobuf:"bytes,17,opt,name=event_time,json=eventTime,proto3" json:"event_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskState) Reset() {
 	*x = TaskState{}
-	mi := &file_messages_snapflow_proto_msgTypes[19]
+	mi := &file_messages_snapflow_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1675,7 +1764,7 @@ func (x *TaskState) String() string {
 func (*TaskState) ProtoMessage() {}
 
 func (x *TaskState) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[19]
+	mi := &file_messages_snapflow_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1688,7 +1777,7 @@ func (x *TaskState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskState.ProtoReflect.Descriptor instead.
 func (*TaskState) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{19}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TaskState) GetJob() string {
@@ -1803,6 +1892,60 @@ func (x *TaskState) GetEpoch() uint64 {
 	return 0
 }
 
+func (x *TaskState) GetEventTime() *SourceEventTime {
+	if x != nil {
+		return x.EventTime
+	}
+	return nil
+}
+
+// SourceEventTime is a source task's position in event time.
+type SourceEventTime struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// max_timestamp is the highest record timestamp the task had read (ns
+	// since the Unix epoch; math.MinInt64: none yet).
+	MaxTimestamp  int64 `protobuf:"varint,1,opt,name=max_timestamp,json=maxTimestamp,proto3" json:"max_timestamp,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SourceEventTime) Reset() {
+	*x = SourceEventTime{}
+	mi := &file_messages_snapflow_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SourceEventTime) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SourceEventTime) ProtoMessage() {}
+
+func (x *SourceEventTime) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_snapflow_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SourceEventTime.ProtoReflect.Descriptor instead.
+func (*SourceEventTime) Descriptor() ([]byte, []int) {
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *SourceEventTime) GetMaxTimestamp() int64 {
+	if x != nil {
+		return x.MaxTimestamp
+	}
+	return 0
+}
+
 // Transaction is one transaction of a transactional sink task.
 type Transaction struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1817,7 +1960,7 @@ type Transaction struct {
 
 func (x *Transaction) Reset() {
 	*x = Transaction{}
-	mi := &file_messages_snapflow_proto_msgTypes[20]
+	mi := &file_messages_snapflow_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1829,7 +1972,7 @@ func (x *Transaction) String() string {
 func (*Transaction) ProtoMessage() {}
 
 func (x *Transaction) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[20]
+	mi := &file_messages_snapflow_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1842,7 +1985,7 @@ func (x *Transaction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transaction.ProtoReflect.Descriptor instead.
 func (*Transaction) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{20}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Transaction) GetCheckpointId() uint64 {
@@ -1881,7 +2024,7 @@ type StateDescriptor struct {
 
 func (x *StateDescriptor) Reset() {
 	*x = StateDescriptor{}
-	mi := &file_messages_snapflow_proto_msgTypes[21]
+	mi := &file_messages_snapflow_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1893,7 +2036,7 @@ func (x *StateDescriptor) String() string {
 func (*StateDescriptor) ProtoMessage() {}
 
 func (x *StateDescriptor) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[21]
+	mi := &file_messages_snapflow_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1906,7 +2049,7 @@ func (x *StateDescriptor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateDescriptor.ProtoReflect.Descriptor instead.
 func (*StateDescriptor) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{21}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *StateDescriptor) GetName() string {
@@ -1972,7 +2115,7 @@ type StoredObject struct {
 
 func (x *StoredObject) Reset() {
 	*x = StoredObject{}
-	mi := &file_messages_snapflow_proto_msgTypes[22]
+	mi := &file_messages_snapflow_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1984,7 +2127,7 @@ func (x *StoredObject) String() string {
 func (*StoredObject) ProtoMessage() {}
 
 func (x *StoredObject) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[22]
+	mi := &file_messages_snapflow_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1997,7 +2140,7 @@ func (x *StoredObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoredObject.ProtoReflect.Descriptor instead.
 func (*StoredObject) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{22}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *StoredObject) GetKind() string {
@@ -2045,7 +2188,7 @@ type Origin struct {
 
 func (x *Origin) Reset() {
 	*x = Origin{}
-	mi := &file_messages_snapflow_proto_msgTypes[23]
+	mi := &file_messages_snapflow_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2057,7 +2200,7 @@ func (x *Origin) String() string {
 func (*Origin) ProtoMessage() {}
 
 func (x *Origin) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[23]
+	mi := &file_messages_snapflow_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2070,7 +2213,7 @@ func (x *Origin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Origin.ProtoReflect.Descriptor instead.
 func (*Origin) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{23}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Origin) GetSavepoint() string {
@@ -2150,7 +2293,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_messages_snapflow_proto_msgTypes[24]
+	mi := &file_messages_snapflow_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2162,7 +2305,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[24]
+	mi := &file_messages_snapflow_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2175,7 +2318,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{24}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Lease) GetHolder() string {
@@ -2282,7 +2425,7 @@ type LeaseSeal struct {
 
 func (x *LeaseSeal) Reset() {
 	*x = LeaseSeal{}
-	mi := &file_messages_snapflow_proto_msgTypes[25]
+	mi := &file_messages_snapflow_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2294,7 +2437,7 @@ func (x *LeaseSeal) String() string {
 func (*LeaseSeal) ProtoMessage() {}
 
 func (x *LeaseSeal) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[25]
+	mi := &file_messages_snapflow_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2307,7 +2450,7 @@ func (x *LeaseSeal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseSeal.ProtoReflect.Descriptor instead.
 func (*LeaseSeal) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{25}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *LeaseSeal) GetGeneration() uint64 {
@@ -2368,7 +2511,7 @@ type LeaseRenewal struct {
 
 func (x *LeaseRenewal) Reset() {
 	*x = LeaseRenewal{}
-	mi := &file_messages_snapflow_proto_msgTypes[26]
+	mi := &file_messages_snapflow_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2380,7 +2523,7 @@ func (x *LeaseRenewal) String() string {
 func (*LeaseRenewal) ProtoMessage() {}
 
 func (x *LeaseRenewal) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[26]
+	mi := &file_messages_snapflow_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2393,7 +2536,7 @@ func (x *LeaseRenewal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRenewal.ProtoReflect.Descriptor instead.
 func (*LeaseRenewal) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{26}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *LeaseRenewal) GetGeneration() uint64 {
@@ -2435,13 +2578,21 @@ var File_messages_snapflow_proto protoreflect.FileDescriptor
 
 const file_messages_snapflow_proto_rawDesc = "" +
 	"\n" +
-	"\x17messages/snapflow.proto\x12\vsnapflow.v1\"w\n" +
+	"\x17messages/snapflow.proto\x12\vsnapflow.v1\"\x97\x01\n" +
 	"\vRecordBatch\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\rR\achannel\x12\x10\n" +
 	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12\x12\n" +
 	"\x04data\x18\x04 \x01(\fR\x04data\x12\x12\n" +
-	"\x04ends\x18\x05 \x03(\rR\x04ends\"\xf5\x01\n" +
+	"\x04ends\x18\x05 \x03(\rR\x04ends\x12\x1e\n" +
+	"\n" +
+	"timestamps\x18\x06 \x03(\x12R\n" +
+	"timestamps\"m\n" +
+	"\tWatermark\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
+	"\achannel\x18\x02 \x01(\rR\achannel\x12\x1c\n" +
+	"\twatermark\x18\x03 \x01(\x03R\twatermark\x12\x12\n" +
+	"\x04idle\x18\x04 \x01(\bR\x04idle\"\xf5\x01\n" +
 	"\aBarrier\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\rR\achannel\x12#\n" +
@@ -2568,7 +2719,7 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\aentries\x18\x02 \x03(\v2\x17.snapflow.v1.StateEntryR\aentries\"]\n" +
 	"\rKeyGroupState\x12\x1b\n" +
 	"\tkey_group\x18\x01 \x01(\rR\bkeyGroup\x12/\n" +
-	"\x06states\x18\x02 \x03(\v2\x17.snapflow.v1.NamedStateR\x06states\"\xd1\x04\n" +
+	"\x06states\x18\x02 \x03(\v2\x17.snapflow.v1.NamedStateR\x06states\"\x8e\x05\n" +
 	"\tTaskState\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x1a\n" +
@@ -2589,7 +2740,11 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\n" +
 	"has_splits\x18\x0e \x01(\bR\thasSplits\x12<\n" +
 	"\ftransactions\x18\x0f \x03(\v2\x18.snapflow.v1.TransactionR\ftransactions\x12\x14\n" +
-	"\x05epoch\x18\x10 \x01(\x04R\x05epoch\"J\n" +
+	"\x05epoch\x18\x10 \x01(\x04R\x05epoch\x12;\n" +
+	"\n" +
+	"event_time\x18\x11 \x01(\v2\x1c.snapflow.v1.SourceEventTimeR\teventTime\"6\n" +
+	"\x0fSourceEventTime\x12#\n" +
+	"\rmax_timestamp\x18\x01 \x01(\x03R\fmaxTimestamp\"J\n" +
 	"\vTransaction\x12#\n" +
 	"\rcheckpoint_id\x18\x01 \x01(\x04R\fcheckpointId\x12\x16\n" +
 	"\x06handle\x18\x02 \x01(\fR\x06handle\"\xda\x01\n" +
@@ -2663,55 +2818,58 @@ func file_messages_snapflow_proto_rawDescGZIP() []byte {
 	return file_messages_snapflow_proto_rawDescData
 }
 
-var file_messages_snapflow_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_messages_snapflow_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_messages_snapflow_proto_goTypes = []any{
 	(*RecordBatch)(nil),         // 0: snapflow.v1.RecordBatch
-	(*Barrier)(nil),             // 1: snapflow.v1.Barrier
-	(*EndOfInput)(nil),          // 2: snapflow.v1.EndOfInput
-	(*Credit)(nil),              // 3: snapflow.v1.Credit
-	(*TriggerCheckpoint)(nil),   // 4: snapflow.v1.TriggerCheckpoint
-	(*StateHandle)(nil),         // 5: snapflow.v1.StateHandle
-	(*KeyGroupSection)(nil),     // 6: snapflow.v1.KeyGroupSection
-	(*AckCheckpoint)(nil),       // 7: snapflow.v1.AckCheckpoint
-	(*DeclineCheckpoint)(nil),   // 8: snapflow.v1.DeclineCheckpoint
-	(*CompleteCheckpoint)(nil),  // 9: snapflow.v1.CompleteCheckpoint
-	(*CheckpointCommitted)(nil), // 10: snapflow.v1.CheckpointCommitted
-	(*AbortCheckpoint)(nil),     // 11: snapflow.v1.AbortCheckpoint
-	(*Restore)(nil),             // 12: snapflow.v1.Restore
-	(*TaskStateEntry)(nil),      // 13: snapflow.v1.TaskStateEntry
-	(*OperatorEntry)(nil),       // 14: snapflow.v1.OperatorEntry
-	(*Manifest)(nil),            // 15: snapflow.v1.Manifest
-	(*StateEntry)(nil),          // 16: snapflow.v1.StateEntry
-	(*NamedState)(nil),          // 17: snapflow.v1.NamedState
-	(*KeyGroupState)(nil),       // 18: snapflow.v1.KeyGroupState
-	(*TaskState)(nil),           // 19: snapflow.v1.TaskState
-	(*Transaction)(nil),         // 20: snapflow.v1.Transaction
-	(*StateDescriptor)(nil),     // 21: snapflow.v1.StateDescriptor
-	(*StoredObject)(nil),        // 22: snapflow.v1.StoredObject
-	(*Origin)(nil),              // 23: snapflow.v1.Origin
-	(*Lease)(nil),               // 24: snapflow.v1.Lease
-	(*LeaseSeal)(nil),           // 25: snapflow.v1.LeaseSeal
-	(*LeaseRenewal)(nil),        // 26: snapflow.v1.LeaseRenewal
+	(*Watermark)(nil),           // 1: snapflow.v1.Watermark
+	(*Barrier)(nil),             // 2: snapflow.v1.Barrier
+	(*EndOfInput)(nil),          // 3: snapflow.v1.EndOfInput
+	(*Credit)(nil),              // 4: snapflow.v1.Credit
+	(*TriggerCheckpoint)(nil),   // 5: snapflow.v1.TriggerCheckpoint
+	(*StateHandle)(nil),         // 6: snapflow.v1.StateHandle
+	(*KeyGroupSection)(nil),     // 7: snapflow.v1.KeyGroupSection
+	(*AckCheckpoint)(nil),       // 8: snapflow.v1.AckCheckpoint
+	(*DeclineCheckpoint)(nil),   // 9: snapflow.v1.DeclineCheckpoint
+	(*CompleteCheckpoint)(nil),  // 10: snapflow.v1.CompleteCheckpoint
+	(*CheckpointCommitted)(nil), // 11: snapflow.v1.CheckpointCommitted
+	(*AbortCheckpoint)(nil),     // 12: snapflow.v1.AbortCheckpoint
+	(*Restore)(nil),             // 13: snapflow.v1.Restore
+	(*TaskStateEntry)(nil),      // 14: snapflow.v1.TaskStateEntry
+	(*OperatorEntry)(nil),       // 15: snapflow.v1.OperatorEntry
+	(*Manifest)(nil),            // 16: snapflow.v1.Manifest
+	(*StateEntry)(nil),          // 17: snapflow.v1.StateEntry
+	(*NamedState)(nil),          // 18: snapflow.v1.NamedState
+	(*KeyGroupState)(nil),       // 19: snapflow.v1.KeyGroupState
+	(*TaskState)(nil),           // 20: snapflow.v1.TaskState
+	(*SourceEventTime)(nil),     // 21: snapflow.v1.SourceEventTime
+	(*Transaction)(nil),         // 22: snapflow.v1.Transaction
+	(*StateDescriptor)(nil),     // 23: snapflow.v1.StateDescriptor
+	(*StoredObject)(nil),        // 24: snapflow.v1.StoredObject
+	(*Origin)(nil),              // 25: snapflow.v1.Origin
+	(*Lease)(nil),               // 26: snapflow.v1.Lease
+	(*LeaseSeal)(nil),           // 27: snapflow.v1.LeaseSeal
+	(*LeaseRenewal)(nil),        // 28: snapflow.v1.LeaseRenewal
 }
 var file_messages_snapflow_proto_depIdxs = []int32{
-	6,  // 0: snapflow.v1.StateHandle.key_groups:type_name -> snapflow.v1.KeyGroupSection
-	5,  // 1: snapflow.v1.AckCheckpoint.state:type_name -> snapflow.v1.StateHandle
-	5,  // 2: snapflow.v1.Restore.state:type_name -> snapflow.v1.StateHandle
-	5,  // 3: snapflow.v1.TaskStateEntry.state:type_name -> snapflow.v1.StateHandle
-	21, // 4: snapflow.v1.OperatorEntry.states:type_name -> snapflow.v1.StateDescriptor
-	13, // 5: snapflow.v1.Manifest.tasks:type_name -> snapflow.v1.TaskStateEntry
-	14, // 6: snapflow.v1.Manifest.operators:type_name -> snapflow.v1.OperatorEntry
-	16, // 7: snapflow.v1.NamedState.entries:type_name -> snapflow.v1.StateEntry
-	17, // 8: snapflow.v1.KeyGroupState.states:type_name -> snapflow.v1.NamedState
-	18, // 9: snapflow.v1.TaskState.key_groups:type_name -> snapflow.v1.KeyGroupState
-	21, // 10: snapflow.v1.TaskState.state_descriptors:type_name -> snapflow.v1.StateDescriptor
-	20, // 11: snapflow.v1.TaskState.transactions:type_name -> snapflow.v1.Transaction
-	23, // 12: snapflow.v1.LeaseSeal.origin:type_name -> snapflow.v1.Origin
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	7,  // 0: snapflow.v1.StateHandle.key_groups:type_name -> snapflow.v1.KeyGroupSection
+	6,  // 1: snapflow.v1.AckCheckpoint.state:type_name -> snapflow.v1.StateHandle
+	6,  // 2: snapflow.v1.Restore.state:type_name -> snapflow.v1.StateHandle
+	6,  // 3: snapflow.v1.TaskStateEntry.state:type_name -> snapflow.v1.StateHandle
+	23, // 4: snapflow.v1.OperatorEntry.states:type_name -> snapflow.v1.StateDescriptor
+	14, // 5: snapflow.v1.Manifest.tasks:type_name -> snapflow.v1.TaskStateEntry
+	15, // 6: snapflow.v1.Manifest.operators:type_name -> snapflow.v1.OperatorEntry
+	17, // 7: snapflow.v1.NamedState.entries:type_name -> snapflow.v1.StateEntry
+	18, // 8: snapflow.v1.KeyGroupState.states:type_name -> snapflow.v1.NamedState
+	19, // 9: snapflow.v1.TaskState.key_groups:type_name -> snapflow.v1.KeyGroupState
+	23, // 10: snapflow.v1.TaskState.state_descriptors:type_name -> snapflow.v1.StateDescriptor
+	22, // 11: snapflow.v1.TaskState.transactions:type_name -> snapflow.v1.Transaction
+	21, // 12: snapflow.v1.TaskState.event_time:type_name -> snapflow.v1.SourceEventTime
+	25, // 13: snapflow.v1.LeaseSeal.origin:type_name -> snapflow.v1.Origin
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_messages_snapflow_proto_init() }
@@ -2725,7 +2883,7 @@ func file_messages_snapflow_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_snapflow_proto_rawDesc), len(file_messages_snapflow_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   27,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

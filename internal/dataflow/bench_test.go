@@ -76,7 +76,7 @@ func BenchmarkProcessBatch(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		if err := inst.ProcessBatch(0, batches[i%len(batches)]); err != nil {
+		if err := inst.ProcessBatch(0, batches[i%len(batches)], nil); err != nil {
 			b.Fatal(err)
 		}
 		i++

@@ -26,6 +26,11 @@ type Collector[T any] struct {
 	// sized, otherwise never reached.
 	byteBound int
 	pool      *sync.Pool
+	// timed: the output carries event timestamps, and every record emitted
+	// is stamped with ts, which the operator sets before it emits (the
+	// input record's timestamp, or a timer's time).
+	timed bool
+	ts    int64
 }
 
 // route is one outgoing edge: its partitioning and a batch being filled per
@@ -45,6 +50,7 @@ type route[T any] struct {
 // its estimated bytes when the Collector sizes records.
 type outBatch[T any] struct {
 	recs  []T
+	ts    []int64 // the records' timestamps, when the Collector is timed
 	bytes int
 }
 
@@ -61,7 +67,8 @@ func newCollector[T any](ic *InstanceContext) (*Collector[T], error) {
 	// Read per record, and its routes written per batch: on cache lines of
 	// their own (see isolated).
 	c := isolated[Collector[T]]()
-	*c = Collector[T]{sender: ic.Sender, pool: poolOf[T](), routes: isolatedSlice[route[T]](len(ic.Task.Routes))}
+	*c = Collector[T]{sender: ic.Sender, pool: poolOf[T](), routes: isolatedSlice[route[T]](len(ic.Task.Routes)),
+		timed: ic.Task.Timed, ts: minTime}
 	c.batchSize, c.sizer = batchLimits[T](ic.BatchSize, ic.BatchBytes)
 	c.byteBound = math.MaxInt
 	if c.sizer != nil {
@@ -113,6 +120,9 @@ func (c *Collector[T]) emit(v *T, size int) {
 			o.recs = takeBatch[T](c.pool, c.batchSize)
 		}
 		o.recs = append(o.recs, *v)
+		if c.timed {
+			o.ts = appendStamp(o.ts, c.ts, c.batchSize)
+		}
 		if c.sizer != nil {
 			if size < 0 {
 				size = c.sizer.recordSize(unsafe.Pointer(&o.recs[len(o.recs)-1]))
@@ -151,10 +161,14 @@ func (c *Collector[T]) emit(v *T, size int) {
 // returns their estimated bytes (0 when records are not sized). A source
 // emits what it reads with it: on the usual output, one route to one
 // target per record, the loop runs here, with no call per record but the
-// key group's.
-func (c *Collector[T]) emitAll(vs []T) (bytes int) {
+// key group's. ts, when the Collector is timed, holds the records'
+// timestamps.
+func (c *Collector[T]) emitAll(vs []T, ts []int64) (bytes int) {
 	if len(c.routes) != 1 || c.routes[0].partition == PartitionBroadcast {
 		for i := range vs {
+			if c.timed {
+				c.ts = ts[i]
+			}
 			size := -1
 			if c.sizer != nil {
 				size = c.sizer.recordSize(unsafe.Pointer(&vs[i]))
@@ -176,6 +190,9 @@ func (c *Collector[T]) emitAll(vs []T) (bytes int) {
 			o.recs = takeBatch[T](c.pool, c.batchSize)
 		}
 		o.recs = append(o.recs, *v)
+		if c.timed {
+			o.ts = appendStamp(o.ts, ts[i], c.batchSize)
+		}
 		if c.sizer != nil {
 			size := c.sizer.recordSize(unsafe.Pointer(v))
 			bytes += size
@@ -201,6 +218,9 @@ func (c *Collector[T]) add(r *route[T], t int, v *T, size int) (int, bool) {
 		o.recs = takeBatch[T](c.pool, c.batchSize)
 	}
 	o.recs = append(o.recs, *v)
+	if c.timed {
+		o.ts = appendStamp(o.ts, c.ts, c.batchSize)
+	}
 	if c.sizer != nil {
 		if size < 0 {
 			size = c.sizer.recordSize(unsafe.Pointer(&o.recs[len(o.recs)-1]))
@@ -225,9 +245,9 @@ func (r *route[T]) advance() {
 // send sends target t's batch and starts a new one.
 func (c *Collector[T]) send(r *route[T], t int) {
 	o := &r.outs[t]
-	b := o.recs
-	o.recs, o.bytes = nil, 0
-	c.sender.Send(r.first+t, b)
+	b, ts := o.recs, o.ts
+	o.recs, o.ts, o.bytes = nil, nil, 0
+	c.sender.Send(r.first+t, b, ts)
 }
 
 // flush sends every non-empty batch.

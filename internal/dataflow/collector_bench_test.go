@@ -50,7 +50,7 @@ type recycler[T any] struct {
 	records int
 }
 
-func (r *recycler[T]) Send(_ int, batch any) {
+func (r *recycler[T]) Send(_ int, batch any, _ []int64) {
 	b := batch.([]T)
 	r.records += len(b)
 	clear(b)
@@ -125,7 +125,7 @@ func BenchmarkParitySum(b *testing.B) {
 			batch = append(batch, parityRecord{Key: next % 1024, TS: int64(next)})
 			next++
 		}
-		if err := inst.ProcessBatch(0, batch); err != nil {
+		if err := inst.ProcessBatch(0, batch, nil); err != nil {
 			b.Fatal(err)
 		}
 		n += 256
@@ -203,6 +203,6 @@ func BenchmarkSourceEmitEach(b *testing.B) {
 // BenchmarkSourceEmitAll emits a read at once (emitAll).
 func BenchmarkSourceEmitAll(b *testing.B) {
 	benchSourceEmit(b, func(c *Collector[parityRecord], _ func(unsafe.Pointer) int, buf []parityRecord) {
-		c.emitAll(buf)
+		c.emitAll(buf, nil)
 	})
 }

@@ -39,7 +39,7 @@ func setEach[S any](decl func(*KeyedSetup[string]) S, set func(S)) func(*KeyedSe
 func snapshotOf(t *testing.T, g *Graph, records ...string) *messages.TaskState {
 	t.Helper()
 	inst := mustInstance(t, mustPlan(t, g), "p#0", 4, noopSender{})
-	if err := inst.ProcessBatch(0, records); err != nil {
+	if err := inst.ProcessBatch(0, records, nil); err != nil {
 		t.Fatal(err)
 	}
 	return snapshot(t, inst)

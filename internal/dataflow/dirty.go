@@ -75,6 +75,13 @@ func (s *KeyedSetup[K]) markWritten() {
 	c.wrote = false
 }
 
+// markGroup marks key group kg dirty: a timer of it fired.
+func (s *KeyedSetup[K]) markGroup(kg int) {
+	if !s.untracked {
+		s.dirty[kg>>6] |= 1 << (kg & 63)
+	}
+}
+
 // takeDirty ORs the written key groups into dst and forgets them.
 func (s *KeyedSetup[K]) takeDirty(dst []uint64) {
 	if len(dst) < len(s.dirty) {

@@ -35,7 +35,7 @@ func ExampleKeyGroupSnapshotter() {
 		return inst
 	}
 	task := newTask()
-	if err := task.ProcessBatch(0, []string{"a", "b", "a"}); err != nil {
+	if err := task.ProcessBatch(0, []string{"a", "b", "a"}, nil); err != nil {
 		fmt.Println(err)
 		return
 	}

@@ -241,7 +241,7 @@ func runIncrementalProperty(t *testing.T, seed uint64, breakReads bool) string {
 		for i := range batch {
 			batch[i] = dirtyOp{Key: keys[r.IntN(len(keys))], Kind: r.IntN(opKinds), A: r.Int64N(100), B: fmt.Sprint(r.IntN(4))}
 		}
-		if err := inst.ProcessBatch(0, batch); err != nil {
+		if err := inst.ProcessBatch(0, batch, nil); err != nil {
 			t.Fatal(err)
 		}
 		if r.IntN(4) > 0 {
@@ -294,7 +294,7 @@ func TestIncrementalPropertyCatchesMissedReads(t *testing.T) {
 // processOne runs one op through inst.
 func processOne(t *testing.T, inst Instance, o dirtyOp) {
 	t.Helper()
-	if err := inst.ProcessBatch(0, []dirtyOp{o}); err != nil {
+	if err := inst.ProcessBatch(0, []dirtyOp{o}, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -373,7 +373,7 @@ func TestTakeDirtyKeyGroups(t *testing.T) {
 	}
 	slices.Sort(want)
 	want = slices.Compact(want)
-	if err := inst.ProcessBatch(0, batch); err != nil {
+	if err := inst.ProcessBatch(0, batch, nil); err != nil {
 		t.Fatal(err)
 	}
 	dst := make([]uint64, KeyGroupWords(dirtyMaxP))
@@ -445,7 +445,7 @@ func TestSnapshotKeyGroupsSelection(t *testing.T) {
 	for i, k := range keysOfRange(30, 50, 100) {
 		batch = append(batch, dirtyOp{Key: k, Kind: []int{opSet, opPut, opHistGet, opTagsGet}[i%4], A: int64(i), B: "b"})
 	}
-	if err := inst.ProcessBatch(0, batch); err != nil {
+	if err := inst.ProcessBatch(0, batch, nil); err != nil {
 		t.Fatal(err)
 	}
 	full := snapshot(t, inst)
@@ -494,7 +494,7 @@ func TestSnapshotKeyGroupsOutsideRange(t *testing.T) {
 	for _, k := range append(in, below...) {
 		batch = append(batch, dirtyOp{Key: k, Kind: opPut, B: k})
 	}
-	if err := inst.ProcessBatch(0, batch); err != nil {
+	if err := inst.ProcessBatch(0, batch, nil); err != nil {
 		t.Fatal(err)
 	}
 	dirty := takeDirty(inst)
@@ -549,7 +549,7 @@ func TestRestoreKeyGroupsByStream(t *testing.T) {
 		for i := range batch {
 			batch[i] = dirtyOp{Key: keys[r.IntN(len(keys))], Kind: r.IntN(opKinds), A: r.Int64N(100), B: fmt.Sprint(r.IntN(4))}
 		}
-		if err := whole.ProcessBatch(0, batch); err != nil {
+		if err := whole.ProcessBatch(0, batch, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -664,7 +664,7 @@ func TestSkipDirtyKeyGroups(t *testing.T) {
 		batch = append(batch, dirtyOp{Key: k, Kind: i % opKinds, A: int64(i), B: "b"})
 	}
 	for _, inst := range []Instance{tracked, skipping} {
-		if err := inst.ProcessBatch(0, slices.Clone(batch)); err != nil {
+		if err := inst.ProcessBatch(0, slices.Clone(batch), nil); err != nil {
 			t.Fatal(err)
 		}
 	}

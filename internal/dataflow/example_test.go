@@ -82,7 +82,7 @@ func ExampleGraph_Validate() {
 // printer is a Sender that prints the batches a task emits.
 type printer struct{}
 
-func (printer) Send(output int, batch any) { fmt.Printf("output %d: %v\n", output, batch) }
+func (printer) Send(output int, batch any, _ []int64) { fmt.Printf("output %d: %v\n", output, batch) }
 
 // ExampleProcess drives one task of a keyed operator by hand, as the runtime
 // does: it creates the instance, hands it batches, and snapshots its state.
@@ -97,7 +97,7 @@ func ExampleProcess() {
 		fmt.Println(err)
 		return
 	}
-	if err := sum.ProcessBatch(0, []int64{2, 4, 6}); err != nil {
+	if err := sum.ProcessBatch(0, []int64{2, 4, 6}, nil); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -241,7 +241,7 @@ func ExampleDecodeMapState() {
 		fmt.Println(err)
 		return
 	}
-	if err := task.ProcessBatch(0, []string{"apple", "avocado", "apple", "banana"}); err != nil {
+	if err := task.ProcessBatch(0, []string{"apple", "avocado", "apple", "banana"}, nil); err != nil {
 		fmt.Println(err)
 		return
 	}

@@ -142,6 +142,8 @@ type node struct {
 	transactional bool
 	// checks run when the job starts (see Check and Plan.Preflight).
 	checks []func(context.Context) error
+	// watermarks is the WatermarkStrategy[T] of a source (WithWatermarks).
+	watermarks any
 }
 
 // edge joins two operators.
@@ -168,6 +170,7 @@ type nodeOptions struct {
 	uid         string
 	uidSet      bool
 	checks      []func(context.Context) error
+	watermarks  any
 }
 
 // Parallelism sets how many tasks run the operator (default 1).
@@ -201,7 +204,10 @@ func (g *Graph) addNode(name string, kind Kind, opts []Option, f factory) *node 
 	if o.uidSet {
 		uid = o.uid
 	}
-	n := &node{id: len(g.nodes), name: name, uid: uid, kind: kind, parallelism: o.parallelism, factory: f, checks: o.checks}
+	n := &node{id: len(g.nodes), name: name, uid: uid, kind: kind, parallelism: o.parallelism, factory: f, checks: o.checks, watermarks: o.watermarks}
+	if o.watermarks != nil && kind != KindSource {
+		g.problem("operator %q: WithWatermarks applies to sources only (a %s here)", name, kind)
+	}
 	g.nodes = append(g.nodes, n)
 	return n
 }

@@ -13,7 +13,9 @@ type sent struct {
 // fakeSender records every batch a task emits, in order.
 type fakeSender struct{ sends []sent }
 
-func (f *fakeSender) Send(output int, batch any) { f.sends = append(f.sends, sent{output, batch}) }
+func (f *fakeSender) Send(output int, batch any, _ []int64) {
+	f.sends = append(f.sends, sent{output, batch})
+}
 
 // reset forgets the recorded batches.
 func (f *fakeSender) reset() { f.sends = nil }
@@ -54,7 +56,7 @@ func recordsByTask[T any](t testing.TB, p *Plan, from *TaskPlan, f *fakeSender) 
 // noopSender drops every batch.
 type noopSender struct{}
 
-func (noopSender) Send(int, any) {}
+func (noopSender) Send(int, any, []int64) {}
 
 func mustPlan(t testing.TB, g *Graph) *Plan {
 	t.Helper()

@@ -9,9 +9,12 @@ import (
 
 // Sender takes the batches a task emits. The runtime implements it; output is
 // an index into the task's TaskPlan.Outputs, and batch is a []T of the
-// stream's element type, owned by the receiver from then on.
+// stream's element type, owned by the receiver from then on. ts holds the
+// records' event timestamps, one per record, when the task's output is
+// timed (TaskPlan.Timed), and is nil otherwise; it is owned by the
+// receiver too (see ReleaseTimestamps).
 type Sender interface {
-	Send(output int, batch any)
+	Send(output int, batch any, ts []int64)
 }
 
 // InstanceContext is what the runtime gives a task's instance when it creates it.
@@ -54,8 +57,10 @@ type InstanceContext struct {
 // from one goroutine at a time (the task actor).
 type Instance interface {
 	// ProcessBatch processes one batch received on input (the task's input
-	// channel index); batch is a []T of that input's element type.
-	ProcessBatch(input int, batch any) error
+	// channel index); batch is a []T of that input's element type, and ts
+	// the records' event timestamps (nil when the input is not timed). The
+	// instance keeps neither past the call: the caller releases ts.
+	ProcessBatch(input int, batch any, ts []int64) error
 	// Flush sends every partly filled output batch.
 	Flush()
 	// Snapshot serialises the task's state into st synchronously.

@@ -10,7 +10,7 @@ import (
 
 type dirtySender struct{}
 
-func (dirtySender) Send(int, any) {}
+func (dirtySender) Send(int, any, []int64) {}
 
 // TestDirtyKeyGroupsFollowTheKeyHash: the key groups a record marks
 // written are those a full snapshot places its state in, with KeyBy and
@@ -55,7 +55,7 @@ func checkDirtyFollowsHash[K Key](t *testing.T, key func(int) K, hash func(K) ui
 		for i := range batch {
 			batch[i] = i
 		}
-		if err := inst.ProcessBatch(0, batch); err != nil {
+		if err := inst.ProcessBatch(0, batch, nil); err != nil {
 			t.Fatal(err)
 		}
 		dirty := make([]uint64, KeyGroupWords(maxP))

@@ -2,7 +2,9 @@ package dataflow
 
 import (
 	"fmt"
+	"reflect"
 	"sync"
+	"time"
 
 	"github.com/snapflow/snapflow/messages"
 )
@@ -63,9 +65,17 @@ type mapInstance[I, O any] struct {
 	in  inputs[I]
 }
 
-func (m *mapInstance[I, O]) ProcessBatch(_ int, batch any) error {
-	for _, v := range batch.([]I) {
-		m.out.Emit(m.fn(v))
+func (m *mapInstance[I, O]) ProcessBatch(_ int, batch any, ts []int64) error {
+	if ts == nil {
+		m.out.ts = minTime
+		for _, v := range batch.([]I) {
+			m.out.Emit(m.fn(v))
+		}
+	} else {
+		for i, v := range batch.([]I) {
+			m.out.ts = ts[i]
+			m.out.Emit(m.fn(v))
+		}
 	}
 	m.in.release(batch)
 	return nil
@@ -89,10 +99,20 @@ type filterInstance[T any] struct {
 	in   inputs[T]
 }
 
-func (f *filterInstance[T]) ProcessBatch(_ int, batch any) error {
-	for _, v := range batch.([]T) {
-		if f.keep(v) {
-			f.out.Emit(v)
+func (f *filterInstance[T]) ProcessBatch(_ int, batch any, ts []int64) error {
+	if ts == nil {
+		f.out.ts = minTime
+		for _, v := range batch.([]T) {
+			if f.keep(v) {
+				f.out.Emit(v)
+			}
+		}
+	} else {
+		for i, v := range batch.([]T) {
+			if f.keep(v) {
+				f.out.ts = ts[i]
+				f.out.Emit(v)
+			}
 		}
 	}
 	f.in.release(batch)
@@ -118,8 +138,12 @@ type flatMapInstance[I, O any] struct {
 	in  inputs[I]
 }
 
-func (f *flatMapInstance[I, O]) ProcessBatch(_ int, batch any) error {
-	for _, v := range batch.([]I) {
+func (f *flatMapInstance[I, O]) ProcessBatch(_ int, batch any, ts []int64) error {
+	f.out.ts = minTime
+	for i, v := range batch.([]I) {
+		if ts != nil {
+			f.out.ts = ts[i]
+		}
 		if err := f.fn(v, f.out); err != nil {
 			return err
 		}
@@ -133,6 +157,27 @@ func (f *flatMapInstance[I, O]) Flush() { f.out.flush() }
 // Context is what a keyed process function sees besides its record.
 type Context[K Key] struct {
 	setup *KeyedSetup[K]
+	ts    int64 // the record's timestamp; minTime: none
+	wm    int64 // the task's watermark
+}
+
+// Timestamp is the event time of the record being processed, and false
+// when it has none: its source has no watermark strategy (see
+// WithWatermarks).
+func (c *Context[K]) Timestamp() (time.Time, bool) {
+	if c.ts == minTime {
+		return time.Time{}, false
+	}
+	return time.Unix(0, c.ts).UTC(), true
+}
+
+// Watermark is the task's current watermark, and false before the first:
+// records with a timestamp before it are late.
+func (c *Context[K]) Watermark() (time.Time, bool) {
+	if c.wm == minTime {
+		return time.Time{}, false
+	}
+	return time.Unix(0, c.wm).UTC(), true
 }
 
 // Key is the key of the record being processed.
@@ -175,7 +220,11 @@ func Process[K Key, I, O any](s KeyedStream[I, K], name string, setup func(*Keye
 		if fn == nil {
 			return nil, &stateError{msg: "setup returned a nil process function", sentinel: ErrInvalidState}
 		}
-		return &processInstance[K, I, O]{setup: ks, ctx: &Context[K]{setup: ks}, key: key, fn: fn, out: out, in: newInputs[I]()}, nil
+		onTimer, err := timerFuncOf[K, O](ks)
+		if err != nil {
+			return nil, err
+		}
+		return &processInstance[K, I, O]{setup: ks, ctx: &Context[K]{setup: ks, ts: minTime, wm: minTime}, key: key, fn: fn, onTimer: onTimer, out: out, in: newInputs[I]()}, nil
 	})
 	n.keyedState = true
 	n.declare = func(task *TaskPlan) (descs []*messages.StateDescriptor, err error) {
@@ -193,18 +242,22 @@ func Process[K Key, I, O any](s KeyedStream[I, K], name string, setup func(*Keye
 		if ks.err != nil {
 			return nil, ks.err
 		}
+		if _, err := timerFuncOf[K, O](ks); err != nil {
+			return nil, err
+		}
 		return ks.descriptors(), nil
 	}
 	return out
 }
 
 type processInstance[K Key, I, O any] struct {
-	setup *KeyedSetup[K]
-	ctx   *Context[K]
-	key   func(I) K
-	fn    ProcessFunc[K, I, O]
-	out   *Collector[O]
-	in    inputs[I]
+	setup   *KeyedSetup[K]
+	ctx     *Context[K]
+	key     func(I) K
+	fn      ProcessFunc[K, I, O]
+	onTimer TimerFunc[K, O] // nil: the operator has no timers
+	out     *Collector[O]
+	in      inputs[I]
 }
 
 // The process instance records the key groups its state writes, for
@@ -214,20 +267,27 @@ var (
 	_ KeyGroupRestorer    = (*processInstance[string, int, int])(nil)
 )
 
-func (p *processInstance[K, I, O]) ProcessBatch(_ int, batch any) error {
+func (p *processInstance[K, I, O]) ProcessBatch(_ int, batch any, ts []int64) error {
 	cur := p.setup.cur
+	p.ctx.ts, p.out.ts = minTime, minTime
 	if p.setup.untracked {
-		for _, v := range batch.([]I) {
+		for i, v := range batch.([]I) {
 			cur.key = p.key(v)
+			if ts != nil {
+				p.ctx.ts, p.out.ts = ts[i], ts[i]
+			}
 			if err := p.fn(p.ctx, v, p.out); err != nil {
 				return err
 			}
 		}
 		p.in.release(batch)
-		return nil
+		return p.fireLate()
 	}
-	for _, v := range batch.([]I) {
+	for i, v := range batch.([]I) {
 		cur.key = p.key(v)
+		if ts != nil {
+			p.ctx.ts, p.out.ts = ts[i], ts[i]
+		}
 		err := p.fn(p.ctx, v, p.out)
 		if cur.wrote { // see markDirty
 			p.setup.markWritten()
@@ -237,10 +297,93 @@ func (p *processInstance[K, I, O]) ProcessBatch(_ int, batch any) error {
 		}
 	}
 	p.in.release(batch)
-	return nil
+	return p.fireLate()
 }
 
 func (p *processInstance[K, I, O]) Flush() { p.out.flush() }
+
+// OnWatermark implements WatermarkListener: the event-time timers due at
+// wm fire, in (time, key) order.
+func (p *processInstance[K, I, O]) OnWatermark(wm int64) error {
+	p.ctx.wm = max(p.ctx.wm, wm)
+	if p.onTimer == nil {
+		return nil
+	}
+	return p.fire(EventTime, p.ctx.wm)
+}
+
+// fireLate fires the event-time timers that a batch registered at or
+// before the current watermark.
+func (p *processInstance[K, I, O]) fireLate() error {
+	if p.onTimer == nil {
+		return nil
+	}
+	if t, ok := p.setup.timers.event.Peek(); !ok || t.Time > p.ctx.wm {
+		return nil
+	}
+	return p.fire(EventTime, p.ctx.wm)
+}
+
+// NextProcessingTimer implements ProcessingTimers.
+func (p *processInstance[K, I, O]) NextProcessingTimer() (int64, bool) {
+	if p.onTimer == nil {
+		return 0, false
+	}
+	t, ok := p.setup.timers.proc.Peek()
+	return t.Time, ok
+}
+
+// FireProcessingTimers implements ProcessingTimers.
+func (p *processInstance[K, I, O]) FireProcessingTimers(now int64) error {
+	if p.onTimer == nil {
+		return nil
+	}
+	return p.fire(ProcessingTime, now)
+}
+
+// fire fires the timers of domain d due at now, with each timer's key and
+// state in scope. Records emitted by an event-time timer carry its time as
+// their timestamp; those of a processing-time timer carry none.
+func (p *processInstance[K, I, O]) fire(d TimeDomain, now int64) error {
+	q := p.setup.timers.queue(d)
+	cur := p.setup.cur
+	defer func() { p.ctx.ts = minTime }()
+	for {
+		tm, ok := q.PopDue(now)
+		if !ok {
+			return nil
+		}
+		cur.key = tm.Key
+		p.setup.markGroup(tm.Group) // the timer is gone from its key group
+		p.ctx.ts, p.out.ts = tm.Time, tm.Time
+		if d == ProcessingTime {
+			p.ctx.ts, p.out.ts = minTime, minTime
+		}
+		err := p.onTimer(p.ctx, Timer{Time: time.Unix(0, tm.Time).UTC(), Domain: d}, p.out)
+		if cur.wrote && !p.setup.untracked {
+			p.setup.markWritten()
+		}
+		cur.wrote = false
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// timerFuncOf returns the operator's timer function, nil when its setup
+// declared none, and an error when it emits another type than the
+// operator's output.
+func timerFuncOf[K Key, O any](ks *KeyedSetup[K]) (TimerFunc[K, O], error) {
+	if ks.onTimer == nil {
+		return nil, nil
+	}
+	fn, ok := ks.onTimer.(TimerFunc[K, O])
+	if !ok {
+		return nil, &stateError{msg: fmt.Sprintf("topology: operator %q: OnTimer's function is a %T, but the operator's output needs a TimerFunc[%s, %s]",
+			ks.task.Operator, ks.onTimer, typeName(reflect.TypeFor[K]()), typeName(reflect.TypeFor[O]())), sentinel: ErrInvalidState}
+	}
+	return fn, nil
+}
 
 // Snapshot writes the entries of every declared state by key group, and the
 // descriptor of every declared state.
@@ -292,7 +435,7 @@ type sinkInstance[T any] struct {
 	in    inputs[T]
 }
 
-func (k *sinkInstance[T]) ProcessBatch(_ int, batch any) error {
+func (k *sinkInstance[T]) ProcessBatch(_ int, batch any, _ []int64) error {
 	for _, v := range batch.([]T) {
 		if err := k.write(v); err != nil {
 			return err

@@ -52,6 +52,10 @@ type TaskPlan struct {
 	// Keyed says that the operator declares keyed state (Process), which
 	// the task stores by key group.
 	Keyed bool
+	// Timed says that the task's output records carry event timestamps:
+	// its operator is a source with a watermark strategy, or is fed by
+	// such a source (see WithWatermarks).
+	Timed bool
 
 	node *node
 	maxP int
@@ -84,13 +88,18 @@ func NewPlan(g *Graph) (*Plan, error) {
 	p := &Plan{Job: g.name, MaxParallelism: g.maxParallelism}
 	order := g.topoOrder()
 	first := make([]int, len(g.nodes)) // index of each node's task 0
+	timed := make([]bool, len(g.nodes))
 	for _, n := range order {
+		timed[n.id] = n.kind == KindSource && n.watermarks != nil
+		for _, e := range n.inputs {
+			timed[n.id] = timed[n.id] || timed[e.from.id]
+		}
 		first[n.id] = len(p.Tasks)
 		for s := 0; s < n.parallelism; s++ {
 			start, end := KeyGroupRange(g.maxParallelism, n.parallelism, s)
 			p.Tasks = append(p.Tasks, &TaskPlan{
 				Index: len(p.Tasks), ID: fmt.Sprintf("%s#%d", n.name, s), Operator: n.name, OperatorID: n.uid, Kind: n.kind,
-				Subtask: s, Parallelism: n.parallelism, KeyGroupStart: start, KeyGroupEnd: end, Keyed: n.keyedState, node: n, maxP: g.maxParallelism,
+				Subtask: s, Parallelism: n.parallelism, KeyGroupStart: start, KeyGroupEnd: end, Keyed: n.keyedState, Timed: timed[n.id], node: n, maxP: g.maxParallelism,
 			})
 		}
 	}

@@ -78,6 +78,10 @@ type TaskRestore struct {
 	// Splits are the splits a rescaled split source reads (HasSplits).
 	Splits    [][]byte
 	HasSplits bool
+	// EventTime is where a rescaled source resumes event time: the lowest
+	// of its stored tasks' positions, so that no record that was on time
+	// becomes late (nil: none stored).
+	EventTime *messages.SourceEventTime
 }
 
 // Task returns where task i of the plan gets its state.
@@ -110,7 +114,7 @@ func MergeState(task *TaskPlan, tr TaskRestore, parts []*messages.TaskState) *me
 	}
 	st := &messages.TaskState{
 		TaskId: task.ID, Operator: task.Operator, OperatorId: task.OperatorID, Subtask: uint32(task.Subtask),
-		Splits: tr.Splits, HasSplits: tr.HasSplits,
+		Splits: tr.Splits, HasSplits: tr.HasSplits, EventTime: tr.EventTime,
 	}
 	for _, p := range parts {
 		st.Job, st.CheckpointId = p.GetJob(), p.GetCheckpointId()
@@ -425,8 +429,19 @@ func assign(r *Restore, op *storedOperator, n *newOperator) error {
 		}
 		dealt = redistributeSplits(old, len(n.tasks), n.split.divide)
 	}
+	var eventTime *messages.SourceEventTime
+	for i, t := range op.tasks {
+		et := t.st.GetEventTime()
+		if et == nil { // a task without: none is known for all
+			eventTime = nil
+			break
+		}
+		if i == 0 || et.GetMaxTimestamp() < eventTime.GetMaxTimestamp() {
+			eventTime = et
+		}
+	}
 	for s, t := range n.tasks {
-		tr := TaskRestore{Rescaled: true}
+		tr := TaskRestore{Rescaled: true, EventTime: eventTime}
 		if dealt != nil {
 			tr.Splits, tr.HasSplits = dealt[s], true
 		}

@@ -279,7 +279,7 @@ func TestCollectorEmitAll(t *testing.T) {
 					want += sizeOf(recs[i])
 				}
 			}
-			got := all.emitAll(recs[:100]) + all.emitAll(recs[100:])
+			got := all.emitAll(recs[:100], nil) + all.emitAll(recs[100:], nil)
 			one.flush()
 			all.flush()
 			if got != want {

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 	"unsafe"
 
+	"github.com/snapflow/snapflow/internal/watermark"
 	"github.com/snapflow/snapflow/messages"
 )
 
@@ -69,6 +71,7 @@ func FromSource[T any](g *Graph, name string, newSource func(subtask, parallelis
 		}
 		return newSourceInstance(src, out, ic), nil
 	})
+	checkWatermarks[T](g, n)
 	return Stream[T]{g: g, parts: []part{{node: n}}}
 }
 
@@ -90,6 +93,9 @@ type sourceInstance[T any] struct {
 	size       func(unsafe.Pointer) int
 	batchBytes int
 	want       int
+	// clock stamps the records and derives the watermark of a source with
+	// a watermark strategy (nil otherwise).
+	clock *sourceClock[T]
 }
 
 // newSourceInstance sizes the read buffer: BatchSize records, fewer when
@@ -97,7 +103,13 @@ type sourceInstance[T any] struct {
 // are read adaptively, starting with one.
 func newSourceInstance[T any](src Source[T], out *Collector[T], ic *InstanceContext) *sourceInstance[T] {
 	limit, size := byteLimits[T](ic.BatchSize, ic.BatchBytes)
-	return &sourceInstance[T]{src: src, out: out, buf: make([]T, limit), size: size, batchBytes: ic.BatchBytes, want: 1}
+	s := &sourceInstance[T]{src: src, out: out, buf: make([]T, limit), size: size, batchBytes: ic.BatchBytes, want: 1}
+	if n := ic.Task.node; n != nil {
+		if ws, ok := n.watermarks.(WatermarkStrategy[T]); ok {
+			s.clock = newSourceClock(ws, limit)
+		}
+	}
+	return s
 }
 
 func (s *sourceInstance[T]) Open(ctx context.Context, wake func()) error {
@@ -138,7 +150,11 @@ func (s *sourceInstance[T]) Produce(maxRecords int) (int, SourceStatus, error) {
 		buf = buf[:max(0, maxRecords)]
 	}
 	n, err := s.read(buf)
-	if bytes := s.out.emitAll(buf[:n]); s.size != nil {
+	var ts []int64
+	if s.clock != nil {
+		ts = s.clock.stampAll(buf[:n], time.Now().UnixNano())
+	}
+	if bytes := s.out.emitAll(buf[:n], ts); s.size != nil {
 		s.adapt(n, bytes)
 	}
 	clear(buf[:n])
@@ -164,13 +180,32 @@ func (s *sourceInstance[T]) adapt(n, bytes int) {
 	s.want = min(len(s.buf), fit, 2*s.want)
 }
 
-func (s *sourceInstance[T]) ProcessBatch(int, any) error {
+func (s *sourceInstance[T]) ProcessBatch(int, any, []int64) error {
 	return fmt.Errorf("a source has no inputs")
 }
 
 func (s *sourceInstance[T]) Flush() { s.out.flush() }
 
+// SourceWatermark implements WatermarkSource.
+func (s *sourceInstance[T]) SourceWatermark(now int64) watermark.Status {
+	if s.clock == nil {
+		return watermark.Status{Watermark: minTime}
+	}
+	return s.clock.status(now)
+}
+
+// IdleCheck implements WatermarkSource.
+func (s *sourceInstance[T]) IdleCheck() (int64, bool) {
+	if s.clock == nil {
+		return 0, false
+	}
+	return s.clock.gen.IdleAt()
+}
+
 func (s *sourceInstance[T]) Snapshot(st *messages.TaskState) error {
+	if s.clock != nil {
+		st.EventTime = &messages.SourceEventTime{MaxTimestamp: s.clock.gen.MaxTimestamp()}
+	}
 	if s.split != nil {
 		return s.split.snapshot(st)
 	}
@@ -180,6 +215,9 @@ func (s *sourceInstance[T]) Snapshot(st *messages.TaskState) error {
 }
 
 func (s *sourceInstance[T]) Restore(st *messages.TaskState) error {
+	if et := st.GetEventTime(); et != nil && s.clock != nil {
+		s.clock.gen.Restore(et.GetMaxTimestamp())
+	}
 	if s.split != nil {
 		return s.split.restore(st)
 	}

@@ -387,7 +387,7 @@ func TestSourceInstanceErrors(t *testing.T) {
 	}
 	s := &scripted{}
 	src, _ := sourceTask(t, scriptedPlan(t, s), "src#0", 1)
-	if err := src.ProcessBatch(0, []int{1}); err == nil {
+	if err := src.ProcessBatch(0, []int{1}, nil); err == nil {
 		t.Error("ProcessBatch of a source succeeded")
 	}
 }

@@ -87,6 +87,7 @@ func fromSplits[T any](g *Graph, name string, spec *splitSpec, newSource func(su
 		return si, nil
 	})
 	n.splits = spec
+	checkWatermarks[T](g, n)
 	return Stream[T]{g: g, parts: []part{{node: n}}}
 }
 

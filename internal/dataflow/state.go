@@ -28,6 +28,10 @@ type KeyedSetup[K Key] struct {
 	// byName is the declared states by name, set once Restore has checked
 	// a checkpoint's descriptors: key groups may be restored from then on.
 	byName map[string]keyedState
+	// onTimer is the TimerFunc[K, O] declared by OnTimer, and timers the
+	// pending timers; both nil when the operator declared none.
+	onTimer any
+	timers  *timerState[K]
 }
 
 func newKeyedSetup[K Key](task *TaskPlan, codec keyCodec[K]) *KeyedSetup[K] {
@@ -71,6 +75,9 @@ func (s *KeyedSetup[K]) register(st keyedState) {
 	}
 	if name == "" {
 		s.fail("state with an empty name")
+	}
+	if _, runtime := st.(*timerState[K]); reservedName(name) && !runtime {
+		s.fail("state %q: names that start with %q are the runtime's", name, reservedPrefix)
 	}
 	s.states = append(s.states, st)
 }

@@ -38,7 +38,7 @@ func benchStates(b *testing.B, keys int) Instance {
 	for i := range batch {
 		batch[i] = event{User: fmt.Sprintf("user-%d", i), N: int64(i)}
 	}
-	if err := inst.ProcessBatch(0, batch); err != nil {
+	if err := inst.ProcessBatch(0, batch, nil); err != nil {
 		b.Fatal(err)
 	}
 	return inst
@@ -109,7 +109,7 @@ func runKeyedBatches(b *testing.B, inst Instance, batches [][]event) {
 			v = make([]event, len(src))
 		}
 		copy(v.([]event)[:len(src)], src)
-		if err := inst.ProcessBatch(0, v); err != nil {
+		if err := inst.ProcessBatch(0, v, nil); err != nil {
 			b.Fatal(err)
 		}
 		i++

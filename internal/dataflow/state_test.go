@@ -86,7 +86,7 @@ func routeEvents(t *testing.T, p *Plan, insts map[string]Instance, es []event) {
 	}
 	for _, id := range slices.Sorted(maps.Keys(byTask)) {
 		for b := range slices.Chunk(byTask[id], 7) {
-			if err := insts[id].ProcessBatch(0, b); err != nil {
+			if err := insts[id].ProcessBatch(0, b, nil); err != nil {
 				t.Fatalf("%s: ProcessBatch: %v", id, err)
 			}
 		}
@@ -302,7 +302,7 @@ func TestKeyedStateIntKeys(t *testing.T) {
 	for i := range 3 {
 		id := fmt.Sprintf("count#%d", i)
 		insts[id] = mustInstance(t, p, id, 4, noopSender{})
-		if err := insts[id].ProcessBatch(0, byTask[id]); err != nil {
+		if err := insts[id].ProcessBatch(0, byTask[id], nil); err != nil {
 			t.Fatal(err)
 		}
 		st := snapshot(t, insts[id])
@@ -430,7 +430,7 @@ func TestKeyedSetupAndContext(t *testing.T) {
 	}))
 	f := &fakeSender{}
 	inst := mustInstance(t, p, "p#1", 10, f)
-	if err := inst.ProcessBatch(0, []string{"x", "y"}); err != nil {
+	if err := inst.ProcessBatch(0, []string{"x", "y"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	inst.Flush()
@@ -450,7 +450,7 @@ func TestProcessError(t *testing.T) {
 	p := mustPlan(t, oneStateGraph(func(*KeyedSetup[string]) ProcessFunc[string, string, string] {
 		return func(*Context[string], string, *Collector[string]) error { return boom }
 	}))
-	if err := mustInstance(t, p, "p#0", 1, noopSender{}).ProcessBatch(0, []string{"a"}); !errors.Is(err, boom) {
+	if err := mustInstance(t, p, "p#0", 1, noopSender{}).ProcessBatch(0, []string{"a"}, nil); !errors.Is(err, boom) {
 		t.Errorf("ProcessBatch = %v, want %v", err, boom)
 	}
 }

@@ -138,7 +138,7 @@ func (p *twoPhaseInstance[T]) Start() error {
 	return nil
 }
 
-func (p *twoPhaseInstance[T]) ProcessBatch(_ int, batch any) error {
+func (p *twoPhaseInstance[T]) ProcessBatch(_ int, batch any, _ []int64) error {
 	if err := p.sink.Write(p.ctx, p.open, batch.([]T)); err != nil {
 		return err
 	}

@@ -460,7 +460,7 @@ func TestWireKeyBy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sum.ProcessBatch(in, batch); err != nil {
+	if err := sum.ProcessBatch(in, batch, nil); err != nil {
 		t.Fatal(err)
 	}
 	sum.Flush()
@@ -579,7 +579,7 @@ func TestWireDecodedBatchReleased(t *testing.T) {
 				if released[unsafe.SliceData(b)] {
 					return
 				}
-				if err := inst.ProcessBatch(0, v); err != nil {
+				if err := inst.ProcessBatch(0, v, nil); err != nil {
 					t.Fatal(err)
 				}
 				if b[0] != (poolOut{}) || b[1] != (poolOut{}) {
@@ -604,7 +604,7 @@ func TestWireEncodedBatchReused(t *testing.T) {
 	inst := mustInstance(t, p, "m#0", 2, out)
 	encoded := map[*poolOut]bool{}
 	for range 200 {
-		if err := inst.ProcessBatch(0, []poolIn{{1}, {2}}); err != nil {
+		if err := inst.ProcessBatch(0, []poolIn{{1}, {2}}, nil); err != nil {
 			t.Fatal(err)
 		}
 		if len(out.sends) != 1 {

@@ -20,6 +20,7 @@ type Status struct {
 	Idle      bool
 }
 
+// String shows the watermark ("min", "max" or nanoseconds) and "(idle)".
 func (s Status) String() string {
 	w := fmt.Sprint(s.Watermark)
 	switch s.Watermark {

@@ -22,8 +22,8 @@ func BenchmarkCreditAccounting(b *testing.B) {
 	credit := &messages.Credit{Epoch: 1, Channel: 0}
 	b.ReportAllocs()
 	for b.Loop() {
-		t.Send(0, batch) // no credit: queued
-		credit.Granted++ // one more batch
+		t.Send(0, batch, nil) // no credit: queued
+		credit.Granted++      // one more batch
 		t.onCredit(credit)
 	}
 	if t.backlogged != 0 || len(t.outs[0].queue) != 0 {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/snapflow/snapflow/internal/watermark"
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
 )
@@ -14,7 +15,21 @@ type batchMsg struct {
 	input int32  // the receiver's input channel index
 	seq   uint64 // 1, 2, ... per channel and epoch
 	data  any
+	ts    []int64 // the records' timestamps on a timed channel
+	// mark, when not markNone, makes the message a watermark (wm) or the
+	// marker of an input's end that a timed task queues behind the
+	// input's last batch: no records, no seq.
+	mark mark
+	wm   watermark.Status
 }
+
+type mark uint8
+
+const (
+	markNone mark = iota
+	markWatermark
+	markEnd
+)
 
 // pollMsg asks a source task to produce.
 type pollMsg struct{}

@@ -12,6 +12,7 @@ import (
 	"github.com/snapflow/snapflow/actors/align"
 	"github.com/snapflow/snapflow/actors/linkwatch"
 	"github.com/snapflow/snapflow/internal/dataflow"
+	"github.com/snapflow/snapflow/internal/watermark"
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/snapshots/incremental"
@@ -93,6 +94,13 @@ type task struct {
 	watching    bool
 	linkTimer   *time.Timer
 	stopReports func()
+
+	// et is the task's event time (see task_time.go); nil when neither
+	// its inputs nor its output carry any.
+	et *eventTime
+	// proc fires the instance's processing-time timers; nil when it has
+	// none.
+	proc *procClock
 }
 
 type outChannel struct {
@@ -116,8 +124,10 @@ func (o *outChannel) hasCredit() bool { return o.granted > o.seq }
 // that have no credit yet.
 type outItem struct {
 	batch   any
+	ts      []int64
 	barrier *messages.Barrier
 	end     bool
+	wm      *watermark.Status
 }
 
 type inChannel struct {
@@ -159,6 +169,12 @@ func (t *task) Receive(ctx actor.Context) {
 		t.onBarrier(m)
 	case *messages.EndOfInput:
 		t.onEnd(m)
+	case *messages.Watermark:
+		t.onWatermark(&batchMsg{epoch: m.Epoch, input: int32(m.Channel), mark: markWatermark, wm: watermark.Status{Watermark: m.Watermark, Idle: m.Idle}})
+	case *idleTick:
+		t.onIdleTick(m)
+	case *procTick:
+		t.onProcTick(m)
 	case *pollMsg:
 		t.onPoll()
 	case *lingerMsg:
@@ -279,6 +295,10 @@ func (t *task) onStarted(ctx actor.Context) {
 	if len(t.ins) > 0 {
 		t.aligner = align.New[*batchMsg](len(t.ins))
 	}
+	t.et = newEventTime(t.plan, inst)
+	if pt, ok := inst.(dataflow.ProcessingTimers); ok {
+		t.proc = &procClock{timers: pt}
+	}
 	if s, ok := inst.(dataflow.Starter); ok {
 		if err := s.Start(); err != nil {
 			if t.ctx.Err() != nil {
@@ -328,6 +348,7 @@ func (t *task) onRun(m *messages.RunTasks) {
 		}
 		t.schedulePoll()
 	}
+	t.armProcTimer() // timers that became due while the job was down fire now
 }
 
 // onComplete lets transactional sinks commit, and a paused source go on.
@@ -384,6 +405,8 @@ func (t *task) resume(epoch uint64) {
 }
 
 func (t *task) shutdown() {
+	t.et.stop()
+	t.proc.stop()
 	if t.lingerTimer != nil {
 		t.lingerTimer.Stop()
 	}

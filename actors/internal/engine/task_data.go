@@ -7,16 +7,17 @@ import (
 	"github.com/snapflow/snapflow/actors/align"
 	"github.com/snapflow/snapflow/actors/linkwatch"
 	"github.com/snapflow/snapflow/internal/dataflow"
+	"github.com/snapflow/snapflow/internal/watermark"
 	"github.com/snapflow/snapflow/messages"
 )
 
 // Send implements dataflow.Sender: it sends a full batch on output out, or
 // queues it until the receiver grants credit.
-func (t *task) Send(out int, batch any) {
+func (t *task) Send(out int, batch any, ts []int64) {
 	t.ctr.out.Add(uint64(batchLen(batch)))
 	o := &t.outs[out]
 	if len(o.queue) == 0 && o.hasCredit() {
-		t.sendBatch(o, batch)
+		t.sendBatch(o, batch, ts)
 		return
 	}
 	if len(o.queue) == 0 {
@@ -27,15 +28,20 @@ func (t *task) Send(out int, batch any) {
 		t.backlogged++
 	}
 	t.ctr.queued.Add(1)
-	o.queue = append(o.queue, outItem{batch: batch})
+	o.queue = append(o.queue, outItem{batch: batch, ts: ts})
 }
 
-// sendControl sends a barrier or an end of input on every output, behind any
-// queued batches.
+// sendControl sends a barrier, an end of input or a watermark on every
+// output, behind any queued batches. A watermark queued behind another
+// replaces it.
 func (t *task) sendControl(it outItem) {
 	for i := range t.outs {
 		o := &t.outs[i]
-		if len(o.queue) > 0 {
+		if n := len(o.queue); n > 0 {
+			if it.wm != nil && o.queue[n-1].wm != nil {
+				o.queue[n-1] = it
+				continue
+			}
 			o.queue = append(o.queue, it)
 			continue
 		}
@@ -56,13 +62,20 @@ func (t *task) sendItem(o *outChannel, it outItem) {
 			o.watch.SentEnd()
 		}
 		t.root.Send(o.pid, &messages.EndOfInput{Epoch: t.epoch, Channel: uint32(o.input), LastSeq: o.seq})
+	case it.wm != nil:
+		if o.remote {
+			t.root.Send(o.pid, &messages.Watermark{Epoch: t.epoch, Channel: uint32(o.input), Watermark: it.wm.Watermark, Idle: it.wm.Idle})
+		} else {
+			t.root.Send(o.pid, &batchMsg{epoch: t.epoch, input: o.input, mark: markWatermark, wm: *it.wm})
+		}
 	default:
-		t.sendBatch(o, it.batch)
+		t.sendBatch(o, it.batch, it.ts)
 	}
 }
 
-// sendBatch spends a credit of o and sends batch with the next seq.
-func (t *task) sendBatch(o *outChannel, batch any) {
+// sendBatch spends a credit of o and sends batch with the next seq, and
+// with ts, its records' timestamps on a timed channel.
+func (t *task) sendBatch(o *outChannel, batch any, ts []int64) {
 	o.seq++
 	var m any
 	if o.remote {
@@ -73,6 +86,10 @@ func (t *task) sendBatch(o *outChannel, batch any) {
 		if err := o.codec.Encode(batch, rb); err != nil {
 			t.fail(fmt.Errorf("encode a batch for %s: %w", o.to, err))
 		}
+		if ts != nil {
+			rb.Timestamps = dataflow.EncodeTimestamps(ts)
+			dataflow.ReleaseTimestamps(ts)
+		}
 		if n := len(rb.Data); n > maxWireBatch {
 			t.fail(fmt.Errorf("a batch for %s encodes to %d bytes, over the %d that may cross nodes: records must encode to at most %d bytes",
 				o.to, n, maxWireBatch, MaxWireRecord))
@@ -82,7 +99,7 @@ func (t *task) sendBatch(o *outChannel, batch any) {
 		wireBytes.Add(uint64(len(rb.Data) + 4*len(rb.Ends)))
 		m = rb
 	} else {
-		m = &batchMsg{epoch: t.epoch, input: o.input, seq: o.seq, data: batch}
+		m = &batchMsg{epoch: t.epoch, input: o.input, seq: o.seq, data: batch, ts: ts}
 	}
 	if f := t.sh.cfg.faults; f != nil && (f.Batch != nil || (o.remote && f.RemoteBatch != nil)) {
 		hook := f.Batch
@@ -161,10 +178,20 @@ func (t *task) onRecordBatch(m *messages.RecordBatch) {
 	if err != nil {
 		t.fail(fmt.Errorf("decode batch %d on input %d from %s: %w", m.Seq, m.Channel, t.inputName(int(m.Channel)), err))
 	}
-	t.onBatch(&batchMsg{epoch: m.Epoch, input: int32(m.Channel), seq: m.Seq, data: data})
+	var ts []int64
+	if len(m.Timestamps) > 0 {
+		if ts, err = dataflow.DecodeTimestamps(m.Timestamps, len(m.Ends)); err != nil {
+			t.fail(fmt.Errorf("decode batch %d on input %d from %s: %w", m.Seq, m.Channel, t.inputName(int(m.Channel)), err))
+		}
+	}
+	t.onBatch(&batchMsg{epoch: m.Epoch, input: int32(m.Channel), seq: m.Seq, data: data, ts: ts})
 }
 
 func (t *task) onBatch(m *batchMsg) {
+	if m.mark != markNone {
+		t.onWatermark(m)
+		return
+	}
 	if t.fenced(m.epoch) || int(m.input) >= len(t.ins) {
 		return // fenced: sent before the last restore
 	}
@@ -200,6 +227,11 @@ func (t *task) onEnd(m *messages.EndOfInput) {
 	in := &t.ins[m.Channel]
 	if m.LastSeq != in.seq {
 		t.failAs(CauseOther, fmt.Errorf("sequence gap at the end of input %d from %s: last batch %d, received up to %d", m.Channel, t.inputName(int(m.Channel)), m.LastSeq, in.seq))
+	}
+	if t.et != nil && t.et.in != nil { // the input's end counts in event time behind its last batch
+		t.acts = t.aligner.Step(align.Event[*batchMsg]{Kind: align.Data, Input: int(m.Channel), Data: &batchMsg{epoch: m.Epoch, input: int32(m.Channel), mark: markEnd}}, t.acts[:0])
+		t.ready = append(t.ready, t.acts...)
+		clear(t.acts)
 	}
 	t.acts = t.aligner.Step(align.Event[*batchMsg]{Kind: align.End, Input: int(m.Channel)}, t.acts[:0])
 	t.enqueue()
@@ -237,18 +269,26 @@ func (t *task) drain() {
 		t.ready, t.head = t.ready[:0], 0
 	}
 	t.armLinger()
+	if t.proc != nil {
+		t.armProcTimer()
+	}
 }
 
 func (t *task) execute(a align.Action[*batchMsg]) {
 	switch a.Kind {
 	case align.Process:
+		if a.Data.mark != markNone {
+			t.onMark(a.Input, a.Data)
+			return
+		}
 		if f := t.sh.cfg.faults; f != nil && f.Process != nil {
 			f.Process(t.plan.ID)
 		}
 		t.ctr.in.Add(uint64(batchLen(a.Data.data))) // before the batch goes back to its pool
-		if err := t.inst.ProcessBatch(a.Input, a.Data.data); err != nil {
+		if err := t.inst.ProcessBatch(a.Input, a.Data.data, a.Data.ts); err != nil {
 			t.fail(err)
 		}
+		dataflow.ReleaseTimestamps(a.Data.ts)
 		t.dirty = true
 		in := &t.ins[a.Input]
 		in.consumed++
@@ -293,11 +333,17 @@ func (t *task) onPoll() {
 		if n > 0 {
 			t.dirty = true
 		}
+		if t.et != nil {
+			t.et.sourceRead(t)
+		}
 		switch status {
 		case 0, dataflow.SourceMore:
 		case dataflow.SourceIdle:
 			t.idle = true
 			t.flush()
+			if t.et != nil {
+				t.et.armIdle(t)
+			}
 		case dataflow.SourceDone:
 			t.exhausted = true
 			t.flush()
@@ -319,11 +365,14 @@ func (t *task) schedulePoll() {
 func (t *task) flush() {
 	t.inst.Flush()
 	t.dirty = false
+	if t.et != nil {
+		t.et.send(t)
+	}
 }
 
 // armLinger makes sure a partly filled batch is sent within the linger time.
 func (t *task) armLinger() {
-	if !t.dirty || t.lingerArmed || t.inst == nil {
+	if !(t.dirty || t.et != nil && t.et.pending) || t.lingerArmed || t.inst == nil {
 		return
 	}
 	t.lingerArmed = true
@@ -340,7 +389,7 @@ func (t *task) onLinger(m *lingerMsg) {
 		return
 	}
 	t.lingerArmed = false
-	if t.dirty && t.inst != nil {
+	if (t.dirty || t.et != nil && t.et.pending) && t.inst != nil {
 		t.flush()
 	}
 }
@@ -348,6 +397,11 @@ func (t *task) onLinger(m *lingerMsg) {
 // endOutputs ends the task: every input has ended (or the final checkpoint of
 // an exhausted source is complete).
 func (t *task) endOutputs() {
+	if l, ok := t.inst.(dataflow.WatermarkListener); ok { // event time ends: every event-time timer fires
+		if err := l.OnWatermark(watermark.Max); err != nil {
+			t.fail(err)
+		}
+	}
 	if err := t.inst.EndOfInput(); err != nil {
 		t.fail(err)
 	}

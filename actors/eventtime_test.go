@@ -1,0 +1,259 @@
+package actors_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/actorstest"
+	"github.com/snapflow/snapflow/internal/testsrc"
+	"github.com/snapflow/snapflow/snapshots"
+	"github.com/snapflow/snapflow/topology"
+)
+
+// click is an event of the event-time tests: user and index.
+type click struct{ User, I int64 }
+
+const (
+	etEvents = 30000
+	etUsers  = 17
+	etWindow = 50 * time.Millisecond
+)
+
+var etBase = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// etTime is event i's time: 100µs apart, each up to 4.9ms behind its
+// place, so within an out-of-orderness of 10ms no event is late.
+func etTime(i int64) time.Time {
+	return etBase.Add(time.Duration(i)*100*time.Microsecond - time.Duration((i*7919)%50)*100*time.Microsecond)
+}
+
+func etWindowEnd(t time.Time) time.Time { return t.Truncate(etWindow).Add(etWindow) }
+
+type windowKey struct {
+	User int64
+	End  int64 // ns
+}
+
+type windowCount struct {
+	windowKey
+	N int64
+}
+
+// etJob counts each user's events per 50ms event-time window with an
+// event-time timer per window, and checks every record's timestamp and
+// the watermark it sees. bad collects what went wrong.
+func etJob(name string, bad func(string), out func(windowCount) error) *topology.Graph {
+	return etJobFrom(name, func(g *topology.Graph) topology.Stream[click] {
+		src := topology.Generate(g, "clicks", etEvents, func(i int64) click { return click{User: i % etUsers, I: i} },
+			topology.Parallelism(2),
+			topology.WithWatermarks(topology.WatermarkStrategy[click]{
+				Timestamp:      func(c click) time.Time { return etTime(c.I) },
+				OutOfOrderness: 10 * time.Millisecond,
+			}))
+		return topology.Map(src, "pass", func(c click) click { return c }, topology.Parallelism(2))
+	}, bad, out)
+}
+
+func etJobFrom(name string, source func(*topology.Graph) topology.Stream[click], bad func(string), out func(windowCount) error) *topology.Graph {
+	g := topology.New(name)
+	passed := source(g)
+	counts := topology.Process(topology.KeyBy(passed, func(c click) int64 { return c.User }), "count",
+		func(s *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, click, windowCount] {
+			n := topology.MapOf[int64, int64](s, "n") // window end -> events
+			topology.OnTimer(s, func(ctx *topology.Context[int64], tm topology.Timer, out *topology.Collector[windowCount]) error {
+				end := tm.Time.UnixNano()
+				c, _ := n.Get(end)
+				n.Delete(end)
+				if ts, ok := ctx.Timestamp(); !ok || !ts.Equal(tm.Time) || tm.Domain != topology.EventTime {
+					bad(fmt.Sprintf("timer of user %d at %v: timestamp %v %v, domain %v", ctx.Key(), tm.Time, ts, ok, tm.Domain))
+				}
+				out.Emit(windowCount{windowKey{ctx.Key(), end}, c})
+				return nil
+			})
+			return func(ctx *topology.Context[int64], c click, _ *topology.Collector[windowCount]) error {
+				ts, ok := ctx.Timestamp()
+				if !ok || !ts.Equal(etTime(c.I)) {
+					bad(fmt.Sprintf("event %d: timestamp %v %v, want %v", c.I, ts, ok, etTime(c.I)))
+				}
+				if wm, ok := ctx.Watermark(); ok && ts.Before(wm) {
+					bad(fmt.Sprintf("event %d at %v is behind the watermark %v", c.I, ts, wm))
+				}
+				end := etWindowEnd(ts)
+				v, _ := n.Get(end.UnixNano())
+				n.Put(end.UnixNano(), v+1)
+				ctx.RegisterEventTimer(end)
+				return nil
+			}
+		}, topology.Parallelism(3))
+	topology.Sink(counts, "sink", out)
+	return g
+}
+
+func etReference() map[windowKey]int64 {
+	ref := map[windowKey]int64{}
+	for i := range int64(etEvents) {
+		ref[windowKey{i % etUsers, etWindowEnd(etTime(i)).UnixNano()}]++
+	}
+	return ref
+}
+
+// The windowed counts of an event-time job with timers equal those
+// computed in plain Go, with and without a failure of the counting task,
+// and every count emitted, replays included, is the right one.
+func TestEventTimeWindowsExact(t *testing.T) {
+	ref := etReference()
+	for _, fail := range []bool{false, true} {
+		t.Run(fmt.Sprintf("failure=%v", fail), func(t *testing.T) {
+			var mu sync.Mutex
+			var problems []string
+			got := map[windowKey]int64{}
+			bad := func(s string) {
+				mu.Lock()
+				if len(problems) < 10 {
+					problems = append(problems, s)
+				}
+				mu.Unlock()
+			}
+			out := func(w windowCount) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if want := ref[w.windowKey]; w.N != want {
+					if len(problems) < 10 {
+						problems = append(problems, fmt.Sprintf("user %d window %v: emitted %d, want %d", w.User, time.Unix(0, w.End).UTC(), w.N, want))
+					}
+				}
+				got[w.windowKey] = w.N
+				return nil
+			}
+			opts := []actors.Option{actors.WithStore(snapshots.NewMem()), actors.WithCheckpointInterval(20 * time.Millisecond),
+				actors.WithLogger(testLogger(t))}
+			var failed atomic.Bool
+			var batches atomic.Int64
+			if fail {
+				opts = append(opts, actorstest.WithFaults(&actorstest.Faults{Process: func(task string) {
+					if task == "count#1" && batches.Add(1) == 20 && !failed.Swap(true) {
+						panic("injected failure")
+					}
+				}}))
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+			defer cancel()
+			if err := actors.Run(ctx, etJob("eventtime", bad, out), opts...); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(problems) > 0 {
+				t.Fatalf("%d problems, the first: %v", len(problems), problems)
+			}
+			if !maps.Equal(got, ref) {
+				t.Fatalf("%d windows emitted, want %d", len(got), len(ref))
+			}
+			if fail && !failed.Load() {
+				t.Fatal("the failure was never injected")
+			}
+		})
+	}
+}
+
+// Watermarks fire timers while the job runs, not only at its end: the
+// source stops half-way until a window has reached the sink, which only
+// the watermark it sent before stopping can close. Then a checkpoint is
+// taken with timers pending, a counting task fails, and the restored
+// timers still close every window with the right count.
+func TestEventTimeTimersFireBeforeTheEnd(t *testing.T) {
+	ref := etReference()
+	gate := testsrc.NewGate(etEvents / 2)
+	first := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	var problems []string
+	got := map[windowKey]int64{}
+	bad := func(s string) {
+		mu.Lock()
+		problems = append(problems, s)
+		mu.Unlock()
+	}
+	out := func(w windowCount) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if want := ref[w.windowKey]; w.N != want {
+			problems = append(problems, fmt.Sprintf("user %d window %d: emitted %d, want %d", w.User, w.End, w.N, want))
+		}
+		got[w.windowKey] = w.N
+		once.Do(func() { close(first) })
+		return nil
+	}
+	g := etJobFrom("eventtime-gated", func(g *topology.Graph) topology.Stream[click] {
+		src := topology.FromSource(g, "clicks", func(int, int) topology.Source[int64] { return &testsrc.Gated{N: etEvents, Gate: gate} },
+			topology.WithWatermarks(topology.WatermarkStrategy[int64]{
+				Timestamp:      func(v int64) time.Time { return etTime(v - 1) },
+				OutOfOrderness: 10 * time.Millisecond,
+			}))
+		return topology.Map(src, "click", func(v int64) click { return click{User: (v - 1) % etUsers, I: v - 1} }, topology.Parallelism(2))
+	}, bad, out)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	store := snapshots.NewMem()
+	var failNow, failed atomic.Bool
+	faults := &actorstest.Faults{Process: func(task string) {
+		if failNow.Load() && task == "count#0" && !failed.Swap(true) {
+			panic("injected failure")
+		}
+	}}
+	job, err := actors.Start(ctx, g, actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithCheckpointInterval(0),
+		actorstest.WithFaults(faults))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate.WaitReached(t, etEvents/2)
+	select {
+	case <-first:
+	case <-ctx.Done():
+		t.Fatal("no window closed while the source waited half-way: the watermark did not fire the timers")
+	}
+	id, err := job.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := snapshots.NewCheckpoints(store, "eventtime-gated", nil).LoadCheckpoint(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := 0
+	for _, st := range r.States {
+		for _, kg := range st.GetKeyGroups() {
+			for _, ns := range kg.GetStates() {
+				if ns.GetName() == "snapflow:timers" {
+					pending += len(ns.GetEntries())
+				}
+			}
+		}
+	}
+	if pending == 0 {
+		t.Fatalf("checkpoint %d holds no pending timer", id)
+	}
+	t.Logf("checkpoint %d holds %d pending timers", id, pending)
+	failNow.Store(true)
+	gate.SetLimit(etEvents)
+	if err := job.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(problems) > 0 {
+		t.Fatalf("%d problems, the first: %v", len(problems), problems[:min(5, len(problems))])
+	}
+	if !maps.Equal(got, ref) {
+		t.Fatalf("%d windows emitted, want %d", len(got), len(ref))
+	}
+	if !failed.Load() {
+		t.Fatal("the failure was never injected")
+	}
+}

@@ -1,0 +1,215 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/snapflow/snapflow/actors/align"
+	"github.com/snapflow/snapflow/internal/dataflow"
+	"github.com/snapflow/snapflow/internal/watermark"
+)
+
+// eventTime is a task's event time: the watermarks of its inputs (or of
+// its source), what its instance has been told, and what it has sent
+// downstream. Watermarks travel like barriers, on the ordered path of the
+// batches, but are coalesced: a task sends its watermark when it flushes
+// its batches (at the linger time, a barrier or an idle source), never per
+// record, and a watermark waiting for credit behind batches is replaced by
+// a newer one.
+type eventTime struct {
+	in   *watermark.Combiner        // the inputs' watermarks; nil for a source
+	src  dataflow.WatermarkSource   // a source's; nil otherwise
+	inst dataflow.WatermarkListener // the instance, when it acts on watermarks (timers)
+	// told is the watermark the instance was last given.
+	told int64
+	// next is the task's watermark status; sent is what went downstream;
+	// pending says they differ.
+	next, sent watermark.Status
+	pending    bool
+	idleTimer  *time.Timer
+}
+
+// idleTick asks a source task whether it has become idle.
+type idleTick struct{ epoch uint64 }
+
+// newEventTime returns the event time of a task with timed inputs or a
+// timed output, nil for the others.
+func newEventTime(p *dataflow.TaskPlan, inst dataflow.Instance) *eventTime {
+	if !p.Timed {
+		return nil
+	}
+	et := &eventTime{told: watermark.Min, next: watermark.Status{Watermark: watermark.Min}, sent: watermark.Status{Watermark: watermark.Min}}
+	et.inst, _ = inst.(dataflow.WatermarkListener)
+	if src, ok := inst.(dataflow.WatermarkSource); ok && len(p.Inputs) == 0 {
+		et.src = src
+	} else if len(p.Inputs) > 0 {
+		et.in = watermark.NewCombiner(len(p.Inputs))
+	}
+	return et
+}
+
+// onWatermark takes a watermark from an input: in order with the input's
+// batches, held back with them while the input is blocked for alignment.
+func (t *task) onWatermark(m *batchMsg) {
+	if t.fenced(m.epoch) || int(m.input) >= len(t.ins) || t.et == nil || t.et.in == nil {
+		return
+	}
+	t.acts = t.aligner.Step(align.Event[*batchMsg]{Kind: align.Data, Input: int(m.input), Data: m}, t.acts[:0])
+	t.enqueue()
+}
+
+// onMark applies a watermark or an end of input, in the input's order.
+func (t *task) onMark(input int, m *batchMsg) {
+	et := t.et
+	if et == nil || et.in == nil {
+		return
+	}
+	var st watermark.Status
+	var changed bool
+	switch {
+	case m.mark == markEnd:
+		st, changed = et.in.End(input)
+	case m.wm.Idle:
+		st, changed = et.in.SetIdle(input, true)
+	default:
+		st, changed = et.in.Advance(input, m.wm.Watermark)
+	}
+	if changed {
+		t.advance(st)
+	}
+}
+
+// advance makes st the task's watermark status: the instance acts on a
+// higher watermark first (its event-time timers fire, and what they emit
+// goes out before the watermark), then the status waits for the next
+// flush.
+func (t *task) advance(st watermark.Status) {
+	et := t.et
+	if et.inst != nil && st.Watermark > et.told {
+		et.told = st.Watermark
+		if err := et.inst.OnWatermark(st.Watermark); err != nil {
+			t.fail(err)
+		}
+		t.dirty = true
+	}
+	if st != et.next {
+		et.next = st
+		et.pending = et.next != et.sent
+	}
+}
+
+// sourceRead updates a source task's watermark after a read.
+func (et *eventTime) sourceRead(t *task) {
+	if et.src == nil {
+		return
+	}
+	if st := et.src.SourceWatermark(time.Now().UnixNano()); st != et.next {
+		et.next = st
+		et.pending = et.next != et.sent
+	}
+}
+
+// armIdle makes an idle source task check, when its idleness timeout has
+// passed without a record, whether it is idle.
+func (et *eventTime) armIdle(t *task) {
+	if et.src == nil {
+		return
+	}
+	at, ok := et.src.IdleCheck()
+	if !ok {
+		return
+	}
+	d := time.Until(time.Unix(0, at))
+	if et.idleTimer != nil {
+		et.idleTimer.Stop()
+	}
+	root, self, m := t.root, t.self, &idleTick{epoch: t.epoch}
+	et.idleTimer = time.AfterFunc(max(d, 0), func() { root.Send(self, m) })
+}
+
+// onIdleTick marks a source idle once its idleness timeout has passed
+// while it waited for records, and sends that at once.
+func (t *task) onIdleTick(m *idleTick) {
+	if m.epoch != t.epoch || t.et == nil || !t.idle {
+		return
+	}
+	t.et.sourceRead(t)
+	if t.et.pending {
+		t.flush()
+	}
+}
+
+// send sends the task's watermark status downstream if it changed since
+// the last one sent; the task has just flushed its batches.
+func (et *eventTime) send(t *task) {
+	if !et.pending {
+		return
+	}
+	st := et.next
+	et.sent, et.pending = st, false
+	if len(t.outs) > 0 {
+		t.sendControl(outItem{wm: &st})
+	}
+}
+
+// stop stops the idle timer at the end of an incarnation.
+func (et *eventTime) stop() {
+	if et != nil && et.idleTimer != nil {
+		et.idleTimer.Stop()
+	}
+}
+
+// procClock fires a task's processing-time timers from the task's own
+// clock: a timer armed for the earliest one sends the task a procTick,
+// and the timers fire in the actor, between batches.
+type procClock struct {
+	timers  dataflow.ProcessingTimers
+	armed   bool
+	armedAt int64 // the time the armed tick is for
+	timer   *time.Timer
+}
+
+// procTick tells a task that its earliest processing-time timer is due.
+type procTick struct{ epoch uint64 }
+
+// armProcTimer arms the task's clock for its earliest processing-time
+// timer, unless an earlier tick is armed.
+func (t *task) armProcTimer() {
+	pc := t.proc
+	if pc == nil || !t.running {
+		return
+	}
+	next, ok := pc.timers.NextProcessingTimer()
+	if !ok || pc.armed && pc.armedAt <= next {
+		return
+	}
+	if pc.timer != nil {
+		pc.timer.Stop()
+	}
+	pc.armed, pc.armedAt = true, next
+	root, self, m := t.root, t.self, &procTick{epoch: t.epoch}
+	pc.timer = time.AfterFunc(max(time.Until(time.Unix(0, next)), 0), func() { root.Send(self, m) })
+}
+
+// onProcTick fires the processing-time timers that are due.
+func (t *task) onProcTick(m *procTick) {
+	pc := t.proc
+	if m.epoch != t.epoch || pc == nil {
+		return
+	}
+	pc.armed = false
+	if t.finished || t.ending {
+		return
+	}
+	if err := pc.timers.FireProcessingTimers(time.Now().UnixNano()); err != nil {
+		t.fail(err)
+	}
+	t.dirty = true
+	t.armLinger()
+	t.armProcTimer()
+}
+
+func (pc *procClock) stop() {
+	if pc != nil && pc.timer != nil {
+		pc.timer.Stop()
+	}
+}

@@ -1,0 +1,46 @@
+package topology
+
+import "github.com/snapflow/snapflow/internal/dataflow"
+
+// WatermarkStrategy tells a source how to stamp its records with event time
+// (Timestamp), how far out of order they may arrive and still be on time
+// (OutOfOrderness), and after how long without records the source is idle
+// and holds no event time back (IdleTimeout). See WithWatermarks and
+// docs/time.md.
+type WatermarkStrategy[T any] = dataflow.WatermarkStrategy[T]
+
+// WithWatermarks gives a source a watermark strategy: its records carry
+// event timestamps, and watermarks travel downstream with them, each
+// operator's being the minimum over its inputs. A source's position in
+// event time is part of its checkpointed state. It applies to sources
+// only, for their record type; Validate refuses it otherwise.
+func WithWatermarks[T any](strategy WatermarkStrategy[T]) Option {
+	return dataflow.WithWatermarks(strategy)
+}
+
+// TimeDomain is the clock a timer follows: EventTime or ProcessingTime.
+type TimeDomain = dataflow.TimeDomain
+
+// The time domains of timers.
+const (
+	// EventTime timers fire when the task's watermark reaches their time.
+	EventTime = dataflow.EventTime
+	// ProcessingTime timers fire when the task's wall clock reaches their
+	// time.
+	ProcessingTime = dataflow.ProcessingTime
+)
+
+// Timer is a timer that fired: when it was due, and on which clock.
+type Timer = dataflow.Timer
+
+// TimerFunc handles a timer of ctx.Key() that fired, with the key's state
+// in scope. Records it emits carry the timer's time as their timestamp
+// (event-time timers) or none (processing-time timers).
+type TimerFunc[K Key, O any] = dataflow.TimerFunc[K, O]
+
+// OnTimer declares, in a Process operator's setup, the function that
+// handles the timers its process function registers through the Context
+// (RegisterEventTimer, RegisterProcessingTimer). Timers are keyed state:
+// in every checkpoint and savepoint, tracked by incremental checkpoints,
+// redistributed when rescaling. O must be the operator's output type.
+func OnTimer[K Key, O any](s *KeyedSetup[K], fn TimerFunc[K, O]) { dataflow.OnTimer(s, fn) }
