@@ -11,6 +11,7 @@ import (
 
 	"github.com/snapflow/snapflow/actors"
 	"github.com/snapflow/snapflow/actors/actorstest"
+	"github.com/snapflow/snapflow/actors/cluster"
 	"github.com/snapflow/snapflow/internal/testsrc"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
@@ -256,4 +257,185 @@ func TestEventTimeTimersFireBeforeTheEnd(t *testing.T) {
 	if !failed.Load() {
 		t.Fatal("the failure was never injected")
 	}
+}
+
+// Across nodes, timestamps and watermarks cross the wire: the windowed
+// counts of the event-time job in a cluster of two workers equal the
+// reference.
+func TestClusterEventTimeExact(t *testing.T) {
+	inProcessCluster(t)
+	ref := etReference()
+	var mu sync.Mutex
+	var problems []string
+	got := map[windowKey]int64{}
+	bad := func(s string) {
+		mu.Lock()
+		problems = append(problems, s)
+		mu.Unlock()
+	}
+	out := func(w windowCount) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if want := ref[w.windowKey]; w.N != want {
+			problems = append(problems, fmt.Sprintf("user %d window %d: emitted %d, want %d", w.User, w.End, w.N, want))
+		}
+		got[w.windowKey] = w.N
+		return nil
+	}
+	job := func() *topology.Graph { return etJob("eventtime-cluster", bad, out) }
+	j, err := actors.Start(context.Background(), job(), cluster.WithCoordinator(cluster.Coordinator{Workers: 2, Store: t.TempDir(), Secret: testSecret}),
+		actors.WithCheckpointInterval(20*time.Millisecond), actors.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wait := startWorkers(t, ctx, j.Address(), 2, job)
+	if err := waitJob(t, j); err != nil {
+		t.Fatalf("job: %v", err)
+	}
+	for i, err := range wait() {
+		if err != nil {
+			t.Errorf("worker %d: %v", i, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(problems) > 0 {
+		t.Fatalf("%d problems, the first: %v", len(problems), problems[:min(5, len(problems))])
+	}
+	if !maps.Equal(got, ref) {
+		t.Fatalf("%d windows emitted, want %d", len(got), len(ref))
+	}
+}
+
+// procJob registers, for each key's first record, a processing-time timer
+// delay after it, and emits the key when it fires; sink gets the keys.
+func procJob(gate *testsrc.Gate, n, keys int64, delay time.Duration, sink func(int64) error) *topology.Graph {
+	g := topology.New("proctimers")
+	src := topology.FromSource(g, "src", func(int, int) topology.Source[int64] { return &testsrc.Gated{N: n, Gate: gate} })
+	fired := topology.Process(topology.KeyBy(src, func(v int64) int64 { return v % keys }), "timers",
+		func(s *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, int64, int64] {
+			armed := topology.Value[bool](s, "armed")
+			topology.OnTimer(s, func(ctx *topology.Context[int64], tm topology.Timer, out *topology.Collector[int64]) error {
+				if tm.Domain != topology.ProcessingTime {
+					return fmt.Errorf("a timer of domain %v", tm.Domain)
+				}
+				out.Emit(ctx.Key())
+				return nil
+			})
+			return func(ctx *topology.Context[int64], _ int64, _ *topology.Collector[int64]) error {
+				if a, _ := armed.Get(); !a {
+					armed.Set(true)
+					ctx.RegisterProcessingTimer(time.Now().Add(delay))
+				}
+				return nil
+			}
+		}, topology.Parallelism(2))
+	topology.Sink(fired, "sink", sink)
+	return g
+}
+
+// Processing-time timers fire from the task's clock while the source
+// waits; those still pending in a savepoint fire once after the job
+// resumes from it, also when they became due while it was down.
+func TestProcessingTimers(t *testing.T) {
+	const n, keys = 1000, 10
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	store := snapshots.NewMem()
+
+	// First run: every key's timer fires while the source is held.
+	var mu sync.Mutex
+	var once sync.Once
+	count := map[int64]int{}
+	allFired := make(chan struct{})
+	sink := func(k int64) error {
+		mu.Lock()
+		defer mu.Unlock()
+		count[k]++
+		if len(count) == keys {
+			once.Do(func() { close(allFired) })
+		}
+		return nil
+	}
+	gate := testsrc.NewGate(n / 2)
+	job, err := actors.Start(ctx, procJob(gate, n, keys, 5*time.Millisecond, sink), actors.WithStore(store), actors.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate.WaitReached(t, n/2)
+	select {
+	case <-allFired:
+	case <-ctx.Done():
+		t.Fatal("the processing-time timers did not fire while the source waited")
+	}
+	gate.SetLimit(n)
+	if err := job.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for k := range int64(keys) {
+		if count[k] != 1 {
+			t.Fatalf("key %d's timer fired %d times", k, count[k])
+		}
+	}
+
+	// Second run, on a store of its own: the timers are due a second
+	// after the keys' first records, the job stops with a savepoint that
+	// holds them, and resumes once they are due.
+	mu.Lock()
+	clear(count)
+	mu.Unlock()
+	store = snapshots.NewMem()
+	gate2 := testsrc.NewGate(n / 2)
+	delay := time.Second
+	job, err = actors.Start(ctx, procJob(gate2, n, keys, delay, sink), actors.WithStore(store), actors.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate2.WaitReached(t, n/2)
+	if _, err := job.StopWithSavepoint(ctx, "timers-pending"); err != nil {
+		t.Fatal(err)
+	}
+	_ = job.Wait()
+	r, err := snapshots.NewCheckpoints(store, "proctimers", nil).LoadSavepoint(ctx, "timers-pending")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := 0
+	for _, st := range r.States {
+		for _, kg := range st.GetKeyGroups() {
+			for _, ns := range kg.GetStates() {
+				if ns.GetName() == "snapflow:timers" {
+					pending += len(ns.GetEntries())
+				}
+			}
+		}
+	}
+	mu.Lock()
+	firedBefore := len(count)
+	mu.Unlock()
+	if pending+firedBefore != keys {
+		t.Fatalf("the savepoint holds %d timers and %d fired before it, want %d in all", pending, firedBefore, keys)
+	}
+	// The pending timers are due at most delay after the savepoint: wait
+	// for the wall clock to pass that, so that they are due while down.
+	<-time.After(delay)
+	gate2.SetLimit(n)
+	job, err = actors.Start(ctx, procJob(gate2, n, keys, delay, sink), actors.WithStore(store), actors.WithLogger(testLogger(t)),
+		actors.WithSavepoint("timers-pending"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for k := range int64(keys) {
+		if count[k] != 1 {
+			t.Fatalf("after the resume, key %d's timer fired %d times in all", k, count[k])
+		}
+	}
+	t.Logf("%d timers pending in the savepoint, %d fired before it", pending, firedBefore)
 }
