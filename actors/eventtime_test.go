@@ -439,3 +439,95 @@ func TestProcessingTimers(t *testing.T) {
 	}
 	t.Logf("%d timers pending in the savepoint, %d fired before it", pending, firedBefore)
 }
+
+// Timers are redistributed with their keys: a job with pending event-time
+// timers is stopped with savepoints and resumed at parallelism 1, 3 and 2,
+// and every timer fires exactly once, on the task that owns its key.
+func TestTimersRescale(t *testing.T) {
+	const n, keys = 3000, 40
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	store := snapshots.NewMem()
+	gate := testsrc.NewGate(n / 3)
+	var mu sync.Mutex
+	owner := map[int64]string{} // key -> the task that last processed a record of it
+	fired := map[int64]int{}
+	var problems []string
+	build := func(p int) *topology.Graph {
+		g := topology.New("timers-rescale")
+		src := topology.FromSource(g, "src", func(int, int) topology.Source[int64] { return &testsrc.Gated{N: n, Gate: gate} },
+			topology.WithWatermarks(topology.WatermarkStrategy[int64]{Timestamp: func(v int64) time.Time { return etBase.Add(time.Duration(v) * time.Millisecond) }}))
+		out := topology.Process(topology.KeyBy(src, func(v int64) int64 { return v % keys }), "timers",
+			func(s *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, int64, int64] {
+				topology.OnTimer(s, func(ctx *topology.Context[int64], tm topology.Timer, out *topology.Collector[int64]) error {
+					mu.Lock()
+					defer mu.Unlock()
+					fired[ctx.Key()]++
+					if o := owner[ctx.Key()]; o != ctx.TaskID() {
+						problems = append(problems, fmt.Sprintf("key %d's timer fired on %s, its records went to %s", ctx.Key(), ctx.TaskID(), o))
+					}
+					out.Emit(ctx.Key())
+					return nil
+				})
+				return func(ctx *topology.Context[int64], v int64, _ *topology.Collector[int64]) error {
+					mu.Lock()
+					owner[ctx.Key()] = ctx.TaskID()
+					mu.Unlock()
+					// Registered in the first phase only, far in event
+					// time: pending until the input ends, so every timer
+					// that fires went through both rescales.
+					if v <= n/3 {
+						ctx.RegisterEventTimer(etBase.Add(time.Hour + time.Duration(ctx.Key())))
+					}
+					return nil
+				}
+			}, topology.Parallelism(p))
+		topology.Sink(out, "sink", func(int64) error { return nil })
+		return g
+	}
+	opts := func(extra ...actors.Option) []actors.Option {
+		return append([]actors.Option{actors.WithStore(store), actors.WithLogger(testLogger(t))}, extra...)
+	}
+	job, err := actors.Start(ctx, build(1), opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate.WaitReached(t, n/3)
+	if _, err := job.StopWithSavepoint(ctx, "p1"); err != nil {
+		t.Fatal(err)
+	}
+	_ = job.Wait()
+	gate.SetLimit(2 * n / 3)
+	job, err = actors.Start(ctx, build(3), opts(actors.WithSavepoint("p1"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate.WaitReached(t, 2*n/3)
+	if _, err := job.StopWithSavepoint(ctx, "p3"); err != nil {
+		t.Fatal(err)
+	}
+	_ = job.Wait()
+	mu.Lock()
+	if len(fired) > 0 {
+		t.Fatalf("timers fired before the input ended: %v", fired)
+	}
+	mu.Unlock()
+	gate.SetLimit(n)
+	job, err = actors.Start(ctx, build(2), opts(actors.WithSavepoint("p3"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(problems) > 0 {
+		t.Fatalf("%d problems, the first: %v", len(problems), problems[:min(5, len(problems))])
+	}
+	for k := range int64(keys) {
+		if fired[k] != 1 {
+			t.Fatalf("key %d's timer fired %d times, want 1", k, fired[k])
+		}
+	}
+}
