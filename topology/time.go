@@ -44,3 +44,23 @@ type TimerFunc[K Key, O any] = dataflow.TimerFunc[K, O]
 // in every checkpoint and savepoint, tracked by incremental checkpoints,
 // redistributed when rescaling. O must be the operator's output type.
 func OnTimer[K Key, O any](s *KeyedSetup[K], fn TimerFunc[K, O]) { dataflow.OnTimer(s, fn) }
+
+// SideOutput names a typed side output of a Process operator (late
+// records, errors): a stream of its own. Make it with NewSideOutput, emit
+// to it from the process or timer function (o.Emit(ctx, v)), and take its
+// stream with SideOutputOf.
+type SideOutput[T any] = dataflow.SideOutput[T]
+
+// SideEmitter is the context a side output is emitted through: the
+// *Context of a process or timer function.
+type SideEmitter = dataflow.SideEmitter
+
+// NewSideOutput returns a side output called name.
+func NewSideOutput[T any](name string) SideOutput[T] { return dataflow.NewSideOutput[T](name) }
+
+// SideOutputOf returns the stream of side output o of the Process operator
+// whose main output is s. Records emitted to a side output that nothing
+// consumes are dropped.
+func SideOutputOf[T, O any](s Stream[O], o SideOutput[T]) Stream[T] {
+	return dataflow.SideOutputOf(s, o)
+}

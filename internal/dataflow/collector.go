@@ -64,17 +64,33 @@ func targetScale(targets, maxP int) uint64 {
 }
 
 func newCollector[T any](ic *InstanceContext) (*Collector[T], error) {
+	return newSideCollector[T](ic, 0)
+}
+
+// newSideCollector returns the Collector of the task's output side: 0 for
+// its main output, k for its k-th side output.
+func newSideCollector[T any](ic *InstanceContext, side int) (*Collector[T], error) {
+	n := 0
+	for _, o := range ic.Task.Routes {
+		if o.Side == side {
+			n++
+		}
+	}
 	// Read per record, and its routes written per batch: on cache lines of
 	// their own (see isolated).
 	c := isolated[Collector[T]]()
-	*c = Collector[T]{sender: ic.Sender, pool: poolOf[T](), routes: isolatedSlice[route[T]](len(ic.Task.Routes)),
+	*c = Collector[T]{sender: ic.Sender, pool: poolOf[T](), routes: isolatedSlice[route[T]](n),
 		timed: ic.Task.Timed, ts: minTime}
 	c.batchSize, c.sizer = batchLimits[T](ic.BatchSize, ic.BatchBytes)
 	c.byteBound = math.MaxInt
 	if c.sizer != nil {
 		c.byteBound = ic.BatchBytes
 	}
-	for i, o := range ic.Task.Routes {
+	i := 0
+	for _, o := range ic.Task.Routes {
+		if o.Side != side {
+			continue
+		}
 		r := route[T]{partition: o.Partition, first: o.First, outs: isolatedSlice[outBatch[T]](o.Targets)}
 		if o.Partition == PartitionHash {
 			kg, ok := o.keyGroup.(func(T) int)
@@ -87,6 +103,7 @@ func newCollector[T any](ic *InstanceContext) (*Collector[T], error) {
 			r.keyGroup, r.scale = kg, targetScale(o.Targets, o.MaxParallelism)
 		}
 		c.routes[i] = r
+		i++
 	}
 	return c, nil
 }

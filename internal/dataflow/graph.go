@@ -144,6 +144,8 @@ type node struct {
 	checks []func(context.Context) error
 	// watermarks is the WatermarkStrategy[T] of a source (WithWatermarks).
 	watermarks any
+	// sides are the side outputs consumed downstream, side k at k-1.
+	sides []*sideTag
 }
 
 // edge joins two operators.
@@ -157,6 +159,9 @@ type edge struct {
 	// codec turns the edge's batches into RecordBatches and back, for
 	// channels that cross nodes (see Plan.ChannelCodec).
 	codec edgeCodec
+	// side is the output of from the edge leaves: 0 for the main output,
+	// k for its k-th side output (see SideOutputOf).
+	side int
 }
 
 // factory creates the runtime instance of one task of a node.
@@ -219,7 +224,7 @@ func (g *Graph) problem(format string, args ...any) {
 // connect adds the edges of stream s into n.
 func connect[T any](n *node, s Stream[T]) {
 	for _, p := range s.parts {
-		e := &edge{from: p.node, to: n, partition: p.partition, explicit: p.explicit, keyGroup: p.keyGroup}
+		e := &edge{from: p.node, to: n, partition: p.partition, explicit: p.explicit, keyGroup: p.keyGroup, side: p.side}
 		c, _ := p.wire.(Codec[T]) // set by WithWireCodec for this T; nil for the default
 		e.codec = newBatchCodec(p.node.name, n.name, c)
 		p.node.outputs = append(p.node.outputs, e)

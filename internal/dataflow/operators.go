@@ -159,6 +159,15 @@ type Context[K Key] struct {
 	setup *KeyedSetup[K]
 	ts    int64 // the record's timestamp; minTime: none
 	wm    int64 // the task's watermark
+	sides *sideOutputs
+}
+
+// side implements SideEmitter.
+func (c *Context[K]) side(tag *sideTag) (any, int64) {
+	if c.sides == nil {
+		return nil, c.ts
+	}
+	return c.sides.collector(tag), c.ts
 }
 
 // Timestamp is the event time of the record being processed, and false
@@ -224,7 +233,11 @@ func Process[K Key, I, O any](s KeyedStream[I, K], name string, setup func(*Keye
 		if err != nil {
 			return nil, err
 		}
-		return &processInstance[K, I, O]{setup: ks, ctx: &Context[K]{setup: ks, ts: minTime, wm: minTime}, key: key, fn: fn, onTimer: onTimer, out: out, in: newInputs[I]()}, nil
+		sides, err := newSideOutputs(ic)
+		if err != nil {
+			return nil, err
+		}
+		return &processInstance[K, I, O]{setup: ks, ctx: &Context[K]{setup: ks, ts: minTime, wm: minTime, sides: &sides}, key: key, fn: fn, onTimer: onTimer, out: out, in: newInputs[I]()}, nil
 	})
 	n.keyedState = true
 	n.declare = func(task *TaskPlan) (descs []*messages.StateDescriptor, err error) {
@@ -300,7 +313,10 @@ func (p *processInstance[K, I, O]) ProcessBatch(_ int, batch any, ts []int64) er
 	return p.fireLate()
 }
 
-func (p *processInstance[K, I, O]) Flush() { p.out.flush() }
+func (p *processInstance[K, I, O]) Flush() {
+	p.out.flush()
+	p.ctx.sides.flush()
+}
 
 // OnWatermark implements WatermarkListener: the event-time timers due at
 // wm fire, in (time, key) order.

@@ -68,7 +68,10 @@ type Route struct {
 	First          int // index in Outputs of the first target
 	Targets        int // number of downstream tasks reached
 	MaxParallelism int
-	keyGroup       any
+	// Side is the output the route leaves from: 0 for the operator's main
+	// output, k for its k-th side output.
+	Side     int
+	keyGroup any
 }
 
 // ChannelPlan joins an output of one task to an input of another.
@@ -118,7 +121,7 @@ func NewPlan(g *Graph) (*Plan, error) {
 				targets := targetsOf(part, s, e.to.parallelism)
 				from.Routes = append(from.Routes, Route{
 					To: e.to.name, Partition: part, First: len(from.Outputs), Targets: len(targets),
-					MaxParallelism: g.maxParallelism, keyGroup: e.keyGroup,
+					MaxParallelism: g.maxParallelism, keyGroup: e.keyGroup, Side: e.side,
 				})
 				for _, t := range targets {
 					to := p.Tasks[first[e.to.id]+t]

@@ -23,6 +23,8 @@ type part struct {
 	keyGroup  any
 	// wire is the Codec[T] given by WithWireCodec, nil for the default.
 	wire any
+	// side is 0 for the node's main output, k for its k-th side output.
+	side int
 }
 
 // Graph returns the graph the stream belongs to.
@@ -31,7 +33,7 @@ func (s Stream[T]) Graph() *Graph { return s.g }
 func (s Stream[T]) with(p Partition, keyGroup any) Stream[T] {
 	parts := make([]part, len(s.parts))
 	for i, pt := range s.parts {
-		parts[i] = part{node: pt.node, partition: p, explicit: true, keyGroup: keyGroup, wire: pt.wire}
+		parts[i] = part{node: pt.node, partition: p, explicit: true, keyGroup: keyGroup, wire: pt.wire, side: pt.side}
 	}
 	return Stream[T]{g: s.g, parts: parts}
 }
