@@ -269,6 +269,7 @@ func (t *task) onStarted(ctx actor.Context) {
 		t.fail(err)
 	}
 	t.inst = inst
+	t.et = newEventTime(t.plan, inst)
 	t.src, _ = inst.(dataflow.SourceInstance)
 	if t.src != nil {
 		t.reading = watchReads(t.ctx, t.log)
@@ -295,7 +296,6 @@ func (t *task) onStarted(ctx actor.Context) {
 	if len(t.ins) > 0 {
 		t.aligner = align.New[*batchMsg](len(t.ins))
 	}
-	t.et = newEventTime(t.plan, inst)
 	if pt, ok := inst.(dataflow.ProcessingTimers); ok {
 		t.proc = &procClock{timers: pt}
 	}

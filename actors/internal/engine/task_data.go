@@ -228,7 +228,7 @@ func (t *task) onEnd(m *messages.EndOfInput) {
 	if m.LastSeq != in.seq {
 		t.failAs(CauseOther, fmt.Errorf("sequence gap at the end of input %d from %s: last batch %d, received up to %d", m.Channel, t.inputName(int(m.Channel)), m.LastSeq, in.seq))
 	}
-	if t.et != nil && t.et.in != nil { // the input's end counts in event time behind its last batch
+	if t.et.in != nil { // the input's end counts in event time behind its last batch
 		t.acts = t.aligner.Step(align.Event[*batchMsg]{Kind: align.Data, Input: int(m.Channel), Data: &batchMsg{epoch: m.Epoch, input: int32(m.Channel), mark: markEnd}}, t.acts[:0])
 		t.ready = append(t.ready, t.acts...)
 		clear(t.acts)
@@ -333,19 +333,16 @@ func (t *task) onPoll() {
 		if n > 0 {
 			t.dirty = true
 		}
-		if t.et != nil {
-			t.et.sourceRead(t)
-		}
+		t.et.sourceRead(t)
 		switch status {
 		case 0, dataflow.SourceMore:
 		case dataflow.SourceIdle:
 			t.idle = true
 			t.flush()
-			if t.et != nil {
-				t.et.armIdle(t)
-			}
+			t.et.armIdle(t)
 		case dataflow.SourceDone:
 			t.exhausted = true
+			t.et.exhausted()
 			t.flush()
 			t.root.Send(t.sh.jobPID, &messages.TaskExhausted{Epoch: t.epoch, Task: uint32(t.idx)})
 		}
@@ -365,14 +362,12 @@ func (t *task) schedulePoll() {
 func (t *task) flush() {
 	t.inst.Flush()
 	t.dirty = false
-	if t.et != nil {
-		t.et.send(t)
-	}
+	t.et.send(t)
 }
 
 // armLinger makes sure a partly filled batch is sent within the linger time.
 func (t *task) armLinger() {
-	if !(t.dirty || t.et != nil && t.et.pending) || t.lingerArmed || t.inst == nil {
+	if !(t.dirty || t.et.pending) || t.lingerArmed || t.inst == nil {
 		return
 	}
 	t.lingerArmed = true
@@ -389,7 +384,7 @@ func (t *task) onLinger(m *lingerMsg) {
 		return
 	}
 	t.lingerArmed = false
-	if (t.dirty || t.et != nil && t.et.pending) && t.inst != nil {
+	if (t.dirty || t.et.pending) && t.inst != nil {
 		t.flush()
 	}
 }

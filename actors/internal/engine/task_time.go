@@ -17,7 +17,7 @@ import (
 // a newer one.
 type eventTime struct {
 	in   *watermark.Combiner        // the inputs' watermarks; nil for a source
-	src  dataflow.WatermarkSource   // a source's; nil otherwise
+	src  dataflow.WatermarkSource   // a source's with a watermark strategy; nil otherwise
 	inst dataflow.WatermarkListener // the instance, when it acts on watermarks (timers)
 	// told is the watermark the instance was last given.
 	told int64
@@ -31,20 +31,27 @@ type eventTime struct {
 // idleTick asks a source task whether it has become idle.
 type idleTick struct{ epoch uint64 }
 
-// newEventTime returns the event time of a task with timed inputs or a
-// timed output, nil for the others.
+// newEventTime returns the event time of a task. Every task has one: a
+// source without a watermark strategy still ends event time (it sends the
+// final watermark, Max, once exhausted, so that downstream event-time
+// timers fire before the final checkpoint), and costs nothing before.
 func newEventTime(p *dataflow.TaskPlan, inst dataflow.Instance) *eventTime {
-	if !p.Timed {
-		return nil
-	}
 	et := &eventTime{told: watermark.Min, next: watermark.Status{Watermark: watermark.Min}, sent: watermark.Status{Watermark: watermark.Min}}
 	et.inst, _ = inst.(dataflow.WatermarkListener)
-	if src, ok := inst.(dataflow.WatermarkSource); ok && len(p.Inputs) == 0 {
+	if src, ok := inst.(dataflow.WatermarkSource); ok && len(p.Inputs) == 0 && p.Timed {
 		et.src = src
 	} else if len(p.Inputs) > 0 {
 		et.in = watermark.NewCombiner(len(p.Inputs))
 	}
 	return et
+}
+
+// exhausted ends a source task's event time: the final watermark goes out
+// with its last batches, before the final checkpoint's barrier, so that
+// what event-time timers emit downstream is in that checkpoint.
+func (et *eventTime) exhausted() {
+	et.next = watermark.Status{Watermark: watermark.Max}
+	et.pending = et.next != et.sent
 }
 
 // onWatermark takes a watermark from an input: in order with the input's
