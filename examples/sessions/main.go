@@ -143,6 +143,7 @@ type Click struct {
 	Seq  int64
 }
 
+// String is the click as the late files hold it: user, time (ns), seq.
 func (c Click) String() string { return fmt.Sprintf("%s %d %d", c.User, c.At.UnixNano(), c.Seq) }
 
 // Session is a user's session: its first and last click, and how many
@@ -153,6 +154,8 @@ type Session struct {
 	Clicks      int64
 }
 
+// String is the session as the session files hold it: user, start and
+// last click (ns), clicks.
 func (s Session) String() string {
 	return fmt.Sprintf("%s %d %d %d", s.User, s.Start.UnixNano(), s.Last.UnixNano(), s.Clicks)
 }
