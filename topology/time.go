@@ -64,3 +64,18 @@ func NewSideOutput[T any](name string) SideOutput[T] { return dataflow.NewSideOu
 func SideOutputOf[T, O any](s Stream[O], o SideOutput[T]) Stream[T] {
 	return dataflow.SideOutputOf(s, o)
 }
+
+// CoProcessFunc is the pair of functions of a two-input keyed operator:
+// First handles the first input's records, Second the second's, with the
+// same keyed state, timers and side outputs.
+type CoProcessFunc[K Key, A, B, O any] = dataflow.CoProcessFunc[K, A, B, O]
+
+// CoProcess adds a keyed operator with two inputs of different types and
+// the same key type, for joins and enrichment: records of one key from
+// either input go to the task that holds the key's state and timers. Its
+// watermark is the minimum of its inputs'. Both inputs must be keyed with
+// KeyBy.
+func CoProcess[K Key, A, B, O any](a KeyedStream[A, K], b KeyedStream[B, K], name string,
+	setup func(*KeyedSetup[K]) CoProcessFunc[K, A, B, O], opts ...Option) Stream[O] {
+	return dataflow.CoProcess(a, b, name, setup, opts...)
+}

@@ -162,6 +162,9 @@ type edge struct {
 	// side is the output of from the edge leaves: 0 for the main output,
 	// k for its k-th side output (see SideOutputOf).
 	side int
+	// port is the input of to the edge enters: 0, or 1 for the second
+	// input of a two-input operator (see CoProcess).
+	port int
 }
 
 // factory creates the runtime instance of one task of a node.

@@ -42,6 +42,9 @@ type TaskPlan struct {
 	// Inputs are the channel ids feeding the task; the position is the
 	// task's input channel index.
 	Inputs []int
+	// InputPorts are, by input channel index, the operator input each
+	// channel feeds: 0, or 1 for the second input of a two-input operator.
+	InputPorts []int
 	// Outputs are the channel ids the task writes, grouped by route.
 	Outputs []int
 	// Routes describe the outgoing edges, in order.
@@ -146,6 +149,7 @@ func NewPlan(g *Graph) (*Plan, error) {
 					}
 					p.Channels[id].ToInput = len(to.Inputs)
 					to.Inputs = append(to.Inputs, id)
+					to.InputPorts = append(to.InputPorts, e.port)
 				}
 			}
 		}
