@@ -109,8 +109,9 @@ func etReference() map[windowKey]int64 {
 // and every count emitted, replays included, is the right one.
 func TestEventTimeWindowsExact(t *testing.T) {
 	ref := etReference()
-	for _, fail := range []bool{false, true} {
-		t.Run(fmt.Sprintf("failure=%v", fail), func(t *testing.T) {
+	for _, c := range []struct{ fail, incremental bool }{{false, false}, {true, false}, {true, true}} {
+		fail := c.fail
+		t.Run(fmt.Sprintf("failure=%v,incremental=%v", c.fail, c.incremental), func(t *testing.T) {
 			var mu sync.Mutex
 			var problems []string
 			got := map[windowKey]int64{}
@@ -134,6 +135,9 @@ func TestEventTimeWindowsExact(t *testing.T) {
 			}
 			opts := []actors.Option{actors.WithStore(snapshots.NewMem()), actors.WithCheckpointInterval(20 * time.Millisecond),
 				actors.WithLogger(testLogger(t))}
+			if c.incremental {
+				opts = append(opts, actors.WithIncrementalCheckpoints(0))
+			}
 			var failed atomic.Bool
 			var batches atomic.Int64
 			if fail {
@@ -169,6 +173,14 @@ func TestEventTimeWindowsExact(t *testing.T) {
 // taken with timers pending, a counting task fails, and the restored
 // timers still close every window with the right count.
 func TestEventTimeTimersFireBeforeTheEnd(t *testing.T) {
+	t.Run("full", func(t *testing.T) { testTimersBeforeTheEnd(t, false) })
+	t.Run("incremental", func(t *testing.T) { testTimersBeforeTheEnd(t, true) })
+}
+
+// testTimersBeforeTheEnd: with incremental checkpoints, a second
+// checkpoint at three quarters refers to the first for the key groups it
+// did not write, and the restore reads timers from both.
+func testTimersBeforeTheEnd(t *testing.T, incremental bool) {
 	ref := etReference()
 	gate := testsrc.NewGate(etEvents / 2)
 	first := make(chan struct{})
@@ -208,8 +220,11 @@ func TestEventTimeTimersFireBeforeTheEnd(t *testing.T) {
 			panic("injected failure")
 		}
 	}}
-	job, err := actors.Start(ctx, g, actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithCheckpointInterval(0),
-		actorstest.WithFaults(faults))
+	opts := []actors.Option{actors.WithStore(store), actors.WithLogger(testLogger(t)), actors.WithCheckpointInterval(0), actorstest.WithFaults(faults)}
+	if incremental {
+		opts = append(opts, actors.WithIncrementalCheckpoints(0))
+	}
+	job, err := actors.Start(ctx, g, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,18 +244,23 @@ func TestEventTimeTimersFireBeforeTheEnd(t *testing.T) {
 	}
 	pending := 0
 	for _, st := range r.States {
-		for _, kg := range st.GetKeyGroups() {
-			for _, ns := range kg.GetStates() {
-				if ns.GetName() == "snapflow:timers" {
-					pending += len(ns.GetEntries())
-				}
-			}
+		ev, proc, err := topology.PendingTimers(st)
+		if err != nil {
+			t.Fatal(err)
 		}
+		pending += ev + proc
 	}
 	if pending == 0 {
 		t.Fatalf("checkpoint %d holds no pending timer", id)
 	}
 	t.Logf("checkpoint %d holds %d pending timers", id, pending)
+	if incremental {
+		gate.SetLimit(etEvents * 3 / 4)
+		gate.WaitReached(t, etEvents*3/4)
+		if _, err := job.Checkpoint(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 	failNow.Store(true)
 	gate.SetLimit(etEvents)
 	if err := job.Wait(); err != nil {
@@ -404,13 +424,11 @@ func TestProcessingTimers(t *testing.T) {
 	}
 	pending := 0
 	for _, st := range r.States {
-		for _, kg := range st.GetKeyGroups() {
-			for _, ns := range kg.GetStates() {
-				if ns.GetName() == "snapflow:timers" {
-					pending += len(ns.GetEntries())
-				}
-			}
+		ev, proc, err := topology.PendingTimers(st)
+		if err != nil {
+			t.Fatal(err)
 		}
+		pending += ev + proc
 	}
 	mu.Lock()
 	firedBefore := len(count)

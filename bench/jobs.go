@@ -40,9 +40,14 @@ func buildJob(job string, rc rowConfig, p *probe) (*topology.Graph, error) {
 	// Every topology delivers each source record to the sink once.
 	sinkTotal := int64(limit) * int64(tasks)
 	source := func(name string, parallelism int) topology.Stream[benchwork.Record] {
+		opts := []topology.Option{topology.Parallelism(parallelism)}
+		if rc.EventTime != "" {
+			opts = append(opts, topology.WithWatermarks(topology.WatermarkStrategy[benchwork.Record]{
+				Timestamp: func(r benchwork.Record) time.Time { return time.Unix(0, r.TS) }}))
+		}
 		return topology.FromSource(g, name, func(subtask, _ int) topology.Source[benchwork.Record] {
 			return &genSource{gen: gen, rate: rc.Rate / float64(tasks), limit: limit}
-		}, topology.Parallelism(parallelism))
+		}, opts...)
 	}
 	var in topology.Stream[benchwork.Record]
 	switch name, arg, _ := strings.Cut(rc.Topology, "-"); name {
@@ -146,9 +151,20 @@ func sumStage(s topology.KeyedStream[benchwork.Record, uint64], name string, par
 		if blob != "" {
 			state = topology.Value[string](ks, "blob")
 		}
+		timers := rc.EventTime == "timers"
+		var seq int64 // makes each record's timer distinct
+		if timers {
+			topology.OnTimer(ks, func(*topology.Context[uint64], topology.Timer, *topology.Collector[benchwork.Output]) error {
+				return nil
+			})
+		}
 		return func(ctx *topology.Context[uint64], r benchwork.Record, out *topology.Collector[benchwork.Output]) error {
 			if at := p.failAt.Load(); at > 0 && p.records.Load() >= at && p.failed.CompareAndSwap(false, true) {
 				panic("bench: injected failure to measure recovery")
+			}
+			if timers {
+				seq++
+				ctx.RegisterEventTimer(time.Unix(0, r.TS+int64(time.Millisecond)+seq%int64(time.Millisecond)))
 			}
 			v, _ := sum.Get()
 			v = benchwork.Add(v, r)

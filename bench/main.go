@@ -170,6 +170,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.Int64Var(&f.records, "records", 0, "instead of -duration, run each row until this many records have reached the sink, and measure the whole run")
 	fs.StringVar(&f.store, "store", "mem://", "snapshot store URL: mem://, a directory, or s3://BUCKET/PREFIX?endpoint=HOST:PORT&secure=false")
 	fs.StringVar(&f.sweep, "sweep", "", "a sweep instead: state-size, fan-in, recovery, parallelism, backpressure, latency, monitoring (metrics, API and dashboard served and polled, against none),\n"+
+		"eventtime (sources with watermarks, and one event-time timer per record, against neither),\n"+
 		"rescale, or incremental (full and incremental checkpoints side by side: what a checkpoint uploads against\n"+
 		"the state, checkpoint p99, and a restore against raw reads of the same bytes, at 100ms or -intervals;\n"+
 		"-state-size defaults to "+defaultIncrementalState+" and -update-fraction to "+defaultIncrementalFraction+" there)")
@@ -534,6 +535,13 @@ func plan(f flags) ([]rowConfig, error) {
 	case "latency": // the maximum, then 50% of it (added once measured)
 		add(func(rc *rowConfig) { rc.Mode, rc.Interval = "abs", "100ms" })
 		return out, nil
+	case "eventtime": // watermarks, and one event-time timer per record, against neither
+		for _, iv := range []string{"off", "100ms"} {
+			for _, et := range []string{"", "watermarks", "timers"} {
+				add(func(rc *rowConfig) { rc.Mode, rc.Interval, rc.EventTime = "abs", iv, et })
+			}
+		}
+		return out, nil
 	case "monitoring": // metrics, API and dashboard served and polled, against none
 		for _, iv := range []string{"off", "100ms"} {
 			for _, mon := range []bool{false, true} {
@@ -571,7 +579,7 @@ func plan(f flags) ([]rowConfig, error) {
 		}
 		return out, nil
 	default:
-		return nil, fmt.Errorf("%w: unknown -sweep %q (state-size, fan-in, recovery, parallelism, backpressure, latency, monitoring, rescale, incremental)", errUsage, f.sweep)
+		return nil, fmt.Errorf("%w: unknown -sweep %q (state-size, fan-in, recovery, parallelism, backpressure, latency, monitoring, rescale, incremental, eventtime)", errUsage, f.sweep)
 	}
 	for _, m := range strings.Split(f.modes, ",") {
 		switch m = strings.TrimSpace(m); m {
@@ -747,6 +755,7 @@ func ratios(rows []Row) {
 	for i := range rows {
 		r := &rows[i]
 		r.RatioToOff, r.RatioToInProcess, r.RatioToLoop, r.RatioToUnmonitored = metric{}, metric{}, metric{}, metric{}
+		r.RatioToUntimed = metric{}
 		r.RatioP99ToFull = metric{}
 		if r.baseline() {
 			continue
@@ -779,6 +788,16 @@ func ratios(rows []Row) {
 		if off, ok := offRate(rows, *r, offMode); ok {
 			r.RatioToOff = per(v, off)
 		}
+		if r.EventTime != "" {
+			for _, o := range rows {
+				if o.EventTime == "" && o.Monitored == r.Monitored && o.Mode == r.Mode && o.Interval == r.Interval && o.Topology == r.Topology &&
+					o.Parallelism == r.Parallelism && o.StateSize == r.StateSize && o.SinkRate == r.SinkRate && o.Rate == r.Rate {
+					if u, ok := o.RecordsPerSec.value(); ok {
+						r.RatioToUntimed = per(v, u)
+					}
+				}
+			}
+		}
 		if r.Monitored {
 			for _, o := range rows {
 				if !o.Monitored && o.Mode == r.Mode && o.Interval == r.Interval && o.Topology == r.Topology &&
@@ -796,7 +815,7 @@ func ratios(rows []Row) {
 // off and r's topology, parallelism and state, if rows hold one measured.
 func offRate(rows []Row, r Row, mode string) (float64, bool) {
 	for _, o := range rows {
-		if o.Mode == mode && o.Interval == "off" && !o.Monitored && o.Topology == r.Topology && o.Parallelism == r.Parallelism &&
+		if o.Mode == mode && o.Interval == "off" && !o.Monitored && o.EventTime == "" && o.Topology == r.Topology && o.Parallelism == r.Parallelism &&
 			o.StateSize == r.StateSize && o.UpdateFraction == r.UpdateFraction && o.MaxParallelism == r.MaxParallelism && o.SinkRate == 0 && o.Rate == 0 {
 			return o.RecordsPerSec.value()
 		}

@@ -55,7 +55,13 @@ type rowConfig struct {
 	// Monitored rows serve the job's metrics, API and dashboard
 	// (actors/dashboard), scraped and polled every second and with an event
 	// stream open, as a Prometheus server and an open dashboard would.
-	Monitored  bool   `json:"monitored,omitempty"`
+	Monitored bool `json:"monitored,omitempty"`
+	// EventTime is "" (no event time), "watermarks" (the sources stamp
+	// records with their TS and send watermarks, out-of-orderness 0) or
+	// "timers" (watermarks, and the keyed sum registers one event-time
+	// timer per record, 1ms after it, which fires as the watermark
+	// passes).
+	EventTime  string `json:"event_time,omitempty"`
 	CPUProfile string `json:"-"` // the run's CPU profiles: this path and an ending ("": none)
 }
 
@@ -131,6 +137,9 @@ type Row struct {
 	// RatioToUnmonitored is a monitored row's records/s against the same
 	// row's without monitoring.
 	RatioToUnmonitored metric `json:"ratio_to_unmonitored"`
+	// RatioToUntimed is an event-time row's records/s against the same row
+	// without event time, in the same run.
+	RatioToUntimed metric `json:"ratio_to_untimed"`
 }
 
 // baseline reports whether the row is a hand-written baseline, which takes

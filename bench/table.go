@@ -20,10 +20,17 @@ type column struct {
 var columns = []column{
 	{"topology", func(r Row) string { return r.Topology }},
 	{"mode", func(r Row) string {
+		m := r.Mode
 		if r.Monitored {
-			return r.Mode + "+mon"
+			m += "+mon"
 		}
-		return r.Mode
+		switch r.EventTime {
+		case "watermarks":
+			m += "+wm"
+		case "timers":
+			m += "+timers"
+		}
+		return m
 	}},
 	{"interval", func(r Row) string { return ifSnapflow(r, r.Interval) }},
 	{"p", func(r Row) string { return count(int64(r.Parallelism)) }},
@@ -44,6 +51,7 @@ var columns = []column{
 	{"% of in-proc off", func(r Row) string { return percent(r.RatioToInProcess) }},
 	{"% of loop", func(r Row) string { return percent(r.RatioToLoop) }},
 	{"% of unmonitored", func(r Row) string { return percent(r.RatioToUnmonitored) }},
+	{"% of untimed", func(r Row) string { return percent(r.RatioToUntimed) }},
 	{"ckpts", checkpointsCell},
 	{"ckpt p50/p99 ms", func(r Row) string { return pair(r.CkptP50Ms, r.CkptP99Ms) }},
 	{"align p50/p99 ms", func(r Row) string { return pair(r.AlignP50Ms, r.AlignP99Ms) }},

@@ -1,6 +1,9 @@
 package topology
 
-import "github.com/snapflow/snapflow/internal/dataflow"
+import (
+	"github.com/snapflow/snapflow/internal/dataflow"
+	"github.com/snapflow/snapflow/messages"
+)
 
 // WatermarkStrategy tells a source how to stamp its records with event time
 // (Timestamp), how far out of order they may arrive and still be on time
@@ -78,4 +81,10 @@ type CoProcessFunc[K Key, A, B, O any] = dataflow.CoProcessFunc[K, A, B, O]
 func CoProcess[K Key, A, B, O any](a KeyedStream[A, K], b KeyedStream[B, K], name string,
 	setup func(*KeyedSetup[K]) CoProcessFunc[K, A, B, O], opts ...Option) Stream[O] {
 	return dataflow.CoProcess(a, b, name, setup, opts...)
+}
+
+// PendingTimers counts the timers stored in a task's state (a checkpoint's
+// or savepoint's), by time domain: those pending when it was taken.
+func PendingTimers(st *messages.TaskState) (event, processing int, err error) {
+	return dataflow.PendingTimers(st)
 }

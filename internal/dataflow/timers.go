@@ -108,58 +108,90 @@ func (ts *timerState[K]) Len() int { return ts.event.Len() + ts.proc.Len() }
 
 func (ts *timerState[K]) descriptor() *messages.StateDescriptor { return ts.desc }
 
-// timerKeySize is the size of an encoded timer: its domain and its time.
-const timerKeySize = 9
-
-// appendEntries stores each timer as an entry of its key whose map key is
-// its domain and time (big-endian, so that stored timers sort by time), and
-// whose value is empty.
+// appendEntries stores the timers of each selected key group as one
+// entry without a key, whose value packs the group's timers one after
+// another: domain (1 byte), time (8 bytes, big-endian), the key's length
+// (uvarint) and the key as the key codec encodes it. One entry per key
+// group rather than per timer keeps a snapshot of a million timers to a
+// few allocations and copies.
 func (ts *timerState[K]) appendEntries(b *snapshotBuilder) error {
-	n := b.estimate(ts.Len())
-	slab := newEntrySlab(n)
-	keys := make([]byte, 0, 8*n)
-	times := make([]byte, 0, timerKeySize*n)
-	add := func(d TimeDomain) func(timers.Timer[K]) {
-		return func(tm timers.Timer[K]) {
-			e := slab.take()
-			start := len(keys)
-			keys = ts.setup.codec.append(keys, tm.Key)
-			e.Key = keys[start:len(keys):len(keys)]
-			start = len(times)
-			times = append(times, byte(d))
-			times = binary.BigEndian.AppendUint64(times, uint64(tm.Time))
-			e.MapKey = times[start:len(times):len(times)]
-			ns := b.named(tm.Group, ts.desc.GetName())
-			ns.Entries = append(ns.Entries, e)
-		}
-	}
-	var only []uint64
+	var only groupSet
 	if b.only != nil {
 		only = b.only
 	}
-	ts.event.Each(only, add(EventTime))
-	ts.proc.Each(only, add(ProcessingTime))
+	counts := make([]int32, ts.setup.maxP)
+	queues := [...]*timers.Queue[K]{&ts.event, &ts.proc}
+	for _, q := range queues {
+		for i := range q.Len() {
+			if g := q.At(i).Group; only == nil || only.has(g) {
+				counts[g]++
+			}
+		}
+	}
+	bufs := make([][]byte, ts.setup.maxP)
+	var key []byte
+	for d, q := range queues {
+		domain := byte(EventTime)
+		if d == 1 {
+			domain = byte(ProcessingTime)
+		}
+		for i := range q.Len() {
+			tm := q.At(i)
+			if only != nil && !only.has(tm.Group) {
+				continue
+			}
+			buf := bufs[tm.Group]
+			if buf == nil {
+				buf = make([]byte, 0, int(counts[tm.Group])*(timerHeadSize+1+8))
+			}
+			key = ts.setup.codec.append(key[:0], tm.Key)
+			buf = append(buf, domain)
+			buf = binary.BigEndian.AppendUint64(buf, uint64(tm.Time))
+			buf = binary.AppendUvarint(buf, uint64(len(key)))
+			bufs[tm.Group] = append(buf, key...)
+		}
+	}
+	name := ts.desc.GetName()
+	for g, buf := range bufs {
+		if buf != nil {
+			ns := b.named(g, name)
+			ns.Entries = append(ns.Entries, &messages.StateEntry{Value: buf})
+		}
+	}
 	return nil
 }
+
+// timerHeadSize is the bytes of a stored timer before its key's length:
+// its domain and time.
+const timerHeadSize = 9
 
 func (ts *timerState[K]) restoreEntry(e *messages.StateEntry) error {
-	k, err := ts.setup.codec.decode(e.Key)
-	if err != nil {
-		return err
+	if len(e.GetKey()) != 0 || len(e.GetMapKey()) != 0 {
+		return fmt.Errorf("a timer entry with a key: timers are stored packed, one entry per key group")
 	}
-	mk := e.GetMapKey()
-	if len(mk) != timerKeySize || (TimeDomain(mk[0]) != EventTime && TimeDomain(mk[0]) != ProcessingTime) {
-		return fmt.Errorf("a timer of %d bytes (domain %d): want %d bytes, domain 1 or 2", len(mk), firstByte(mk), timerKeySize)
+	v := e.GetValue()
+	for len(v) > 0 {
+		if len(v) < timerHeadSize+1 {
+			return fmt.Errorf("a stored timer of %d bytes, too short", len(v))
+		}
+		d := TimeDomain(v[0])
+		if d != EventTime && d != ProcessingTime {
+			return fmt.Errorf("a stored timer of domain %d: want 1 or 2", v[0])
+		}
+		t := int64(binary.BigEndian.Uint64(v[1:timerHeadSize]))
+		n, w := binary.Uvarint(v[timerHeadSize:])
+		if w <= 0 || n > uint64(len(v)-timerHeadSize-w) {
+			return fmt.Errorf("a stored timer whose key length is corrupt")
+		}
+		v = v[timerHeadSize+w:]
+		k, err := ts.setup.codec.decode(v[:n])
+		if err != nil {
+			return err
+		}
+		v = v[n:]
+		ts.queue(d).Add(ts.setup.keyGroup(k), k, t)
 	}
-	ts.queue(TimeDomain(mk[0])).Add(ts.setup.keyGroup(k), k, int64(binary.BigEndian.Uint64(mk[1:])))
 	return nil
-}
-
-func firstByte(b []byte) int {
-	if len(b) == 0 {
-		return -1
-	}
-	return int(b[0])
 }
 
 // reservedName reports whether a state name is the runtime's.
@@ -209,4 +241,38 @@ type ProcessingTimers interface {
 	NextProcessingTimer() (int64, bool)
 	// FireProcessingTimers fires the processing-time timers due at now.
 	FireProcessingTimers(now int64) error
+}
+
+// PendingTimers counts the timers stored in a task's state, by domain: the
+// timers that were pending when the snapshot was taken.
+func PendingTimers(st *messages.TaskState) (event, processing int, err error) {
+	for _, g := range st.GetKeyGroups() {
+		for _, ns := range g.GetStates() {
+			if ns.GetName() != timerStateName {
+				continue
+			}
+			for _, e := range ns.GetEntries() {
+				v := e.GetValue()
+				for len(v) > 0 {
+					if len(v) < timerHeadSize+1 {
+						return 0, 0, fmt.Errorf("key group %d: a stored timer of %d bytes, too short", g.GetKeyGroup(), len(v))
+					}
+					switch TimeDomain(v[0]) {
+					case EventTime:
+						event++
+					case ProcessingTime:
+						processing++
+					default:
+						return 0, 0, fmt.Errorf("key group %d: a stored timer of domain %d", g.GetKeyGroup(), v[0])
+					}
+					n, w := binary.Uvarint(v[timerHeadSize:])
+					if w <= 0 || n > uint64(len(v)-timerHeadSize-w) {
+						return 0, 0, fmt.Errorf("key group %d: a stored timer whose key length is corrupt", g.GetKeyGroup())
+					}
+					v = v[timerHeadSize+w+int(n):]
+				}
+			}
+		}
+	}
+	return event, processing, nil
 }

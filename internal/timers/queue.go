@@ -120,6 +120,14 @@ func (q *Queue[K]) Each(groups []uint64, fn func(Timer[K])) {
 	}
 }
 
+// At is the i-th pending timer in the queue's own order (0 <= i < Len):
+// a way to walk every timer without a call per timer, for snapshots. The
+// order changes with every Add, Delete and PopDue.
+func (q *Queue[K]) At(i int) Timer[K] {
+	e := &q.heap[i]
+	return Timer[K]{Key: e.key, Time: e.t, Group: int(e.group)}
+}
+
 // Clear removes every timer, keeping the memory for reuse.
 func (q *Queue[K]) Clear() {
 	clear(q.heap)
