@@ -586,8 +586,12 @@ type Registered struct {
 	Store string `protobuf:"bytes,5,opt,name=store,proto3" json:"store,omitempty"`
 	// coordinator is the id of the coordinator incarnation: messages of any
 	// other are dropped.
-	Coordinator   string           `protobuf:"bytes,6,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
-	Settings      *RuntimeSettings `protobuf:"bytes,7,opt,name=settings,proto3" json:"settings,omitempty"`
+	Coordinator string           `protobuf:"bytes,6,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
+	Settings    *RuntimeSettings `protobuf:"bytes,7,opt,name=settings,proto3" json:"settings,omitempty"`
+	// lost says that refused is because the worker's id was declared lost
+	// (a registration retried across a partition): the worker registers
+	// again under a new id.
+	Lost          bool `protobuf:"varint,8,opt,name=lost,proto3" json:"lost,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -669,6 +673,13 @@ func (x *Registered) GetSettings() *RuntimeSettings {
 		return x.Settings
 	}
 	return nil
+}
+
+func (x *Registered) GetLost() bool {
+	if x != nil {
+		return x.Lost
+	}
+	return false
 }
 
 // Heartbeat is sent by the coordinator to every registered worker, which
@@ -1420,7 +1431,7 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\vincremental\x18\t \x01(\bR\vincremental\x12#\n" +
 	"\rrewrite_every\x18\n" +
 	" \x01(\rR\frewriteEvery\x12!\n" +
-	"\finline_limit\x18\v \x01(\x04R\vinlineLimit\"\xe9\x01\n" +
+	"\finline_limit\x18\v \x01(\x04R\vinlineLimit\"\xfd\x01\n" +
 	"\n" +
 	"Registered\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
@@ -1429,7 +1440,8 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\vfingerprint\x18\x04 \x01(\tR\vfingerprint\x12\x14\n" +
 	"\x05store\x18\x05 \x01(\tR\x05store\x12 \n" +
 	"\vcoordinator\x18\x06 \x01(\tR\vcoordinator\x128\n" +
-	"\bsettings\x18\a \x01(\v2\x1c.snapflow.v1.RuntimeSettingsR\bsettings\"?\n" +
+	"\bsettings\x18\a \x01(\v2\x1c.snapflow.v1.RuntimeSettingsR\bsettings\x12\x12\n" +
+	"\x04lost\x18\b \x01(\bR\x04lost\"?\n" +
 	"\tHeartbeat\x12 \n" +
 	"\vcoordinator\x18\x01 \x01(\tR\vcoordinator\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\"n\n" +

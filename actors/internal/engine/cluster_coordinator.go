@@ -143,8 +143,12 @@ func (c *clusterCoord) onRegister(ctx actor.Context, m *messages.RegisterWorker)
 	}
 	w, replaced, err := c.members.Register(time.Now(), m.WorkerId, m.Address, int(m.Slots))
 	if err != nil {
-		c.j.log.Error("refusing a worker", "worker", m.WorkerId, "address", m.Address, "err", err)
-		reply.Refused = err.Error()
+		reply.Refused, reply.Lost = err.Error(), errors.Is(err, membership.ErrLost)
+		if reply.Lost { // a registration retried across a partition: it tries again under a new id
+			c.j.log.Info("refusing a worker id declared lost", "worker", m.WorkerId, "address", m.Address)
+		} else {
+			c.j.log.Error("refusing a worker", "worker", m.WorkerId, "address", m.Address, "err", err)
+		}
 		c.j.send(to, reply)
 		return
 	}
@@ -250,6 +254,7 @@ func (c *clusterCoord) onLost(w membership.Worker) {
 	c.j.log.Error("worker lost", "worker", w.ID, "address", w.Addr, "reason", w.Reason, "tasks", tasks, "epoch", c.j.epoch)
 	c.j.emit(Event{Kind: EventNodeLost, Epoch: c.j.epoch, Node: w.String(), Err: w.Err()})
 	c.retire(w.ID)
+	resetEndpoint(c.j.sh.system, w.Addr)
 	// Nothing is sent to it: a hung worker that wakes up finds the
 	// heartbeats gone, drops its tasks and registers under a new id.
 	if len(tasks) == 0 || (c.j.phase != phaseRunning && c.j.phase != phaseRestoring) {

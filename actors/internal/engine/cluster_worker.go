@@ -366,6 +366,7 @@ func (h *workerHost) onTick(ctx actor.Context) {
 func (h *workerHost) lostCoordinator(ctx actor.Context, reason string) {
 	h.log.Warn("lost the coordinator; dropping the tasks and registering again", "coordinator", h.registered.Coordinator, "reason", reason)
 	ctx.Unwatch(h.coordPID)
+	resetEndpoint(h.system, h.coordPID.Address)
 	h.stopDeployment(ctx)
 	if h.timer != nil {
 		h.timer.Stop()
@@ -375,6 +376,13 @@ func (h *workerHost) lostCoordinator(ctx actor.Context, reason string) {
 
 func (h *workerHost) onRegistered(ctx actor.Context, m *messages.Registered) {
 	if m.WorkerId != h.id || h.registered != nil {
+		return
+	}
+	if m.Refused != "" && m.Lost {
+		// A registration of an id the coordinator has since declared lost
+		// (it was retried across a partition): register under a new id.
+		h.log.Info("the coordinator declared this worker id lost", "worker", h.id)
+		h.startRegistering()
 		return
 	}
 	if m.Refused != "" {
