@@ -2,6 +2,7 @@ package actors_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -548,4 +549,80 @@ func TestTimersRescale(t *testing.T) {
 			t.Fatalf("key %d's timer fired %d times, want 1", k, fired[k])
 		}
 	}
+}
+
+// An idle source holds no event time back: of two sources, one stops
+// after 10 records, the other half-way; once both have read nothing for
+// their idleness timeout, the operator is idle at the higher watermark,
+// and the windows of the busier source close while both wait, each with
+// its whole count. (A source that resumes after being idle may find its
+// records late: that is what idleness trades.)
+func TestIdleSourcesHoldNothingBack(t *testing.T) {
+	const nA, nB, offB = 1000, 20000, 100000
+	gateA, gateB := testsrc.NewGate(10), testsrc.NewGate(nB/2)
+	idxA := func(v int64) int64 { return v - 1 }
+	ref := map[windowKey]int64{} // the records read before the sources stop
+	for v := int64(1); v <= 10; v++ {
+		i := idxA(v)
+		ref[windowKey{i % etUsers, etWindowEnd(etTime(i)).UnixNano()}]++
+	}
+	for i := range int64(nB / 2) {
+		ref[windowKey{(offB + i) % etUsers, etWindowEnd(etTime(offB + i)).UnixNano()}]++
+	}
+	var mu sync.Mutex
+	got := map[windowKey]int64{}
+	var problems []string
+	late := make(chan struct{})
+	var once sync.Once
+	lateWindow := etTime(offB).UnixNano() // a window of source B's
+	out := func(w windowCount) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if w.N != ref[w.windowKey] {
+			problems = append(problems, fmt.Sprintf("user %d window %d: %d, want %d", w.User, w.End, w.N, ref[w.windowKey]))
+		}
+		got[w.windowKey] = w.N
+		if w.End > lateWindow {
+			once.Do(func() { close(late) })
+		}
+		return nil
+	}
+	bad := func(s string) { mu.Lock(); problems = append(problems, s); mu.Unlock() }
+	g := etJobFrom("idle", func(g *topology.Graph) topology.Stream[click] {
+		source := func(name string, gate *testsrc.Gate, n int64, idx func(int64) int64) topology.Stream[click] {
+			src := topology.FromSource(g, name, func(int, int) topology.Source[int64] { return &testsrc.Gated{N: n, Gate: gate} },
+				topology.WithWatermarks(topology.WatermarkStrategy[int64]{
+					Timestamp:      func(v int64) time.Time { return etTime(idx(v)) },
+					OutOfOrderness: 10 * time.Millisecond,
+					IdleTimeout:    20 * time.Millisecond,
+				}))
+			return topology.Map(src, name+"-click", func(v int64) click { return click{User: idx(v) % etUsers, I: idx(v)} })
+		}
+		return topology.Union(source("a", gateA, nA, idxA), source("b", gateB, nB, func(v int64) int64 { return offB + v - 1 }))
+	}, bad, out)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	job, err := actors.Start(ctx, g, actors.WithStore(snapshots.NewMem()), actors.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gateA.WaitReached(t, 10)
+	gateB.WaitReached(t, nB/2)
+	select {
+	case <-late:
+	case <-ctx.Done():
+		t.Fatal("no window of the busier source closed while both sources were idle")
+	}
+	if err := job.Stop(); err != nil && !errors.Is(err, actors.ErrStopped) {
+		t.Fatal(err)
+	}
+	if err := job.Wait(); !errors.Is(err, actors.ErrStopped) {
+		t.Fatalf("Wait after Stop = %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(problems) > 0 {
+		t.Fatalf("%d problems, the first: %v", len(problems), problems[:min(5, len(problems))])
+	}
+	t.Logf("%d windows closed while both sources were idle", len(got))
 }
