@@ -388,17 +388,3 @@ var wireBatches, wireRecords, wireBytes atomic.Uint64
 func ReadWireStats() WireStats {
 	return WireStats{Batches: wireBatches.Load(), Records: wireRecords.Load(), Bytes: wireBytes.Load(), Refused: nodeauth.Rejected.Load(), Misdirected: misdirected.Load()}
 }
-
-// resetEndpoint drops this node's connection to address, so that the next
-// message to it dials afresh. A node does so when it gives up on a peer
-// (a lost worker, a lost coordinator): protoactor-go keeps an endpoint's
-// stream while TCP keeps its connection, and a stream whose sends stalled
-// during a partition (its flow-control window full) may never deliver
-// again once the partition heals, so a worker that registered again was
-// never answered.
-func resetEndpoint(system *actor.ActorSystem, address string) {
-	if address == "" {
-		return
-	}
-	system.EventStream.Publish(&remote.EndpointTerminatedEvent{Address: address})
-}

@@ -254,7 +254,6 @@ func (c *clusterCoord) onLost(w membership.Worker) {
 	c.j.log.Error("worker lost", "worker", w.ID, "address", w.Addr, "reason", w.Reason, "tasks", tasks, "epoch", c.j.epoch)
 	c.j.emit(Event{Kind: EventNodeLost, Epoch: c.j.epoch, Node: w.String(), Err: w.Err()})
 	c.retire(w.ID)
-	resetEndpoint(c.j.sh.system, w.Addr)
 	// Nothing is sent to it: a hung worker that wakes up finds the
 	// heartbeats gone, drops its tasks and registers under a new id.
 	if len(tasks) == 0 || (c.j.phase != phaseRunning && c.j.phase != phaseRestoring) {

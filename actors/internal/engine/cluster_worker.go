@@ -366,7 +366,6 @@ func (h *workerHost) onTick(ctx actor.Context) {
 func (h *workerHost) lostCoordinator(ctx actor.Context, reason string) {
 	h.log.Warn("lost the coordinator; dropping the tasks and registering again", "coordinator", h.registered.Coordinator, "reason", reason)
 	ctx.Unwatch(h.coordPID)
-	resetEndpoint(h.system, h.coordPID.Address)
 	h.stopDeployment(ctx)
 	if h.timer != nil {
 		h.timer.Stop()
