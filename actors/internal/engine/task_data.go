@@ -333,7 +333,7 @@ func (t *task) onPoll() {
 		if n > 0 {
 			t.dirty = true
 		}
-		t.et.sourceRead(t)
+		t.et.sourceRead(0)
 		switch status {
 		case 0, dataflow.SourceMore:
 		case dataflow.SourceIdle:

@@ -104,12 +104,13 @@ func (t *task) advance(st watermark.Status) {
 	}
 }
 
-// sourceRead updates a source task's watermark after a read.
-func (et *eventTime) sourceRead(t *task) {
+// sourceRead updates a source task's watermark after a read (now 0: at
+// the time of the read), or at processing time now.
+func (et *eventTime) sourceRead(now int64) {
 	if et.src == nil {
 		return
 	}
-	if st := et.src.SourceWatermark(time.Now().UnixNano()); st != et.next {
+	if st := et.src.SourceWatermark(now); st != et.next {
 		et.next = st
 		et.pending = et.next != et.sent
 	}
@@ -139,7 +140,7 @@ func (t *task) onIdleTick(m *idleTick) {
 	if m.epoch != t.epoch || t.et == nil || !t.idle {
 		return
 	}
-	t.et.sourceRead(t)
+	t.et.sourceRead(time.Now().UnixNano())
 	if t.et.pending {
 		t.flush()
 	}
