@@ -105,6 +105,55 @@ func etReference() map[windowKey]int64 {
 	return ref
 }
 
+// windowSink collects what an event-time job emits: each window's count,
+// checked against ref as it arrives (replays included), and what the job's
+// own checks report. onWindow, when set, sees each window.
+type windowSink struct {
+	ref      map[windowKey]int64
+	onWindow func(windowCount)
+	mu       sync.Mutex
+	got      map[windowKey]int64
+	problems []string
+}
+
+func newWindowSink(ref map[windowKey]int64) *windowSink {
+	return &windowSink{ref: ref, got: map[windowKey]int64{}}
+}
+
+func (s *windowSink) bad(msg string) {
+	s.mu.Lock()
+	s.problems = append(s.problems, msg)
+	s.mu.Unlock()
+}
+
+func (s *windowSink) out(w windowCount) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if want := s.ref[w.windowKey]; w.N != want {
+		s.problems = append(s.problems, fmt.Sprintf("user %d window %v: emitted %d, want %d", w.User, time.Unix(0, w.End).UTC(), w.N, want))
+	}
+	s.got[w.windowKey] = w.N
+	if s.onWindow != nil {
+		s.onWindow(w)
+	}
+	return nil
+}
+
+// check fails t on a reported problem and, when complete, unless every
+// window of ref was emitted with its count; it returns the windows emitted.
+func (s *windowSink) check(t *testing.T, complete bool) int {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.problems) > 0 {
+		t.Fatalf("%d problems, the first: %v", len(s.problems), s.problems[:min(5, len(s.problems))])
+	}
+	if complete && !maps.Equal(s.got, s.ref) {
+		t.Fatalf("%d windows emitted, want %d", len(s.got), len(s.ref))
+	}
+	return len(s.got)
+}
+
 // The windowed counts of an event-time job with timers equal those
 // computed in plain Go, with and without a failure of the counting task,
 // and every count emitted, replays included, is the right one.
@@ -113,27 +162,7 @@ func TestEventTimeWindowsExact(t *testing.T) {
 	for _, c := range []struct{ fail, incremental bool }{{false, false}, {true, false}, {true, true}} {
 		fail := c.fail
 		t.Run(fmt.Sprintf("failure=%v,incremental=%v", c.fail, c.incremental), func(t *testing.T) {
-			var mu sync.Mutex
-			var problems []string
-			got := map[windowKey]int64{}
-			bad := func(s string) {
-				mu.Lock()
-				if len(problems) < 10 {
-					problems = append(problems, s)
-				}
-				mu.Unlock()
-			}
-			out := func(w windowCount) error {
-				mu.Lock()
-				defer mu.Unlock()
-				if want := ref[w.windowKey]; w.N != want {
-					if len(problems) < 10 {
-						problems = append(problems, fmt.Sprintf("user %d window %v: emitted %d, want %d", w.User, time.Unix(0, w.End).UTC(), w.N, want))
-					}
-				}
-				got[w.windowKey] = w.N
-				return nil
-			}
+			sink := newWindowSink(ref)
 			opts := []actors.Option{actors.WithStore(snapshots.NewMem()), actors.WithCheckpointInterval(20 * time.Millisecond),
 				actors.WithLogger(testLogger(t))}
 			if c.incremental {
@@ -150,17 +179,10 @@ func TestEventTimeWindowsExact(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 			defer cancel()
-			if err := actors.Run(ctx, etJob("eventtime", bad, out), opts...); err != nil {
+			if err := actors.Run(ctx, etJob("eventtime", sink.bad, sink.out), opts...); err != nil {
 				t.Fatal(err)
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			if len(problems) > 0 {
-				t.Fatalf("%d problems, the first: %v", len(problems), problems)
-			}
-			if !maps.Equal(got, ref) {
-				t.Fatalf("%d windows emitted, want %d", len(got), len(ref))
-			}
+			sink.check(t, true)
 			if fail && !failed.Load() {
 				t.Fatal("the failure was never injected")
 			}
@@ -186,24 +208,8 @@ func testTimersBeforeTheEnd(t *testing.T, incremental bool) {
 	gate := testsrc.NewGate(etEvents / 2)
 	first := make(chan struct{})
 	var once sync.Once
-	var mu sync.Mutex
-	var problems []string
-	got := map[windowKey]int64{}
-	bad := func(s string) {
-		mu.Lock()
-		problems = append(problems, s)
-		mu.Unlock()
-	}
-	out := func(w windowCount) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if want := ref[w.windowKey]; w.N != want {
-			problems = append(problems, fmt.Sprintf("user %d window %d: emitted %d, want %d", w.User, w.End, w.N, want))
-		}
-		got[w.windowKey] = w.N
-		once.Do(func() { close(first) })
-		return nil
-	}
+	sink := newWindowSink(ref)
+	sink.onWindow = func(windowCount) { once.Do(func() { close(first) }) }
 	g := etJobFrom("eventtime-gated", func(g *topology.Graph) topology.Stream[click] {
 		src := topology.FromSource(g, "clicks", func(int, int) topology.Source[int64] { return &testsrc.Gated{N: etEvents, Gate: gate} },
 			topology.WithWatermarks(topology.WatermarkStrategy[int64]{
@@ -211,7 +217,7 @@ func testTimersBeforeTheEnd(t *testing.T, incremental bool) {
 				OutOfOrderness: 10 * time.Millisecond,
 			}))
 		return topology.Map(src, "click", func(v int64) click { return click{User: (v - 1) % etUsers, I: v - 1} }, topology.Parallelism(2))
-	}, bad, out)
+	}, sink.bad, sink.out)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	store := snapshots.NewMem()
@@ -267,14 +273,7 @@ func testTimersBeforeTheEnd(t *testing.T, incremental bool) {
 	if err := job.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(problems) > 0 {
-		t.Fatalf("%d problems, the first: %v", len(problems), problems[:min(5, len(problems))])
-	}
-	if !maps.Equal(got, ref) {
-		t.Fatalf("%d windows emitted, want %d", len(got), len(ref))
-	}
+	sink.check(t, true)
 	if !failed.Load() {
 		t.Fatal("the failure was never injected")
 	}
@@ -285,25 +284,8 @@ func testTimersBeforeTheEnd(t *testing.T, incremental bool) {
 // reference.
 func TestClusterEventTimeExact(t *testing.T) {
 	inProcessCluster(t)
-	ref := etReference()
-	var mu sync.Mutex
-	var problems []string
-	got := map[windowKey]int64{}
-	bad := func(s string) {
-		mu.Lock()
-		problems = append(problems, s)
-		mu.Unlock()
-	}
-	out := func(w windowCount) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if want := ref[w.windowKey]; w.N != want {
-			problems = append(problems, fmt.Sprintf("user %d window %d: emitted %d, want %d", w.User, w.End, w.N, want))
-		}
-		got[w.windowKey] = w.N
-		return nil
-	}
-	job := func() *topology.Graph { return etJob("eventtime-cluster", bad, out) }
+	sink := newWindowSink(etReference())
+	job := func() *topology.Graph { return etJob("eventtime-cluster", sink.bad, sink.out) }
 	j, err := actors.Start(context.Background(), job(), cluster.WithCoordinator(cluster.Coordinator{Workers: 2, Store: t.TempDir(), Secret: testSecret}),
 		actors.WithCheckpointInterval(20*time.Millisecond), actors.WithLogger(testLogger(t)))
 	if err != nil {
@@ -320,14 +302,7 @@ func TestClusterEventTimeExact(t *testing.T) {
 			t.Errorf("worker %d: %v", i, err)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(problems) > 0 {
-		t.Fatalf("%d problems, the first: %v", len(problems), problems[:min(5, len(problems))])
-	}
-	if !maps.Equal(got, ref) {
-		t.Fatalf("%d windows emitted, want %d", len(got), len(ref))
-	}
+	sink.check(t, true)
 }
 
 // procJob registers, for each key's first record, a processing-time timer
@@ -569,25 +544,15 @@ func TestIdleSourcesHoldNothingBack(t *testing.T) {
 	for i := range int64(nB / 2) {
 		ref[windowKey{(offB + i) % etUsers, etWindowEnd(etTime(offB + i)).UnixNano()}]++
 	}
-	var mu sync.Mutex
-	got := map[windowKey]int64{}
-	var problems []string
 	late := make(chan struct{})
 	var once sync.Once
 	lateWindow := etTime(offB).UnixNano() // a window of source B's
-	out := func(w windowCount) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if w.N != ref[w.windowKey] {
-			problems = append(problems, fmt.Sprintf("user %d window %d: %d, want %d", w.User, w.End, w.N, ref[w.windowKey]))
-		}
-		got[w.windowKey] = w.N
+	sink := newWindowSink(ref)
+	sink.onWindow = func(w windowCount) {
 		if w.End > lateWindow {
 			once.Do(func() { close(late) })
 		}
-		return nil
 	}
-	bad := func(s string) { mu.Lock(); problems = append(problems, s); mu.Unlock() }
 	g := etJobFrom("idle", func(g *topology.Graph) topology.Stream[click] {
 		source := func(name string, gate *testsrc.Gate, n int64, idx func(int64) int64) topology.Stream[click] {
 			src := topology.FromSource(g, name, func(int, int) topology.Source[int64] { return &testsrc.Gated{N: n, Gate: gate} },
@@ -599,7 +564,7 @@ func TestIdleSourcesHoldNothingBack(t *testing.T) {
 			return topology.Map(src, name+"-click", func(v int64) click { return click{User: idx(v) % etUsers, I: idx(v)} })
 		}
 		return topology.Union(source("a", gateA, nA, idxA), source("b", gateB, nB, func(v int64) int64 { return offB + v - 1 }))
-	}, bad, out)
+	}, sink.bad, sink.out)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	job, err := actors.Start(ctx, g, actors.WithStore(snapshots.NewMem()), actors.WithLogger(testLogger(t)))
@@ -619,10 +584,5 @@ func TestIdleSourcesHoldNothingBack(t *testing.T) {
 	if err := job.Wait(); !errors.Is(err, actors.ErrStopped) {
 		t.Fatalf("Wait after Stop = %v", err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(problems) > 0 {
-		t.Fatalf("%d problems, the first: %v", len(problems), problems[:min(5, len(problems))])
-	}
-	t.Logf("%d windows closed while both sources were idle", len(got))
+	t.Logf("%d windows closed while both sources were idle", sink.check(t, false))
 }

@@ -172,7 +172,7 @@ func DecodeTimestamps(deltas []int64, n int) ([]int64, error) {
 	if len(deltas) != n {
 		return nil, fmt.Errorf("%w: %d timestamps for %d records", ErrCorruptBatch, len(deltas), n)
 	}
-	ts := appendStamp(nil, 0, n)[:0]
+	ts := takeStamps(n)
 	prev := int64(0)
 	for _, d := range deltas {
 		prev += d

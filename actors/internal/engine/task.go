@@ -95,8 +95,8 @@ type task struct {
 	linkTimer   *time.Timer
 	stopReports func()
 
-	// et is the task's event time (see task_time.go); nil when neither
-	// its inputs nor its output carry any.
+	// et is the task's event time (see task_time.go), set when the task
+	// starts.
 	et *eventTime
 	// proc fires the instance's processing-time timers; nil when it has
 	// none.

@@ -57,7 +57,7 @@ func (et *eventTime) exhausted() {
 // onWatermark takes a watermark from an input: in order with the input's
 // batches, held back with them while the input is blocked for alignment.
 func (t *task) onWatermark(m *batchMsg) {
-	if t.fenced(m.epoch) || int(m.input) >= len(t.ins) || t.et == nil || t.et.in == nil {
+	if t.fenced(m.epoch) || int(m.input) >= len(t.ins) || t.et.in == nil {
 		return
 	}
 	t.acts = t.aligner.Step(align.Event[*batchMsg]{Kind: align.Data, Input: int(m.input), Data: m}, t.acts[:0])
@@ -67,7 +67,7 @@ func (t *task) onWatermark(m *batchMsg) {
 // onMark applies a watermark or an end of input, in the input's order.
 func (t *task) onMark(input int, m *batchMsg) {
 	et := t.et
-	if et == nil || et.in == nil {
+	if et.in == nil {
 		return
 	}
 	var st watermark.Status
@@ -137,7 +137,7 @@ func (et *eventTime) armIdle(t *task) {
 // onIdleTick marks a source idle once its idleness timeout has passed
 // while it waited for records, and sends that at once.
 func (t *task) onIdleTick(m *idleTick) {
-	if m.epoch != t.epoch || t.et == nil || !t.idle {
+	if m.epoch != t.epoch || !t.idle {
 		return
 	}
 	t.et.sourceRead(time.Now().UnixNano())
@@ -161,7 +161,7 @@ func (et *eventTime) send(t *task) {
 
 // stop stops the idle timer at the end of an incarnation.
 func (et *eventTime) stop() {
-	if et != nil && et.idleTimer != nil {
+	if et != nil && et.idleTimer != nil { // nil: the task failed before it started
 		et.idleTimer.Stop()
 	}
 }

@@ -1,0 +1,97 @@
+package main
+
+// ratios sets each snapflow row's throughput relative to the unthrottled
+// row with checkpoints off of its mode (abs for sync), topology,
+// parallelism and state, and a cluster row's also relative to the abs one
+// (in one process). A baseline has none: it is not snapflow with
+// checkpoints on. An unthrottled kafka row's is against the alo row, and
+// its RatioToLoop against the plain loop's.
+func ratios(rows []Row) {
+	for i := range rows {
+		r := &rows[i]
+		r.RatioToOff, r.RatioToInProcess, r.RatioToLoop, r.RatioToUnmonitored = metric{}, metric{}, metric{}, metric{}
+		r.RatioToUntimed = metric{}
+		r.RatioP99ToFull = metric{}
+		if r.baseline() {
+			continue
+		}
+		if p99, ok := r.CkptP99Ms.value(); ok && r.Checkpointing == "incremental" {
+			if full, ok := fullRow(rows, *r); ok {
+				r.RatioP99ToFull = per(p99, full.CkptP99Ms.or(0))
+			}
+		}
+		v, ok := r.RecordsPerSec.value()
+		if !ok {
+			continue
+		}
+		offMode := "abs"
+		if r.Topology == "kafka" {
+			if r.Rate > 0 {
+				continue
+			}
+			offMode = kafkaALO
+			if loop, ok := offRate(rows, *r, kafkaLoop); ok {
+				r.RatioToLoop = per(v, loop)
+			}
+		}
+		if r.Mode == "cluster" {
+			offMode = "cluster"
+			if off, ok := offRate(rows, *r, "abs"); ok {
+				r.RatioToInProcess = per(v, off)
+			}
+		}
+		if off, ok := offRate(rows, *r, offMode); ok {
+			r.RatioToOff = per(v, off)
+		}
+		if r.EventTime != "" {
+			if u, ok := twinRate(rows, *r, func(o Row) bool { return o.EventTime == "" && o.Monitored == r.Monitored }); ok {
+				r.RatioToUntimed = per(v, u)
+			}
+		}
+		if r.Monitored {
+			if u, ok := twinRate(rows, *r, func(o Row) bool { return !o.Monitored && o.EventTime == r.EventTime }); ok {
+				r.RatioToUnmonitored = per(v, u)
+			}
+		}
+	}
+}
+
+// offRate is the records/s of the unthrottled row of mode with checkpoints
+// off and r's topology, parallelism and state, if rows hold one measured.
+func offRate(rows []Row, r Row, mode string) (float64, bool) {
+	for _, o := range rows {
+		if o.Mode == mode && o.Interval == "off" && !o.Monitored && o.EventTime == "" && o.Topology == r.Topology && o.Parallelism == r.Parallelism &&
+			o.StateSize == r.StateSize && o.UpdateFraction == r.UpdateFraction && o.MaxParallelism == r.MaxParallelism && o.SinkRate == 0 && o.Rate == 0 {
+			return o.RecordsPerSec.value()
+		}
+	}
+	return 0, false
+}
+
+// fullRow is the full row with r's interval, topology, parallelism, state,
+// update fraction, key groups, store and rates, if rows hold one.
+func fullRow(rows []Row, r Row) (Row, bool) {
+	for _, o := range rows {
+		if o.Checkpointing == "full" && o.Mode == r.Mode && o.Interval == r.Interval && o.Topology == r.Topology &&
+			o.Parallelism == r.Parallelism && o.StateSize == r.StateSize && o.Keys == r.Keys && o.UpdateFraction == r.UpdateFraction &&
+			o.MaxParallelism == r.MaxParallelism && o.Store == r.Store && o.Rate == r.Rate && o.SinkRate == r.SinkRate {
+			return o, true
+		}
+	}
+	return Row{}, false
+}
+
+// twinRate is the records/s of the last measured row that runs what r runs
+// (mode, interval, topology, parallelism, state, rates) and that is as
+// twin says: r without the monitoring, or without event time.
+func twinRate(rows []Row, r Row, twin func(Row) bool) (v float64, ok bool) {
+	for _, o := range rows {
+		if twin(o) && o.Mode == r.Mode && o.Interval == r.Interval && o.Topology == r.Topology &&
+			o.Parallelism == r.Parallelism && o.StateSize == r.StateSize && o.SinkRate == r.SinkRate && o.Rate == r.Rate {
+			if u, measured := o.RecordsPerSec.value(); measured {
+				v, ok = u, true
+			}
+		}
+	}
+	return v, ok
+}
