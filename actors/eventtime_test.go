@@ -2,8 +2,10 @@ package actors_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"sync"
 	"sync/atomic"
@@ -585,4 +587,121 @@ func TestIdleSourcesHoldNothingBack(t *testing.T) {
 		t.Fatalf("Wait after Stop = %v", err)
 	}
 	t.Logf("%d windows closed while both sources were idle", sink.check(t, false))
+}
+
+// laggingSplits is a split source of the event-time test's clicks whose
+// split k holds the clicks i with i % 2 == k, read in order; split 1 is
+// read once for every ten reads of split 0, so it lags behind in event
+// time, as a slow partition would.
+type laggingSplits struct {
+	next  [2]int64
+	reads int
+	told  [2]bool
+}
+
+func laggingSplitsSpec() topology.Splits {
+	return topology.Splits{Initial: func(int) [][]byte {
+		return [][]byte{binary.BigEndian.AppendUint64(nil, 0), binary.BigEndian.AppendUint64(nil, 1)}
+	}}
+}
+
+func (s *laggingSplits) Open(_ context.Context, splits [][]byte) error {
+	if len(splits) != 2 {
+		return fmt.Errorf("%d splits, want 2", len(splits))
+	}
+	for k, b := range splits {
+		s.next[k] = int64(binary.BigEndian.Uint64(b))
+	}
+	return nil
+}
+
+func (s *laggingSplits) ReadSplit(buf []click) (topology.SplitRead, error) {
+	s.reads++
+	k := 0
+	if s.reads%11 == 0 || s.next[0] >= etEvents {
+		k = 1
+	}
+	if s.next[k] >= etEvents {
+		k = 1 - k
+	}
+	if s.next[k] >= etEvents {
+		return topology.SplitRead{}, io.EOF
+	}
+	n := 0
+	for n < len(buf) && s.next[k] < etEvents {
+		buf[n] = click{User: s.next[k] % etUsers, I: s.next[k]}
+		s.next[k] += 2
+		n++
+	}
+	return topology.SplitRead{N: n, Split: k, Done: s.next[k] >= etEvents}, nil
+}
+
+func (s *laggingSplits) Read(buf []click) (int, error) {
+	r, err := s.ReadSplit(buf)
+	return r.N, err
+}
+
+func (s *laggingSplits) Splits() [][]byte {
+	return [][]byte{binary.BigEndian.AppendUint64(nil, uint64(s.next[0])), binary.BigEndian.AppendUint64(nil, uint64(s.next[1]))}
+}
+
+func (s *laggingSplits) Close() error { return nil }
+
+// oneWatermark hides a split source's ReadSplit: its task keeps one
+// watermark over all its splits.
+type oneWatermark struct{ topology.SplitSource[click] }
+
+// A split source that reads one split at a time keeps a watermark per
+// split: a lagging split holds event time back, so none of its records is
+// late and every window's count is exact, with and without a failure
+// that restores the splits' positions. The same source with one watermark
+// per task makes the lagging split's records late, which the job's checks
+// see: the test can fail.
+func TestSplitWatermarks(t *testing.T) {
+	ref := etReference()
+	run := func(t *testing.T, perSplit, fail bool) *windowSink {
+		sink := newWindowSink(ref)
+		g := etJobFrom("splits", func(g *topology.Graph) topology.Stream[click] {
+			return topology.FromSplits(g, "clicks", laggingSplitsSpec(), func(int, int) topology.SplitSource[click] {
+				if perSplit {
+					return &laggingSplits{}
+				}
+				return oneWatermark{&laggingSplits{}}
+			}, topology.WithWatermarks(topology.WatermarkStrategy[click]{
+				Timestamp:      func(c click) time.Time { return etTime(c.I) },
+				OutOfOrderness: 10 * time.Millisecond,
+			}))
+		}, sink.bad, sink.out)
+		opts := []actors.Option{actors.WithStore(snapshots.NewMem()), actors.WithCheckpointInterval(20 * time.Millisecond),
+			actors.WithLogger(testLogger(t)), actors.WithBatchSize(64)}
+		var failed atomic.Bool
+		var batches atomic.Int64
+		if fail {
+			opts = append(opts, actorstest.WithFaults(&actorstest.Faults{Process: func(task string) {
+				if task == "count#1" && batches.Add(1) == 40 && !failed.Swap(true) {
+					panic("injected failure")
+				}
+			}}))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		if err := actors.Run(ctx, g, opts...); err != nil {
+			t.Fatal(err)
+		}
+		if fail && !failed.Load() {
+			t.Fatal("the failure was never injected")
+		}
+		return sink
+	}
+	t.Run("per-split", func(t *testing.T) { run(t, true, false).check(t, true) })
+	t.Run("per-split-failure", func(t *testing.T) { run(t, true, true).check(t, true) })
+	t.Run("one-per-task", func(t *testing.T) {
+		sink := run(t, false, false)
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		if len(sink.problems) == 0 {
+			t.Fatal("with one watermark per task, no record of the lagging split was late: the test cannot tell")
+		}
+		t.Logf("one watermark per task: %d problems, the first: %s", len(sink.problems), sink.problems[0])
+	})
 }

@@ -895,7 +895,10 @@ type DeployTask struct {
 	Splits    [][]byte       `protobuf:"bytes,5,rep,name=splits,proto3" json:"splits,omitempty"`
 	HasSplits bool           `protobuf:"varint,6,opt,name=has_splits,json=hasSplits,proto3" json:"has_splits,omitempty"`
 	// rescaled says that parts and splits describe the task's state.
-	Rescaled      bool `protobuf:"varint,7,opt,name=rescaled,proto3" json:"rescaled,omitempty"`
+	Rescaled bool `protobuf:"varint,7,opt,name=rescaled,proto3" json:"rescaled,omitempty"`
+	// event_time is where a rescaled source resumes event time (unset: no
+	// strategy, or none stored).
+	EventTime     *SourceEventTime `protobuf:"bytes,8,opt,name=event_time,json=eventTime,proto3" json:"event_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -977,6 +980,13 @@ func (x *DeployTask) GetRescaled() bool {
 		return x.Rescaled
 	}
 	return false
+}
+
+func (x *DeployTask) GetEventTime() *SourceEventTime {
+	if x != nil {
+		return x.EventTime
+	}
+	return nil
 }
 
 // Deploy starts an epoch of the job: every worker stops the tasks of older
@@ -1456,7 +1466,7 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\vrecords_out\x18\x03 \x01(\x04R\n" +
 	"recordsOut\x12%\n" +
 	"\x0equeued_batches\x18\x04 \x01(\x03R\rqueuedBatches\x12-\n" +
-	"\x12backpressure_nanos\x18\x05 \x01(\x03R\x11backpressureNanos\"\xfa\x01\n" +
+	"\x12backpressure_nanos\x18\x05 \x01(\x03R\x11backpressureNanos\"\xb7\x02\n" +
 	"\n" +
 	"DeployTask\x12\x12\n" +
 	"\x04task\x18\x01 \x01(\rR\x04task\x12%\n" +
@@ -1466,7 +1476,9 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\x06splits\x18\x05 \x03(\fR\x06splits\x12\x1d\n" +
 	"\n" +
 	"has_splits\x18\x06 \x01(\bR\thasSplits\x12\x1a\n" +
-	"\brescaled\x18\a \x01(\bR\brescaled\"\x94\x01\n" +
+	"\brescaled\x18\a \x01(\bR\brescaled\x12;\n" +
+	"\n" +
+	"event_time\x18\b \x01(\v2\x1c.snapflow.v1.SourceEventTimeR\teventTime\"\x94\x01\n" +
 	"\x06Deploy\x12 \n" +
 	"\vcoordinator\x18\x01 \x01(\tR\vcoordinator\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12#\n" +
@@ -1532,6 +1544,7 @@ var file_messages_cluster_proto_goTypes = []any{
 	(*DeployConfirmed)(nil), // 18: snapflow.v1.DeployConfirmed
 	nil,                     // 19: snapflow.v1.JobFingerprint.ParamsEntry
 	(*StateHandle)(nil),     // 20: snapflow.v1.StateHandle
+	(*SourceEventTime)(nil), // 21: snapflow.v1.SourceEventTime
 }
 var file_messages_cluster_proto_depIdxs = []int32{
 	11, // 0: snapflow.v1.TaskFinished.counters:type_name -> snapflow.v1.TaskCounters
@@ -1541,12 +1554,13 @@ var file_messages_cluster_proto_depIdxs = []int32{
 	11, // 4: snapflow.v1.HeartbeatAck.tasks:type_name -> snapflow.v1.TaskCounters
 	20, // 5: snapflow.v1.DeployTask.state:type_name -> snapflow.v1.StateHandle
 	20, // 6: snapflow.v1.DeployTask.parts:type_name -> snapflow.v1.StateHandle
-	12, // 7: snapflow.v1.Deploy.tasks:type_name -> snapflow.v1.DeployTask
-	8,  // [8:8] is the sub-list for method output_type
-	8,  // [8:8] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	21, // 7: snapflow.v1.DeployTask.event_time:type_name -> snapflow.v1.SourceEventTime
+	12, // 8: snapflow.v1.Deploy.tasks:type_name -> snapflow.v1.DeployTask
+	9,  // [9:9] is the sub-list for method output_type
+	9,  // [9:9] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_messages_cluster_proto_init() }

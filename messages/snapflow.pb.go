@@ -1903,10 +1903,16 @@ func (x *TaskState) GetEventTime() *SourceEventTime {
 type SourceEventTime struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// max_timestamp is the highest record timestamp the task had read (ns
-	// since the Unix epoch; math.MinInt64: none yet).
-	MaxTimestamp  int64 `protobuf:"varint,1,opt,name=max_timestamp,json=maxTimestamp,proto3" json:"max_timestamp,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// since the Unix epoch; math.MinInt64: none yet). A source that keeps a
+	// watermark per split (topology.SplitReader) stores the lowest over its
+	// splits that have not ended.
+	MaxTimestamp int64 `protobuf:"varint,1,opt,name=max_timestamp,json=maxTimestamp,proto3" json:"max_timestamp,omitempty"`
+	// split_max_timestamps, set by a source that keeps a watermark per split,
+	// holds each split's highest timestamp, parallel to TaskState.splits
+	// (math.MinInt64: none yet; math.MaxInt64: the split has ended).
+	SplitMaxTimestamps []int64 `protobuf:"varint,2,rep,packed,name=split_max_timestamps,json=splitMaxTimestamps,proto3" json:"split_max_timestamps,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *SourceEventTime) Reset() {
@@ -1944,6 +1950,13 @@ func (x *SourceEventTime) GetMaxTimestamp() int64 {
 		return x.MaxTimestamp
 	}
 	return 0
+}
+
+func (x *SourceEventTime) GetSplitMaxTimestamps() []int64 {
+	if x != nil {
+		return x.SplitMaxTimestamps
+	}
+	return nil
 }
 
 // Transaction is one transaction of a transactional sink task.
@@ -2742,9 +2755,10 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\ftransactions\x18\x0f \x03(\v2\x18.snapflow.v1.TransactionR\ftransactions\x12\x14\n" +
 	"\x05epoch\x18\x10 \x01(\x04R\x05epoch\x12;\n" +
 	"\n" +
-	"event_time\x18\x11 \x01(\v2\x1c.snapflow.v1.SourceEventTimeR\teventTime\"6\n" +
+	"event_time\x18\x11 \x01(\v2\x1c.snapflow.v1.SourceEventTimeR\teventTime\"h\n" +
 	"\x0fSourceEventTime\x12#\n" +
-	"\rmax_timestamp\x18\x01 \x01(\x03R\fmaxTimestamp\"J\n" +
+	"\rmax_timestamp\x18\x01 \x01(\x03R\fmaxTimestamp\x120\n" +
+	"\x14split_max_timestamps\x18\x02 \x03(\x03R\x12splitMaxTimestamps\"J\n" +
 	"\vTransaction\x12#\n" +
 	"\rcheckpoint_id\x18\x01 \x01(\x04R\fcheckpointId\x12\x16\n" +
 	"\x06handle\x18\x02 \x01(\fR\x06handle\"\xda\x01\n" +

@@ -44,6 +44,24 @@ func FromSource[T any](g *Graph, name string, newSource func(subtask, parallelis
 //	Close() error
 type SplitSource[T any] = dataflow.SplitSource[T]
 
+// SplitReader is implemented by a SplitSource whose every read returns
+// records of one split:
+//
+//	ReadSplit(buf []T) (SplitRead, error) // Read, saying which split the records came from
+//
+// With a watermark strategy (WithWatermarks), such a source keeps a
+// watermark per split, and its task's watermark is the lowest over the
+// splits that are neither idle nor ended: one lagging split holds event
+// time back, an idle one does not. Splits hold event time back from the
+// start until they read, go idle or end (SplitRead.Done). Generate,
+// Sequence, FromSlice and the Kafka source are SplitReaders.
+type SplitReader[T any] = dataflow.SplitReader[T]
+
+// SplitRead is what one ReadSplit returned: the number of records, the
+// split's index in the list Splits returns, and whether that split has no
+// more records.
+type SplitRead = dataflow.SplitRead
+
 // Splits describes the splits of a FromSplits source: Initial returns the
 // splits of a job that starts without state, for a parallelism (the same
 // ones every time, in every process), and the optional Divide splits one

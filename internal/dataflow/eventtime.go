@@ -113,6 +113,9 @@ type sourceClock[T any] struct {
 	ts    []int64 // the timestamps of the records of the current read
 	out   watermark.Status
 	last  int64 // the processing time of the last read
+	// splits keeps a watermark per split for a SplitReader (nil
+	// otherwise: gen is the task's).
+	splits *splitClocks
 }
 
 func newSourceClock[T any](ws WatermarkStrategy[T], size int) *sourceClock[T] {
@@ -136,14 +139,38 @@ func (c *sourceClock[T]) stampAll(recs []T, now int64) []int64 {
 	return ts
 }
 
+// stampSplit stamps the records of a read from one split (see SplitReader)
+// and returns their timestamps.
+func (c *sourceClock[T]) stampSplit(recs []T, r SplitRead, now int64) ([]int64, error) {
+	ts := c.ts[:len(recs)]
+	for i := range recs {
+		ts[i] = c.stamp(recs[i]).UnixNano()
+	}
+	c.last = now
+	return ts, c.splits.read(r, ts, now)
+}
+
 // status is the source's watermark status at processing time now (0: the
 // time of the last read); it never goes back.
 func (c *sourceClock[T]) status(now int64) watermark.Status {
 	if now == 0 {
 		now = c.last
 	}
-	c.out = watermark.Status{Watermark: max(c.out.Watermark, c.gen.Watermark()), Idle: c.gen.Idle(now)}
+	st := watermark.Status{Watermark: c.gen.Watermark(), Idle: c.gen.Idle(now)}
+	if c.splits != nil {
+		st = c.splits.status(now)
+	}
+	c.out = watermark.Status{Watermark: max(c.out.Watermark, st.Watermark), Idle: st.Idle}
 	return c.out
+}
+
+// idleAt is the processing time at which the source (or, per split, its
+// next split) becomes idle if it reads nothing more.
+func (c *sourceClock[T]) idleAt() (int64, bool) {
+	if c.splits != nil {
+		return c.splits.idleAt()
+	}
+	return c.gen.IdleAt()
 }
 
 // WatermarkListener is implemented by instances that act on event time

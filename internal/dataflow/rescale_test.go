@@ -214,7 +214,7 @@ func TestRescaleSplitsSpread(t *testing.T) {
 		Sink(Sequence(g, "src", 0, 999), "sink", discard[int64])
 		return mustPlan(t, g).Tasks[0].node.splits
 	}()
-	dealt := redistributeSplits([][][]byte{spec.initial(1)}, 4, spec.divide)
+	dealt, _ := redistributeSplits([][][]byte{spec.initial(1)}, nil, 4, spec.divide)
 	for s, splits := range dealt {
 		if len(splits) != 1 {
 			t.Errorf("task %d of 4 got %d splits, want 1", s, len(splits))

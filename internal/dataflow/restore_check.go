@@ -414,8 +414,15 @@ func checkKeyed(op *storedOperator, n *newOperator, label string, rescale bool, 
 // redistributing key groups and splits.
 func assign(r *Restore, op *storedOperator, n *newOperator) error {
 	var dealt [][][]byte
+	var dealtTS [][]int64 // per split, when every stored task keeps them
 	if op.splits || op.offsets {
 		old := make([][][]byte, len(op.tasks))
+		var oldTS [][]int64
+		for _, t := range op.tasks {
+			if ts := t.st.GetEventTime().GetSplitMaxTimestamps(); t.st.GetHasSplits() && len(ts) == len(t.st.GetSplits()) {
+				oldTS = append(oldTS, ts)
+			}
+		}
 		for i, t := range op.tasks {
 			switch {
 			case t.st.GetHasSplits():
@@ -427,7 +434,7 @@ func assign(r *Restore, op *storedOperator, n *newOperator) error {
 				}
 			}
 		}
-		dealt = redistributeSplits(old, len(n.tasks), n.split.divide)
+		dealt, dealtTS = redistributeSplits(old, oldTS, len(n.tasks), n.split.divide)
 	}
 	var eventTime *messages.SourceEventTime
 	for i, t := range op.tasks {
@@ -444,6 +451,9 @@ func assign(r *Restore, op *storedOperator, n *newOperator) error {
 		tr := TaskRestore{Rescaled: true, EventTime: eventTime}
 		if dealt != nil {
 			tr.Splits, tr.HasSplits = dealt[s], true
+		}
+		if eventTime != nil && dealtTS != nil {
+			tr.EventTime = &messages.SourceEventTime{MaxTimestamp: eventTime.GetMaxTimestamp(), SplitMaxTimestamps: dealtTS[s]}
 		}
 		if op.keyed {
 			for _, ot := range op.tasks {

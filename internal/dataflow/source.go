@@ -114,7 +114,17 @@ func newSourceInstance[T any](src Source[T], out *Collector[T], ic *InstanceCont
 
 func (s *sourceInstance[T]) Open(ctx context.Context, wake func()) error {
 	if s.split != nil {
-		return s.split.open(ctx, wake)
+		if err := s.split.open(ctx, wake); err != nil {
+			return err
+		}
+		if s.clock != nil && s.clock.splits != nil {
+			// Splits the source added in Open (partitions it found, say)
+			// count from the start too.
+			now := time.Now().UnixNano()
+			s.clock.splits.open(s.split.opened, now)
+			s.clock.splits.grow(len(s.split.src.Splits()), now)
+		}
+		return nil
 	}
 	if w, ok := s.src.(Waker); ok {
 		w.SetWake(wake)
@@ -139,6 +149,29 @@ func (s *sourceInstance[T]) read(buf []T) (int, error) {
 	return s.src.Read(buf)
 }
 
+// readStamped reads into buf and stamps the records with event time when
+// the source has a watermark strategy (ts nil otherwise).
+func (s *sourceInstance[T]) readStamped(buf []T) (n int, ts []int64, err error) {
+	if s.split != nil && s.split.reader != nil {
+		r, err := s.split.reader.ReadSplit(buf)
+		if r.N < 0 || r.N > len(buf) {
+			return 0, nil, fmt.Errorf("ReadSplit returned %d records for a buffer of %d", r.N, len(buf))
+		}
+		if s.clock != nil {
+			var serr error
+			if ts, serr = s.clock.stampSplit(buf[:r.N], r, time.Now().UnixNano()); serr != nil {
+				return 0, nil, serr
+			}
+		}
+		return r.N, ts, err
+	}
+	n, err = s.read(buf)
+	if s.clock != nil {
+		ts = s.clock.stampAll(buf[:n], time.Now().UnixNano())
+	}
+	return n, ts, err
+}
+
 // Produce reads up to maxRecords records, fewer when they are large (see
 // newSourceInstance), and emits them.
 func (s *sourceInstance[T]) Produce(maxRecords int) (int, SourceStatus, error) {
@@ -149,11 +182,7 @@ func (s *sourceInstance[T]) Produce(maxRecords int) (int, SourceStatus, error) {
 	if maxRecords < len(buf) {
 		buf = buf[:max(0, maxRecords)]
 	}
-	n, err := s.read(buf)
-	var ts []int64
-	if s.clock != nil {
-		ts = s.clock.stampAll(buf[:n], time.Now().UnixNano())
-	}
+	n, ts, err := s.readStamped(buf)
 	if bytes := s.out.emitAll(buf[:n], ts); s.size != nil {
 		s.adapt(n, bytes)
 	}
@@ -199,7 +228,7 @@ func (s *sourceInstance[T]) IdleCheck() (int64, bool) {
 	if s.clock == nil {
 		return 0, false
 	}
-	return s.clock.gen.IdleAt()
+	return s.clock.idleAt()
 }
 
 func (s *sourceInstance[T]) Snapshot(st *messages.TaskState) error {
@@ -207,7 +236,13 @@ func (s *sourceInstance[T]) Snapshot(st *messages.TaskState) error {
 		st.EventTime = &messages.SourceEventTime{MaxTimestamp: s.clock.gen.MaxTimestamp()}
 	}
 	if s.split != nil {
-		return s.split.snapshot(st)
+		if err := s.split.snapshot(st); err != nil {
+			return err
+		}
+		if s.clock != nil && s.clock.splits != nil {
+			st.EventTime.MaxTimestamp, st.EventTime.SplitMaxTimestamps = s.clock.splits.snapshot(len(st.Splits))
+		}
+		return nil
 	}
 	st.SourceOffset = append([]byte(nil), s.src.Offset()...)
 	st.HasSourceOffset = true
@@ -217,6 +252,12 @@ func (s *sourceInstance[T]) Snapshot(st *messages.TaskState) error {
 func (s *sourceInstance[T]) Restore(st *messages.TaskState) error {
 	if et := st.GetEventTime(); et != nil && s.clock != nil {
 		s.clock.gen.Restore(et.GetMaxTimestamp())
+		if sc := s.clock.splits; sc != nil {
+			sc.fallback, sc.restored = et.GetMaxTimestamp(), nil
+			if len(et.GetSplitMaxTimestamps()) == len(st.GetSplits()) {
+				sc.restored = et.GetSplitMaxTimestamps()
+			}
+		}
 	}
 	if s.split != nil {
 		return s.split.restore(st)
@@ -323,16 +364,18 @@ func decodeGenSplit(b []byte) (genSplit, error) {
 }
 
 // generator produces gen(i) for the indices of its splits, below count. A
-// Read fills the buffer from one split; the next Read moves to the next.
+// read fills the buffer from one split; the next read moves to the next.
+// It is a SplitReader: each split keeps its own watermark.
 type generator[T any] struct {
 	gen    func(int64) T
 	count  int64
 	splits []genSplit
+	told   []bool // the split's end was reported (SplitRead.Done)
 	cur    int
 }
 
 func (s *generator[T]) Open(_ context.Context, splits [][]byte) error {
-	s.splits, s.cur = make([]genSplit, len(splits)), 0
+	s.splits, s.told, s.cur = make([]genSplit, len(splits)), make([]bool, len(splits)), 0
 	for i, b := range splits {
 		sp, err := decodeGenSplit(b)
 		if err != nil {
@@ -346,10 +389,21 @@ func (s *generator[T]) Open(_ context.Context, splits [][]byte) error {
 func (s *generator[T]) done(sp *genSplit) bool { return s.count >= 0 && sp.next >= s.count }
 
 func (s *generator[T]) Read(buf []T) (int, error) {
+	r, err := s.ReadSplit(buf)
+	return r.N, err
+}
+
+// ReadSplit implements SplitReader.
+func (s *generator[T]) ReadSplit(buf []T) (SplitRead, error) {
 	for range s.splits {
-		sp := &s.splits[s.cur]
+		i := s.cur
+		sp := &s.splits[i]
+		s.cur = (s.cur + 1) % len(s.splits)
 		if s.done(sp) {
-			s.cur = (s.cur + 1) % len(s.splits)
+			if !s.told[i] {
+				s.told[i] = true
+				return SplitRead{Split: i, Done: true}, nil
+			}
 			continue
 		}
 		n := 0
@@ -359,13 +413,14 @@ func (s *generator[T]) Read(buf []T) (int, error) {
 			sp.next += sp.step
 		}
 		sp.emitted += int64(n)
-		s.cur = (s.cur + 1) % len(s.splits)
+		r := SplitRead{N: n, Split: i, Done: s.done(sp)}
+		s.told[i] = r.Done
 		if n < len(buf) && s.exhausted() { // as a full read, the end shows on the next one
-			return n, io.EOF
+			return r, io.EOF
 		}
-		return n, nil
+		return r, nil
 	}
-	return 0, io.EOF
+	return SplitRead{}, io.EOF
 }
 
 func (s *generator[T]) exhausted() bool {

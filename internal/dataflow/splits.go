@@ -84,6 +84,12 @@ func fromSplits[T any](g *Graph, name string, spec *splitSpec, newSource func(su
 		}
 		si := newSourceInstance[T](nil, out, ic)
 		si.split = &splitReader[T]{src: src, spec: spec, task: ic.Task}
+		if r, ok := src.(SplitReader[T]); ok {
+			si.split.reader = r
+			if c := si.clock; c != nil {
+				c.splits = &splitClocks{outOfOrder: c.gen.OutOfOrderness(), idle: c.gen.IdleTimeout(), fallback: minTime}
+			}
+		}
 		return si, nil
 	})
 	n.splits = spec
@@ -94,10 +100,12 @@ func fromSplits[T any](g *Graph, name string, spec *splitSpec, newSource func(su
 // splitReader is the split side of a source task.
 type splitReader[T any] struct {
 	src       SplitSource[T]
+	reader    SplitReader[T] // src, when it reads one split at a time
 	spec      *splitSpec
 	task      *TaskPlan
 	splits    [][]byte // restored
 	hasSplits bool
+	opened    int // the number of splits given to Open
 }
 
 func (r *splitReader[T]) open(ctx context.Context, wake func()) error {
@@ -111,6 +119,7 @@ func (r *splitReader[T]) open(ctx context.Context, wake func()) error {
 	if splits == nil {
 		splits = [][]byte{}
 	}
+	r.opened = len(splits)
 	return r.src.Open(ctx, splits)
 }
 
@@ -157,11 +166,21 @@ func (r *splitReader[T]) restore(st *messages.TaskState) error {
 // subtask order) out to parallelism new tasks: they are concatenated,
 // divided with divide (when given) while there are fewer than parallelism,
 // and split i goes to task i % parallelism. Every split goes to exactly one
-// task.
-func redistributeSplits(old [][][]byte, parallelism int, divide func([]byte) ([]byte, []byte, bool)) [][][]byte {
+// task. oldTS, when every old task has one, holds each split's event-time
+// position (see messages.SourceEventTime), parallel to old; the positions
+// are dealt out with their splits (both halves of a divided split keep
+// its position), and ts is nil otherwise.
+func redistributeSplits(old [][][]byte, oldTS [][]int64, parallelism int, divide func([]byte) ([]byte, []byte, bool)) (splits [][][]byte, ts [][]int64) {
 	var all [][]byte
-	for _, s := range old {
+	var allTS []int64
+	withTS := len(oldTS) == len(old)
+	for i, s := range old {
 		all = append(all, s...)
+		if withTS && len(oldTS[i]) == len(s) {
+			allTS = append(allTS, oldTS[i]...)
+		} else {
+			withTS = false
+		}
 	}
 	for divide != nil && len(all) < parallelism {
 		n, grew := len(all), false
@@ -169,6 +188,9 @@ func redistributeSplits(old [][][]byte, parallelism int, divide func([]byte) ([]
 			if a, b, ok := divide(all[i]); ok {
 				all[i] = a
 				all = append(all, b)
+				if withTS {
+					allTS = append(allTS, allTS[i])
+				}
 				grew = true
 			}
 		}
@@ -176,9 +198,18 @@ func redistributeSplits(old [][][]byte, parallelism int, divide func([]byte) ([]
 			break
 		}
 	}
-	out := make([][][]byte, parallelism)
-	for s := range out {
-		out[s] = assignedSplits(all, s, parallelism)
+	splits = make([][][]byte, parallelism)
+	for s := range splits {
+		splits[s] = assignedSplits(all, s, parallelism)
 	}
-	return out
+	if withTS {
+		ts = make([][]int64, parallelism)
+		for s := range ts {
+			ts[s] = []int64{}
+			for i := s; i < len(allTS); i += parallelism {
+				ts[s] = append(ts[s], allTS[i])
+			}
+		}
+	}
+	return splits, ts
 }

@@ -61,6 +61,19 @@ func NewCombiner(n int) *Combiner {
 	return c
 }
 
+// Len is the number of inputs.
+func (c *Combiner) Len() int { return len(c.ins) }
+
+// Grow adds inputs until there are n, active and at Min: each holds the
+// combined watermark where it is (it never goes back) until it advances,
+// becomes idle or ends. A source that finds a new split grows its
+// combiner of splits.
+func (c *Combiner) Grow(n int) {
+	for len(c.ins) < n {
+		c.ins = append(c.ins, input{wm: Min})
+	}
+}
+
 // Status is the combined status, as last returned.
 func (c *Combiner) Status() Status { return c.out }
 

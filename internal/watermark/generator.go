@@ -74,6 +74,12 @@ func (g *Generator) IdleAt() (int64, bool) {
 	return g.lastRec + g.idle, g.idle > 0
 }
 
+// OutOfOrderness is the out-of-orderness bound.
+func (g *Generator) OutOfOrderness() time.Duration { return time.Duration(g.bound) }
+
+// IdleTimeout is the idleness timeout (0: never idle).
+func (g *Generator) IdleTimeout() time.Duration { return time.Duration(g.idle) }
+
 // MaxTimestamp is the highest timestamp observed (Min when none): what a
 // checkpoint keeps, so that a restored source resumes event time where it
 // was.

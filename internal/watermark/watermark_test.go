@@ -34,6 +34,27 @@ func TestCombinerMinimumOfActiveInputs(t *testing.T) {
 	want(t, "input 0 to 25", s, ch, 20, false, true)
 }
 
+// A grown combiner's new inputs hold the combined watermark where it is
+// until they advance; it never goes back.
+func TestCombinerGrow(t *testing.T) {
+	c := NewCombiner(1)
+	c.Advance(0, 50)
+	c.Grow(3)
+	if c.Len() != 3 {
+		t.Fatalf("Len = %d, want 3", c.Len())
+	}
+	s, ch := c.Advance(1, 40)
+	want(t, "new inputs behind", s, ch, 50, false, false)
+	c.Advance(2, 60)
+	c.Advance(0, 70)
+	s, ch = c.Advance(1, 65)
+	want(t, "every input ahead", s, ch, 60, false, true)
+	c.Grow(2) // never shrinks
+	if c.Len() != 3 {
+		t.Fatalf("Len after Grow(2) = %d", c.Len())
+	}
+}
+
 func TestCombinerIdleInputsHoldNothingBack(t *testing.T) {
 	c := NewCombiner(2)
 	c.Advance(0, 100)

@@ -120,6 +120,7 @@ func decodeClass(b []byte) (classSplit, bool) {
 type partSplit struct {
 	partition int32
 	next      int64
+	index     int // in the list Splits returns
 }
 
 func (p partSplit) encode() []byte {
@@ -147,7 +148,14 @@ type source struct {
 	parts   []*partSplit
 	byPart  map[int32]*partSplit
 	classes []*classSplit
-	wake    func()
+	// order is every split's encoder, in the order of Open's list, then
+	// the partitions found since: the list Splits returns, which
+	// SplitRead.Split indexes.
+	order []func() []byte
+	// ended are the indices of class splits, which never hold records
+	// themselves, not yet reported done.
+	ended []int
+	wake  func()
 
 	cancel  context.CancelFunc
 	done    sync.WaitGroup
@@ -175,10 +183,11 @@ func (s *source) Open(ctx context.Context, splits [][]byte) error {
 			return err
 		}
 		if p != nil {
-			s.parts = append(s.parts, p)
-			s.byPart[p.partition] = p
+			s.addPart(p)
 		} else {
+			s.ended = append(s.ended, len(s.order))
 			s.classes = append(s.classes, c)
+			s.order = append(s.order, func() []byte { return c.encode() }) // c as it is then
 		}
 	}
 	opts := append([]kgo.Opt{kgo.SeedBrokers(s.cfg.Brokers...)}, s.cfg.ClientOptions...)
@@ -202,6 +211,13 @@ func (s *source) Open(ctx context.Context, splits [][]byte) error {
 	s.done.Add(1)
 	go s.poll(pctx)
 	return nil
+}
+
+// addPart adds a partition split at the end of the list.
+func (s *source) addPart(p *partSplit) {
+	p.index = len(s.order)
+	s.parts, s.byPart[p.partition] = append(s.parts, p), p
+	s.order = append(s.order, func() []byte { return p.encode() }) // p as it is then
 }
 
 // consume starts reading the partitions of ps at their offsets.
@@ -229,7 +245,7 @@ func (s *source) materialise(n int32) {
 			if k%c.mod == c.rem {
 				if _, ok := s.byPart[k]; !ok {
 					p := &partSplit{partition: k, next: -1}
-					s.parts, s.byPart[k] = append(s.parts, p), p
+					s.addPart(p)
 					added = append(added, p)
 				}
 			}
@@ -323,25 +339,49 @@ func (s *source) poll(ctx context.Context) {
 // Read returns the records fetched so far, or ErrSourceIdle; the poller
 // wakes the task when it has more. It never ends (io.EOF) by itself.
 func (s *source) Read(buf []Record) (int, error) {
+	r, err := s.ReadSplit(buf)
+	return r.N, err
+}
+
+// ReadSplit implements topology.SplitReader: a read returns records of one
+// partition, so that each keeps its own watermark. It first reports the
+// class splits done: they hold no records themselves.
+func (s *source) ReadSplit(buf []Record) (topology.SplitRead, error) {
 	select {
 	case n := <-s.found:
 		s.materialise(n)
 	default:
 	}
+	if len(s.ended) > 0 {
+		i := s.ended[0]
+		s.ended = s.ended[1:]
+		return topology.SplitRead{Split: i, Done: true}, nil
+	}
 	if len(s.batch) == 0 {
 		select {
 		case s.batch = <-s.fetched:
 		default:
-			return 0, topology.ErrSourceIdle
+			return topology.SplitRead{}, topology.ErrSourceIdle
 		}
 	}
+	// The poller's records come in runs of one partition: one lookup per
+	// run.
+	var p *partSplit
 	n := 0
 	for n < len(buf) && len(s.batch) > 0 {
 		r := s.batch[0]
+		if p == nil || r.Partition != p.partition {
+			if n > 0 {
+				break // a read holds the records of one partition
+			}
+			if p = s.byPart[r.Partition]; p == nil {
+				s.batch = s.batch[1:]
+				continue // not ours
+			}
+		}
 		s.batch = s.batch[1:]
-		p := s.byPart[r.Partition]
-		if p == nil || r.Offset < p.next {
-			continue // not ours, or before the position (a refetch)
+		if r.Offset < p.next {
+			continue // before the position (a refetch)
 		}
 		p.next = r.Offset + 1
 		buf[n] = Record{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp, Partition: r.Partition, Offset: r.Offset}
@@ -353,18 +393,18 @@ func (s *source) Read(buf []Record) (int, error) {
 		}
 		n++
 	}
-	return n, nil
+	if n == 0 {
+		return topology.SplitRead{}, nil
+	}
+	return topology.SplitRead{N: n, Split: p.index}, nil
 }
 
-// Splits returns the partition splits at their next offsets, then the
-// classes.
+// Splits returns every split's state, in the order of the splits given to
+// Open, then the partitions found since.
 func (s *source) Splits() [][]byte {
-	out := make([][]byte, 0, len(s.parts)+len(s.classes))
-	for _, p := range s.parts {
-		out = append(out, p.encode())
-	}
-	for _, c := range s.classes {
-		out = append(out, c.encode())
+	out := make([][]byte, len(s.order))
+	for i, enc := range s.order {
+		out[i] = enc()
 	}
 	return out
 }

@@ -1,0 +1,199 @@
+package dataflow
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/snapflow/snapflow/internal/watermark"
+)
+
+// SplitReader is implemented by a SplitSource whose every read returns
+// records of one split. The runtime then calls ReadSplit instead of Read
+// and, when the source has a watermark strategy (WithWatermarks), keeps a
+// watermark per split: the task's watermark is the lowest over its splits
+// that are neither idle nor ended, so that one slow split (a Kafka
+// partition that lags) holds event time back, and an idle or ended one
+// does not. A split source that does not implement it has one watermark
+// per task, over the records of all its splits.
+//
+// Every split given to Open holds event time back from the start, until it
+// reads records, goes idle (WatermarkStrategy.IdleTimeout) or ends: a split
+// that may stay empty needs an idleness timeout. A split the source adds
+// after Open (its index is past the list given to Open) counts from its
+// first read on.
+type SplitReader[T any] interface {
+	// ReadSplit is Read, for one split: it fills buf with records of one
+	// split and says which.
+	ReadSplit(buf []T) (SplitRead, error)
+}
+
+// SplitRead is what one ReadSplit returned.
+type SplitRead struct {
+	// N is the number of records read into the buffer.
+	N int
+	// Split is the index of the split the records came from, in the list
+	// Splits returns: the splits given to Open, in that order, then those
+	// the source added since, in the order it added them.
+	Split int
+	// Done says that the split has no more records: its watermark no
+	// longer holds the task back. A read may say so with N = 0.
+	Done bool
+}
+
+// maxSplits bounds the split indices a SplitReader may name.
+const maxSplits = 1 << 16
+
+// splitClocks keeps one watermark generator per split of a source task,
+// and combines them into the task's watermark.
+type splitClocks struct {
+	outOfOrder, idle time.Duration
+	gens             []*watermark.Generator
+	ended            []bool
+	comb             *watermark.Combiner // nil until open, and with no splits
+	// restored holds the splits' highest timestamps from the checkpoint
+	// (parallel to its splits), or is nil; fallback is the task's, for a
+	// checkpoint that has no per-split ones (watermark.Min: none).
+	restored []int64
+	fallback int64
+}
+
+// open makes a generator for each of the n splits given to Open, at
+// processing time now, from the restored timestamps when there are as many.
+func (c *splitClocks) open(n int, now int64) {
+	c.gens, c.ended, c.comb = nil, nil, nil
+	if n == 0 {
+		return
+	}
+	c.comb = watermark.NewCombiner(n)
+	for i := range n {
+		ts := c.fallback
+		if len(c.restored) == n {
+			ts = c.restored[i]
+		}
+		c.add(now)
+		if ts == watermark.Max {
+			c.ended[i] = true
+			c.comb.End(i)
+			continue
+		}
+		c.gens[i].Restore(ts)
+		c.comb.Advance(i, c.gens[i].Watermark())
+	}
+}
+
+// grow adds splits, at Min, until there are n.
+func (c *splitClocks) grow(n int, now int64) {
+	if n <= len(c.gens) {
+		return
+	}
+	for len(c.gens) < n {
+		c.add(now)
+	}
+	if c.comb == nil {
+		c.comb = watermark.NewCombiner(n)
+	}
+	c.comb.Grow(n)
+}
+
+// add makes the generator of a new split.
+func (c *splitClocks) add(now int64) {
+	g, err := watermark.NewGenerator(c.outOfOrder, c.idle, now)
+	if err != nil { // Validate refused these
+		panic(err)
+	}
+	c.gens, c.ended = append(c.gens, g), append(c.ended, false)
+}
+
+// read records a read of r.N records with timestamps ts from split
+// r.Split at processing time now.
+func (c *splitClocks) read(r SplitRead, ts []int64, now int64) error {
+	if r.Split < 0 || r.Split >= maxSplits {
+		return fmt.Errorf("ReadSplit returned split %d, outside [0, %d)", r.Split, maxSplits)
+	}
+	if r.N == 0 && !r.Done {
+		return nil // nothing read: Split says nothing
+	}
+	c.grow(r.Split+1, now)
+	if c.ended[r.Split] {
+		if r.N > 0 {
+			return fmt.Errorf("ReadSplit returned %d records of split %d, which it had said was done", r.N, r.Split)
+		}
+		return nil
+	}
+	g := c.gens[r.Split]
+	for _, t := range ts {
+		g.Observe(t)
+	}
+	g.Read(r.N, now)
+	if r.Done {
+		c.ended[r.Split] = true
+		c.comb.End(r.Split)
+		return nil
+	}
+	if r.N > 0 {
+		c.comb.Advance(r.Split, g.Watermark())
+	}
+	return nil
+}
+
+// status is the combined watermark at processing time now: splits that
+// have read nothing for the idleness timeout are idle.
+func (c *splitClocks) status(now int64) watermark.Status {
+	if c.comb == nil {
+		return watermark.Status{Watermark: watermark.Min}
+	}
+	if c.idle > 0 {
+		for i, g := range c.gens {
+			if !c.ended[i] && g.Idle(now) != c.comb.Input(i).Idle {
+				c.comb.SetIdle(i, g.Idle(now))
+			}
+		}
+	}
+	return c.comb.Status()
+}
+
+// idleAt is the earliest processing time at which a split that is not idle
+// yet becomes idle, if it reads nothing more.
+func (c *splitClocks) idleAt() (int64, bool) {
+	at, ok := int64(0), false
+	if c.idle <= 0 || c.comb == nil {
+		return 0, false
+	}
+	for i, g := range c.gens {
+		if c.ended[i] || c.comb.Input(i).Idle {
+			continue
+		}
+		if t, _ := g.IdleAt(); !ok || t < at {
+			at, ok = t, true
+		}
+	}
+	return at, ok
+}
+
+// snapshot returns the task's position for a checkpoint of n splits: the
+// lowest highest timestamp over the splits that have not ended, and each
+// split's (Max for an ended one, Min for one without a generator yet).
+func (c *splitClocks) snapshot(n int) (lowest int64, perSplit []int64) {
+	perSplit = make([]int64, n)
+	lowest = watermark.Max
+	for i := range perSplit {
+		ts := watermark.Min
+		switch {
+		case i < len(c.gens) && c.ended[i]:
+			ts = watermark.Max
+		case i < len(c.gens):
+			ts = c.gens[i].MaxTimestamp()
+		}
+		perSplit[i] = ts
+		if ts != watermark.Max {
+			lowest = min(lowest, ts)
+		}
+	}
+	if lowest == watermark.Max { // every split ended, or none
+		lowest = c.fallback
+		for _, g := range c.gens {
+			lowest = max(lowest, g.MaxTimestamp())
+		}
+	}
+	return lowest, perSplit
+}

@@ -1,0 +1,157 @@
+package dataflow
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snapflow/snapflow/internal/watermark"
+)
+
+const ms = int64(time.Millisecond)
+
+func newSplitClocks(idle time.Duration) *splitClocks {
+	return &splitClocks{outOfOrder: 0, idle: idle, fallback: watermark.Min}
+}
+
+// readAt reads timestamps ts from split k at processing time now.
+func readAt(t *testing.T, c *splitClocks, k int, now int64, ts ...int64) {
+	t.Helper()
+	if err := c.read(SplitRead{N: len(ts), Split: k}, ts, now); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantStatus(t *testing.T, c *splitClocks, now int64, want watermark.Status) {
+	t.Helper()
+	if got := c.status(now); got != want {
+		t.Fatalf("status at %d = %v, want %v", now, got, want)
+	}
+}
+
+// The task's watermark is the lowest over its splits: a split that has
+// read nothing yet holds it at Min, a lagging one holds it back.
+func TestSplitClocksLowest(t *testing.T) {
+	c := newSplitClocks(0)
+	c.open(2, 0)
+	readAt(t, c, 0, 1, 100, 300, 200)
+	wantStatus(t, c, 1, watermark.Status{Watermark: watermark.Min})
+	readAt(t, c, 1, 2, 50)
+	wantStatus(t, c, 2, watermark.Status{Watermark: 49})
+	readAt(t, c, 1, 3, 400)
+	wantStatus(t, c, 3, watermark.Status{Watermark: 299})
+	// A split behind the watermark does not take it back.
+	readAt(t, c, 0, 4, 10)
+	wantStatus(t, c, 4, watermark.Status{Watermark: 299})
+}
+
+// An idle split holds nothing back; it is active again with its next
+// read. All splits idle: the task is idle at the highest watermark.
+func TestSplitClocksIdle(t *testing.T) {
+	c := newSplitClocks(10 * time.Millisecond)
+	c.open(2, 0)
+	readAt(t, c, 0, 5*ms, 1000)
+	wantStatus(t, c, 5*ms, watermark.Status{Watermark: watermark.Min})
+	if at, ok := c.idleAt(); !ok || at != 10*ms {
+		t.Fatalf("idleAt = %d, %v; want split 1 at %d", at, ok, 10*ms)
+	}
+	wantStatus(t, c, 10*ms, watermark.Status{Watermark: 999}) // split 1 idle since its start
+	if at, ok := c.idleAt(); !ok || at != 15*ms {
+		t.Fatalf("idleAt = %d, %v; want split 0 at %d", at, ok, 15*ms)
+	}
+	wantStatus(t, c, 15*ms, watermark.Status{Watermark: 999, Idle: true})
+	readAt(t, c, 1, 16*ms, 2000)
+	wantStatus(t, c, 16*ms, watermark.Status{Watermark: 1999})
+}
+
+// A split that is done holds nothing back, and may not read again; a
+// split the source adds later counts from its first read.
+func TestSplitClocksDoneAndNew(t *testing.T) {
+	c := newSplitClocks(0)
+	c.open(2, 0)
+	readAt(t, c, 0, 1, 500)
+	if err := c.read(SplitRead{Split: 1, Done: true}, nil, 2); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, c, 2, watermark.Status{Watermark: 499})
+	if err := c.read(SplitRead{N: 1, Split: 1}, []int64{1}, 3); err == nil || !strings.Contains(err.Error(), "said was done") {
+		t.Fatalf("a read of a done split: %v", err)
+	}
+	readAt(t, c, 3, 4, 450) // splits 2 and 3 are new; 2 has read nothing
+	wantStatus(t, c, 4, watermark.Status{Watermark: 499})
+	readAt(t, c, 2, 5, 800)
+	readAt(t, c, 0, 5, 900)
+	wantStatus(t, c, 5, watermark.Status{Watermark: 499}) // split 3 at 449 holds it
+	readAt(t, c, 3, 6, 1000)
+	wantStatus(t, c, 6, watermark.Status{Watermark: 799})
+	for _, r := range []SplitRead{{N: 1, Split: -1}, {N: 1, Split: maxSplits}} {
+		if err := c.read(r, []int64{1}, 7); err == nil {
+			t.Fatalf("split %d accepted", r.Split)
+		}
+	}
+	// Nothing read names no split: no generator is made for it.
+	if err := c.read(SplitRead{Split: 40}, nil, 7); err != nil || len(c.gens) != 4 {
+		t.Fatalf("an empty read: %v, %d splits", err, len(c.gens))
+	}
+}
+
+// A snapshot keeps each split's position (Max for a done one, Min for
+// one without records); the splits restored from it resume there, and a
+// checkpoint without per-split positions restores every split at the
+// task's.
+func TestSplitClocksSnapshotRestore(t *testing.T) {
+	c := newSplitClocks(0)
+	c.open(2, 0)
+	readAt(t, c, 0, 1, 700)
+	readAt(t, c, 1, 1, 300)
+	if err := c.read(SplitRead{N: 1, Split: 2, Done: true}, []int64{900}, 1); err != nil {
+		t.Fatal(err)
+	}
+	lowest, per := c.snapshot(4)
+	if want := []int64{700, 300, watermark.Max, watermark.Min}; lowest != watermark.Min || !slices.Equal(per, want) {
+		t.Fatalf("snapshot = %d, %v; want %d, %v", lowest, per, int64(watermark.Min), want)
+	}
+	lowest, per = c.snapshot(3)
+	if lowest != 300 || len(per) != 3 {
+		t.Fatalf("snapshot of 3 = %d, %v; want lowest 300", lowest, per)
+	}
+
+	r := newSplitClocks(0)
+	r.restored, r.fallback = per, lowest
+	r.open(3, 0)
+	wantStatus(t, r, 0, watermark.Status{Watermark: 299})
+	if !r.ended[2] {
+		t.Fatal("the done split was restored active")
+	}
+
+	f := newSplitClocks(0)
+	f.restored, f.fallback = per[:2], 300 // another number of splits: the task's position
+	f.open(3, 0)
+	wantStatus(t, f, 0, watermark.Status{Watermark: 299})
+	readAt(t, f, 0, 1, 100) // behind: holds nothing back, goes nowhere
+	wantStatus(t, f, 1, watermark.Status{Watermark: 299})
+}
+
+// Rescaling deals each split's position out with the split; a divided
+// split's halves both keep it; without a position for every split, none.
+func TestRedistributeSplitPositions(t *testing.T) {
+	div := func(b []byte) ([]byte, []byte, bool) {
+		if len(b) < 2 {
+			return nil, nil, false
+		}
+		return b[:1], b[1:], true
+	}
+	old := [][][]byte{{[]byte("ab"), []byte("c")}, {[]byte("d")}}
+	splits, ts := redistributeSplits(old, [][]int64{{10, 20}, {30}}, 2, div)
+	if len(splits[0]) != 2 || len(splits[1]) != 1 || !slices.Equal(ts[0], []int64{10, 30}) || !slices.Equal(ts[1], []int64{20}) {
+		t.Fatalf("dealt %q %v", splits, ts)
+	}
+	splits, ts = redistributeSplits(old, [][]int64{{10, 20}, {30}}, 4, div)
+	if want := [][]int64{{10}, {20}, {30}, {10}}; len(ts) != 4 || !slices.EqualFunc(ts, want, slices.Equal[[]int64]) {
+		t.Fatalf("divided: %q %v, want %v", splits, ts, want)
+	}
+	if _, ts = redistributeSplits(old, [][]int64{{10, 20}}, 2, div); ts != nil {
+		t.Fatalf("positions dealt without one for every task: %v", ts)
+	}
+}
