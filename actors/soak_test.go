@@ -41,6 +41,76 @@ func TestSoak(t *testing.T) {
 	t.Run("shapes", func(t *testing.T) { soakShapes(t, seed, srv, nil) })
 	t.Run("incremental", func(t *testing.T) { soakIncremental(t, seed+1, srv) })
 	t.Run("rescale", func(t *testing.T) { soakRescale(t, seed, srv) })
+	t.Run("eventtime", func(t *testing.T) { soakEventTime(t, seed+2, srv) })
+}
+
+// soakEventTime runs the event-time shape (chaos.EventTime) in phases of
+// different parallelisms, each ended by a savepoint that holds pending
+// timers, alternately on the memory store and on MinIO, with failures of
+// every kind at 20ms checkpoints: out-of-order records from split sources
+// with a watermark per split, idle splits, event-time and processing-time
+// timers, a two-input join, and late records to side outputs. Every run's
+// rows, committed by the exactly-once file sink, must equal the reference
+// computed in plain Go. Runs go on until the target number of task
+// failures.
+func soakEventTime(t *testing.T, seed uint64, srv *miniotest.Server) {
+	target, n, budget, rate := 8, int64(16_000), 1, 100_000.0
+	full := os.Getenv("SNAPFLOW_SOAK") == "full"
+	if full {
+		target, n, budget = 200, 64_000, 3
+	}
+	rng := rand.New(rand.NewPCG(seed, 3))
+	total := map[chaos.Kind]int{}
+	var sum chaos.RunResult
+	runs := 0
+	start := time.Now()
+	for runs < 2 || sum.Failures < target {
+		store, storeName := snapshots.Store(snapshots.NewMem()), "mem"
+		if runs%2 == 1 {
+			store, storeName = srv.Store(t, "soak", fmt.Sprintf("eventtime-%d", runs)), "minio"
+		}
+		runSeed := rng.Uint64()
+		res, err := chaos.Run(context.Background(), chaos.RunConfig{
+			Shape: chaos.EventTime(chaos.EventTimeConfig{Dir: t.TempDir(), Quiet: true}),
+			N:     n, Store: store, Seed: runSeed, Rates: soakRates, Budget: budget, Rate: rate, Logger: testLogger(t),
+			SameSavepointName: true,
+		})
+		if err != nil {
+			t.Fatalf("event-time run %d on %s, seed %d, phases %v: %v\ninjected: %s", runs, storeName, runSeed, res.Phases, err, chaos.FormatCounts(res.Counts))
+		}
+		for k, c := range res.Counts {
+			total[k] += c
+		}
+		sum.Failures += res.Failures
+		sum.Restores += res.Restores
+		sum.FromCkpt += res.FromCkpt
+		sum.Completed += res.Completed
+		sum.Savepoints += res.Savepoints
+		sum.SavepointRestores += res.SavepointRestores
+		sum.TimersFired += res.TimersFired
+		sum.ProcTimersFired += res.ProcTimersFired
+		sum.Late += res.Late
+		sum.PendingAtSavepoints += res.PendingAtSavepoints
+		runs++
+		t.Logf("event-time run %d on %-5s seed %d, phases %v: %d failures, %d restores (%d from a checkpoint, %d of a savepoint), %d checkpoints, %d savepoints (%d timers pending in them), %d event-time and %d processing-time timers fired, %d late records, %v; injected %s",
+			runs, storeName, runSeed, res.Phases, res.Failures, res.Restores, res.FromCkpt, res.SavepointRestores, res.Completed,
+			res.Savepoints, res.PendingAtSavepoints, res.TimersFired, res.ProcTimersFired, res.Late, res.Elapsed.Round(time.Millisecond), chaos.FormatCounts(res.Counts))
+		if runs > 50*target {
+			t.Fatalf("only %d task failures after %d runs", sum.Failures, runs)
+		}
+	}
+	t.Logf("event-time soak: %d runs, %d task failures observed, %d restores (%d from a checkpoint, %d of a savepoint), %d checkpoints, %d savepoints (%d timers pending in them), %d event-time and %d processing-time timers fired, %d late records, %v; injected %s",
+		runs, sum.Failures, sum.Restores, sum.FromCkpt, sum.SavepointRestores, sum.Completed, sum.Savepoints, sum.PendingAtSavepoints, sum.TimersFired, sum.ProcTimersFired, sum.Late,
+		time.Since(start).Round(time.Millisecond), chaos.FormatCounts(total))
+	if sum.TimersFired == 0 || sum.ProcTimersFired == 0 {
+		t.Errorf("%d event-time and %d processing-time timers fired: the soak must fire both", sum.TimersFired, sum.ProcTimersFired)
+	}
+	if sum.PendingAtSavepoints == 0 {
+		t.Error("no savepoint held a pending timer: the rescales moved none")
+	}
+	if full && sum.FromCkpt == 0 {
+		t.Error("no recovery restored a mid-stream checkpoint")
+	}
 }
 
 // soakIncremental is soakShapes with incremental checkpoints, every key

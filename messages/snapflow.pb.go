@@ -1745,7 +1745,12 @@ type TaskState struct {
 	// event_time is where a source with a watermark strategy was in event
 	// time, so that a restored source resumes its watermark there (unset:
 	// no strategy, or a state that predates them).
-	EventTime     *SourceEventTime `protobuf:"bytes,17,opt,name=event_time,json=eventTime,proto3" json:"event_time,omitempty"`
+	EventTime *SourceEventTime `protobuf:"bytes,17,opt,name=event_time,json=eventTime,proto3" json:"event_time,omitempty"`
+	// watermark is the watermark of a keyed process function's task when it
+	// took the snapshot (unset: none yet, or a state that predates it). A
+	// restored task resumes from it, so that a window or timer that had fired
+	// before the checkpoint does not fire again for a record that was late.
+	Watermark     *int64 `protobuf:"varint,18,opt,name=watermark,proto3,oneof" json:"watermark,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1897,6 +1902,13 @@ func (x *TaskState) GetEventTime() *SourceEventTime {
 		return x.EventTime
 	}
 	return nil
+}
+
+func (x *TaskState) GetWatermark() int64 {
+	if x != nil && x.Watermark != nil {
+		return *x.Watermark
+	}
+	return 0
 }
 
 // SourceEventTime is a source task's position in event time.
@@ -2732,7 +2744,7 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\aentries\x18\x02 \x03(\v2\x17.snapflow.v1.StateEntryR\aentries\"]\n" +
 	"\rKeyGroupState\x12\x1b\n" +
 	"\tkey_group\x18\x01 \x01(\rR\bkeyGroup\x12/\n" +
-	"\x06states\x18\x02 \x03(\v2\x17.snapflow.v1.NamedStateR\x06states\"\x8e\x05\n" +
+	"\x06states\x18\x02 \x03(\v2\x17.snapflow.v1.NamedStateR\x06states\"\xbf\x05\n" +
 	"\tTaskState\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x1a\n" +
@@ -2755,7 +2767,10 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\ftransactions\x18\x0f \x03(\v2\x18.snapflow.v1.TransactionR\ftransactions\x12\x14\n" +
 	"\x05epoch\x18\x10 \x01(\x04R\x05epoch\x12;\n" +
 	"\n" +
-	"event_time\x18\x11 \x01(\v2\x1c.snapflow.v1.SourceEventTimeR\teventTime\"h\n" +
+	"event_time\x18\x11 \x01(\v2\x1c.snapflow.v1.SourceEventTimeR\teventTime\x12!\n" +
+	"\twatermark\x18\x12 \x01(\x03H\x00R\twatermark\x88\x01\x01B\f\n" +
+	"\n" +
+	"_watermark\"h\n" +
 	"\x0fSourceEventTime\x12#\n" +
 	"\rmax_timestamp\x18\x01 \x01(\x03R\fmaxTimestamp\x120\n" +
 	"\x14split_max_timestamps\x18\x02 \x03(\x03R\x12splitMaxTimestamps\"J\n" +
@@ -2891,6 +2906,7 @@ func file_messages_snapflow_proto_init() {
 	if File_messages_snapflow_proto != nil {
 		return
 	}
+	file_messages_snapflow_proto_msgTypes[20].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -54,6 +54,14 @@ type RunResult struct {
 	Elapsed     time.Duration
 	FinalStates map[string]map[int64]int64 // checker operator -> key -> last seq
 
+	// Of a shape with Verify (the event-time shape): rows committed by
+	// event-time timers, by processing-time timers, and records that came
+	// after the watermark had passed their window.
+	TimersFired, ProcTimersFired, Late int
+	// PendingAtSavepoints is the number of event-time timers pending in
+	// the phases' savepoints, which the rescales moved.
+	PendingAtSavepoints int
+
 	// Of a run in phases (a shape with BuildPhase):
 	Phases            []int // the parallelism of each phase
 	Savepoints        int   // savepoints taken: one per phase but the last
@@ -172,13 +180,19 @@ func verify(ctx context.Context, rc RunConfig, job string, sink *Sink, v *Violat
 	if err := v.Err(); err != nil {
 		errs = append(errs, err)
 	}
+	rp, err := snapshots.NewCheckpoints(rc.Store, job, nil).LoadLatest(ctx)
+	if err != nil || rp == nil || !rp.Manifest.Final {
+		errs = append(errs, fmt.Errorf("final checkpoint: %v (found %v)", err, rp != nil))
+	}
+	if rc.Shape.Verify != nil {
+		return errors.Join(append(errs, rc.Shape.Verify(rc.N, res))...)
+	}
+	if rp == nil || !rp.Manifest.Final {
+		return errors.Join(errs...)
+	}
 	want := rc.Shape.Want(rc.N)
 	if d := Diff(sink.Max(), want); d != "" {
 		errs = append(errs, fmt.Errorf("sink: %s", d))
-	}
-	rp, err := snapshots.NewCheckpoints(rc.Store, job, nil).LoadLatest(ctx)
-	if err != nil || rp == nil || !rp.Manifest.Final {
-		return errors.Join(append(errs, fmt.Errorf("final checkpoint: %v (found %v)", err, rp != nil))...)
 	}
 	res.FinalStates = map[string]map[int64]int64{}
 	for _, op := range rc.Shape.Checkers {

@@ -88,6 +88,14 @@ func (g *Gate) reach(key int64) {
 // between (a timer wakes it a millisecond later); with a gate it produces
 // each key only up to the gate and then goes idle.
 func KeyedSplits(g *topology.Graph, name string, keyBase, keys, perKey int64, rate float64, gate *Gate, opts ...topology.Option) topology.Stream[Event] {
+	return keyedSplitsOf(g, name, keyBase, keys, perKey, rate, gate, 0, nil, opts)
+}
+
+// keyedSplitsOf is KeyedSplits; with run > 0 the source is a
+// topology.SplitReader that reads up to run records of one split at a
+// time (so each split keeps its own watermark), and ended, when not nil,
+// learns the keys whose splits a task has produced to their end.
+func keyedSplitsOf(g *topology.Graph, name string, keyBase, keys, perKey int64, rate float64, gate *Gate, run int, ended *endWatch, opts []topology.Option) topology.Stream[Event] {
 	gate.register(keyBase, keys, perKey)
 	return topology.FromSplits(g, name, topology.Splits{
 		Initial: func(int) [][]byte {
@@ -98,7 +106,11 @@ func KeyedSplits(g *topology.Graph, name string, keyBase, keys, perKey int64, ra
 			return out
 		},
 	}, func(int, int) topology.SplitSource[Event] {
-		return &keyedSplits{perKey: perKey, limit: gate.limit(perKey), rate: rate, gate: gate}
+		s := &keyedSplits{perKey: perKey, limit: gate.limit(perKey), rate: rate, gate: gate, ended: ended}
+		if run > 0 {
+			return &splitRuns{keyedSplits: s, run: run}
+		}
+		return s
 	}, opts...)
 }
 
@@ -127,6 +139,7 @@ type keyedSplits struct {
 	perKey, limit int64
 	rate          float64
 	gate          *Gate
+	ended         *endWatch // nil: nobody to tell
 
 	splits  []keySplit
 	cur     int
@@ -158,13 +171,19 @@ func (s *keyedSplits) Open(_ context.Context, splits [][]byte) error {
 	return nil
 }
 
+// allowed is the number of records the rate allows now, at most size.
+func (s *keyedSplits) allowed(size int) int {
+	if s.rate <= 0 {
+		return size
+	}
+	// the records the rate allows since Open, less those emitted
+	return int(max(0, min(int64(size), int64(time.Since(s.opened).Seconds()*s.rate)+1-s.emitted)))
+}
+
 // Read implements topology.SplitSource: one record of each split in turn,
 // below the gate and the rate.
 func (s *keyedSplits) Read(buf []Event) (int, error) {
-	allowed := len(buf)
-	if s.rate > 0 { // the records the rate allows since Open, less those emitted
-		allowed = int(max(0, min(int64(allowed), int64(time.Since(s.opened).Seconds()*s.rate)+1-s.emitted)))
-	}
+	allowed := s.allowed(len(buf))
 	n, idle := 0, 0
 	for n < allowed && idle < len(s.splits) {
 		sp := &s.splits[s.cur]
@@ -182,6 +201,13 @@ func (s *keyedSplits) Read(buf []Event) (int, error) {
 		}
 	}
 	s.emitted += int64(n)
+	return n, s.status(n, allowed, len(buf))
+}
+
+// status is the error a read of n records, of allowed, into a buffer of
+// size returns: io.EOF once every split has ended, ErrSourceIdle at the
+// gate or the rate, nil otherwise.
+func (s *keyedSplits) status(n, allowed, size int) error {
 	ended, atGate := 0, 0
 	for _, sp := range s.splits {
 		switch {
@@ -193,14 +219,57 @@ func (s *keyedSplits) Read(buf []Event) (int, error) {
 	}
 	switch {
 	case ended == len(s.splits):
-		return n, io.EOF
+		if s.ended != nil {
+			s.ended.mark(s.splits)
+		}
+		return io.EOF
 	case ended+atGate == len(s.splits):
-		return n, topology.ErrSourceIdle // until the phase ends
-	case n == allowed && n < len(buf):
+		return topology.ErrSourceIdle // until the phase ends
+	case n == allowed && n < size:
 		s.armWake()
-		return n, topology.ErrSourceIdle
+		return topology.ErrSourceIdle
 	}
-	return n, nil
+	return nil
+}
+
+// splitRuns is a keyedSplits that reads runs of one split at a time: a
+// topology.SplitReader, whose splits each keep a watermark.
+type splitRuns struct {
+	*keyedSplits
+	run int
+}
+
+// Read implements topology.SplitSource.
+func (s *splitRuns) Read(buf []Event) (int, error) {
+	r, err := s.ReadSplit(buf)
+	return r.N, err
+}
+
+// ReadSplit implements topology.SplitReader: up to run records of the next
+// split below the gate, within the rate.
+func (s *splitRuns) ReadSplit(buf []Event) (topology.SplitRead, error) {
+	allowed := min(s.allowed(len(buf)), s.run)
+	var r topology.SplitRead
+	for range s.splits {
+		i := s.cur
+		sp := &s.splits[i]
+		s.cur = (s.cur + 1) % len(s.splits)
+		if sp.next > s.limit {
+			continue
+		}
+		for r.N < allowed && sp.next <= s.limit {
+			buf[r.N] = Event{Key: sp.key, Seq: sp.next}
+			r.N++
+			sp.next++
+		}
+		r.Split, r.Done = i, sp.next > s.perKey
+		if sp.next > s.limit && s.gate != nil {
+			s.gate.reach(sp.key)
+		}
+		break
+	}
+	s.emitted += int64(r.N)
+	return r, s.status(r.N, allowed, min(len(buf), s.run))
 }
 
 // armWake wakes the task a millisecond from now, when the rate allows more.

@@ -3,6 +3,8 @@ package chaos
 import (
 	"fmt"
 
+	"github.com/snapflow/snapflow/messages"
+
 	"github.com/snapflow/snapflow/topology"
 )
 
@@ -18,6 +20,12 @@ type Shape struct {
 	// to sink, the verifying sink of the whole run.
 	BuildPhase func(g *topology.Graph, ph Phase, n int64, rate float64, in *Injector, sink *Sink)
 	Want       func(n int64) map[int64]int64
+	// Verify, when set, checks the output of a run of n records in place
+	// of Want and the checkers, and adds its counts to res.
+	Verify func(n int64, res *RunResult) error
+	// CheckSavepoint, when set, checks the states of a phase's savepoint
+	// further, and adds its counts to res.
+	CheckSavepoint func(name string, states map[string]*messages.TaskState, res *RunResult) error
 }
 
 // keys is the number of keys of the soak's sources (a multiple of every

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/messages"
+	"google.golang.org/protobuf/proto"
 )
 
 // inputs recycles the batches an instance has processed.
@@ -404,7 +405,15 @@ func timerFuncOf[K Key, O any](ks *KeyedSetup[K]) (TimerFunc[K, O], error) {
 // Snapshot writes the entries of every declared state by key group, and the
 // descriptor of every declared state.
 func (p *processInstance[K, I, O]) Snapshot(st *messages.TaskState) error {
+	p.snapshotWatermark(st)
 	return p.setup.snapshotKeyed(st, nil)
+}
+
+// snapshotWatermark keeps the task's watermark in st.
+func (p *processInstance[K, I, O]) snapshotWatermark(st *messages.TaskState) {
+	if p.ctx.wm != minTime {
+		st.Watermark = proto.Int64(p.ctx.wm)
+	}
 }
 
 // SnapshotKeyGroups is Snapshot restricted to the key groups of groups.
@@ -412,6 +421,7 @@ func (p *processInstance[K, I, O]) SnapshotKeyGroups(st *messages.TaskState, gro
 	if groups == nil {
 		groups = []uint64{} // nil would mean every key group
 	}
+	p.snapshotWatermark(st)
 	return p.setup.snapshotKeyed(st, groups)
 }
 
@@ -422,6 +432,9 @@ func (p *processInstance[K, I, O]) TakeDirtyKeyGroups(dst []uint64) { p.setup.ta
 // Restore refuses a checkpoint whose state descriptors do not match the
 // declared states (ErrIncompatibleState), then loads the task's key groups.
 func (p *processInstance[K, I, O]) Restore(st *messages.TaskState) error {
+	if st.Watermark != nil {
+		p.ctx.wm = max(p.ctx.wm, st.GetWatermark())
+	}
 	return p.setup.restoreKeyed(st)
 }
 

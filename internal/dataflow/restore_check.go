@@ -117,6 +117,10 @@ func MergeState(task *TaskPlan, tr TaskRestore, parts []*messages.TaskState) *me
 		Splits: tr.Splits, HasSplits: tr.HasSplits, EventTime: tr.EventTime,
 	}
 	for _, p := range parts {
+		if p.Watermark != nil && (st.Watermark == nil || p.GetWatermark() > st.GetWatermark()) {
+			// The highest: no window that fired in any part fires again.
+			st.Watermark = p.Watermark
+		}
 		st.Job, st.CheckpointId = p.GetJob(), p.GetCheckpointId()
 		if len(st.StateDescriptors) == 0 {
 			st.StateDescriptors = p.GetStateDescriptors()

@@ -178,3 +178,42 @@ func TestTimersRestoreRefusesCorruptEntries(t *testing.T) {
 func cloneState(st *messages.TaskState) *messages.TaskState {
 	return proto.Clone(st).(*messages.TaskState)
 }
+
+// A task's watermark is in its snapshot and comes back with it, also when
+// rescaled (the highest of the parts): a timer at or before it that a
+// record registers after the restore fires at once, as it would have
+// before the failure, not when the watermark reaches it again.
+func TestWatermarkSnapshotRestore(t *testing.T) {
+	var fired []firedTimer
+	p1 := timerTestJob(1, &fired)
+	inst := mustInstance(t, p1, "p#0", 16, noopSender{})
+	st := &messages.TaskState{}
+	if err := inst.Snapshot(st); err != nil || st.Watermark != nil {
+		t.Fatalf("a snapshot before any watermark holds %v, %v; want none", st.Watermark, err)
+	}
+	if err := inst.(WatermarkListener).OnWatermark(500); err != nil {
+		t.Fatal(err)
+	}
+	st = &messages.TaskState{}
+	if err := inst.Snapshot(st); err != nil || st.GetWatermark() != 500 {
+		t.Fatalf("snapshot watermark %v, %v; want 500", st.Watermark, err)
+	}
+	restored := mustInstance(t, p1, "p#0", 16, noopSender{})
+	if err := restored.Restore(st); err != nil {
+		t.Fatal(err)
+	}
+	if err := restored.ProcessBatch(0, []timerOp{{Key: "a", At: 400}, {Key: "b", At: 600}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := []firedTimer{{"a", 400, EventTime}}; !slices.Equal(fired, want) {
+		t.Fatalf("fired %v after the restore at watermark 500, want %v", fired, want)
+	}
+
+	low := proto.Clone(st).(*messages.TaskState)
+	low.Watermark = proto.Int64(300)
+	p2 := timerTestJob(2, &fired)
+	merged := MergeState(mustTask(t, p2, "p#1"), TaskRestore{Rescaled: true}, []*messages.TaskState{low, st, {}})
+	if merged.GetWatermark() != 500 {
+		t.Fatalf("merged watermark %v, want the highest, 500", merged.Watermark)
+	}
+}
