@@ -1,0 +1,333 @@
+//go:build unix
+
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/cluster"
+	"github.com/snapflow/snapflow/internal/racedetect"
+	"github.com/snapflow/snapflow/snapshots"
+	"github.com/snapflow/snapflow/topology"
+)
+
+// The environment of the processes of TestClusterEventTime: the test
+// binary runs itself as a coordinator or a worker when roleEnv is set.
+// Every node runs in a process of its own: several protoactor-go nodes in
+// one process trip races inside its remote package (internal/racedetect).
+const (
+	roleEnv      = "SNAPFLOW_CHAOS_ROLE" // "coordinator" or "worker"
+	joinEnv      = "SNAPFLOW_CHAOS_JOIN" // a worker's coordinator
+	parEnv       = "SNAPFLOW_CHAOS_PAR"
+	rowsEnv      = "SNAPFLOW_CHAOS_ROWS"
+	storeEnv     = "SNAPFLOW_CHAOS_STORE"
+	phaseEnv     = "SNAPFLOW_CHAOS_PHASE"
+	secretEnv    = "SNAPFLOW_CHAOS_SECRET"
+	clusterN     = 16_000
+	clusterRate  = 2_000.0 // records/s per source task: a phase lasts seconds
+	clusterJob   = "cluster-eventtime"
+	clusterSlots = 12 // one worker can run the whole job
+)
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(roleEnv) {
+	case "worker":
+		os.Exit(workerMain())
+	case "coordinator":
+		os.Exit(coordinatorMain())
+	}
+	os.Exit(m.Run())
+}
+
+// eventTimeJob builds the event-time shape at parallelism p, as every node
+// of the cluster must.
+func eventTimeJob(p int, rows string) func() *topology.Graph {
+	return func() *topology.Graph {
+		g := topology.New(clusterJob)
+		EventTime(EventTimeConfig{Dir: rows}).BuildPhase(g, Phase{Parallelism: p}, clusterN, clusterRate, nil, nil)
+		return g
+	}
+}
+
+func childLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// workerMain serves the job as a worker until it ends; the exit status
+// says whether it failed.
+func workerMain() int {
+	p, err := strconv.Atoi(os.Getenv(parEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", parEnv, err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	err = cluster.ServeWorker(ctx, cluster.Worker{Join: os.Getenv(joinEnv), Slots: clusterSlots, Secret: os.Getenv(secretEnv),
+		Jobs: []func() *topology.Graph{eventTimeJob(p, os.Getenv(rowsEnv))}, Logger: childLogger()})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 1
+	}
+	return 0
+}
+
+// coordinatorMain runs a phase of the job as its coordinator, printing
+// "listening ADDR", then "checkpoint N" and "restoring N" as they happen.
+// Phase 0 stops with the savepoint "half" after 5 checkpoints ("savepoint
+// N"); phase 1 starts from it and runs to the end ("done").
+func coordinatorMain() int {
+	p, err := strconv.Atoi(os.Getenv(parEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "coordinator:", parEnv, err)
+		return 2
+	}
+	phase := os.Getenv(phaseEnv)
+	var mu sync.Mutex
+	say := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Printf(format+"\n", args...)
+	}
+	completed := make(chan struct{}, 1024)
+	opts := []actors.Option{cluster.WithCoordinator(cluster.Coordinator{Workers: 2, Store: os.Getenv(storeEnv), Secret: os.Getenv(secretEnv)}),
+		actors.WithCheckpointInterval(20 * time.Millisecond), actors.WithLogger(childLogger()),
+		actors.WithListener(func(e actors.Event) {
+			switch e.Kind {
+			case actors.EventCheckpointCompleted:
+				say("checkpoint %d", e.Checkpoint)
+				select {
+				case completed <- struct{}{}:
+				default:
+				}
+			case actors.EventRestoring:
+				say("restoring %d", e.Checkpoint)
+			}
+		})}
+	if phase == "1" {
+		opts = append(opts, actors.WithSavepoint("half"))
+	}
+	ctx := context.Background()
+	j, err := actors.Start(ctx, eventTimeJob(p, os.Getenv(rowsEnv))(), opts...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "coordinator:", err)
+		return 1
+	}
+	say("listening %s", j.Address())
+	if phase == "1" {
+		if err := j.Wait(); err != nil {
+			fmt.Fprintln(os.Stderr, "coordinator:", err)
+			return 1
+		}
+		say("done")
+		return 0
+	}
+	for range 5 {
+		select {
+		case <-completed:
+		case <-j.Done():
+			fmt.Fprintln(os.Stderr, "coordinator: the job ended before 5 checkpoints:", j.Wait())
+			return 1
+		}
+	}
+	id, err := j.StopWithSavepoint(ctx, "half")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "coordinator: StopWithSavepoint:", err)
+		return 1
+	}
+	if err := j.Wait(); !errors.Is(err, actors.ErrStopped) {
+		fmt.Fprintln(os.Stderr, "coordinator: the job ended with", err, "want ErrStopped")
+		return 1
+	}
+	say("savepoint %d", id)
+	return 0
+}
+
+// proc is a node of the test, a process of the test binary.
+type proc struct {
+	name  string
+	cmd   *exec.Cmd
+	lines chan string // stdout, line by line
+	mu    sync.Mutex
+	out   []string // stdout and stderr
+	done  chan error
+}
+
+func (p *proc) add(l string) { p.mu.Lock(); p.out = append(p.out, l); p.mu.Unlock() }
+
+func (p *proc) output() []string { p.mu.Lock(); defer p.mu.Unlock(); return slices.Clone(p.out) }
+
+func startProc(t *testing.T, name string, env ...string) *proc {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{name: name, cmd: exec.Command(exe, "-test.run=^$"), lines: make(chan string, 4096), done: make(chan error, 1)}
+	p.cmd.Env = append(append(os.Environ(), racedetect.TolerantEnv), env...)
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		defer close(p.lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			p.add(sc.Text())
+			select {
+			case p.lines <- sc.Text():
+			default:
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			p.add(sc.Text())
+		}
+	}()
+	go func() { wg.Wait(); p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("%s printed:\n%s", name, strings.Join(p.output(), "\n"))
+		}
+	})
+	return p
+}
+
+// await returns the rest of the first stdout line with prefix.
+func (p *proc) await(t *testing.T, prefix string) string {
+	t.Helper()
+	timeout := time.After(5 * time.Minute)
+	for {
+		select {
+		case l, ok := <-p.lines:
+			if !ok {
+				t.Fatalf("%s ended before printing %q", p.name, prefix)
+			}
+			if rest, found := strings.CutPrefix(l, prefix); found {
+				return rest
+			}
+		case <-timeout:
+			t.Fatalf("%s did not print %q", p.name, prefix)
+		}
+	}
+}
+
+// wait waits for the process's exit, fails t unless it exited 0 (unless
+// killed), and fails t on a race that is not protoactor-go's own.
+func (p *proc) wait(t *testing.T, killed bool) {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		if err != nil && !killed {
+			t.Errorf("%s: %v", p.name, err)
+		}
+	case <-time.After(5 * time.Minute):
+		t.Fatalf("%s did not exit", p.name)
+	}
+	lines := p.output()
+	for i := 0; i < len(lines); i++ {
+		if strings.TrimSpace(lines[i]) != "WARNING: DATA RACE" {
+			continue
+		}
+		end := i + 1
+		for end < len(lines) && !strings.HasPrefix(strings.TrimSpace(lines[end]), "==================") {
+			end++
+		}
+		if report := lines[i:end]; !racedetect.Upstream(report) {
+			t.Errorf("%s: a data race:\n%s", p.name, strings.Join(report, "\n"))
+		}
+		i = end
+	}
+}
+
+// TestClusterEventTime runs the event-time shape in cluster mode, every
+// node a process: at parallelism 2, stopped with a savepoint that holds
+// pending timers after 5 checkpoints; then from the savepoint at
+// parallelism 3, where one worker is SIGKILLed once 2 checkpoints of the
+// phase have completed, and a new one joins. The rows the exactly-once
+// file sink committed must equal the reference.
+func TestClusterEventTime(t *testing.T) {
+	store, rows := t.TempDir(), t.TempDir()
+	env := []string{storeEnv + "=" + store, rowsEnv + "=" + rows, secretEnv + "=chaos-cluster-event-time"}
+	coordinator := func(phase, p int) (*proc, string) {
+		c := startProc(t, fmt.Sprintf("coordinator-%d", phase), append(env, roleEnv+"=coordinator", phaseEnv+"="+strconv.Itoa(phase), parEnv+"="+strconv.Itoa(p))...)
+		return c, c.await(t, "listening ")
+	}
+	worker := func(name, join string, p int) *proc {
+		return startProc(t, "worker-"+name, append(env, roleEnv+"=worker", joinEnv+"="+join, parEnv+"="+strconv.Itoa(p))...)
+	}
+
+	// Phase 0: parallelism 2, stopped with a savepoint mid-stream.
+	c0, addr := coordinator(0, 2)
+	w0 := []*proc{worker("a", addr, 2), worker("b", addr, 2)}
+	id := c0.await(t, "savepoint ")
+	c0.wait(t, false)
+	for _, w := range w0 {
+		w.wait(t, false)
+	}
+	ctx := context.Background()
+	dirStore, err := snapshots.NewDir(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dirStore.Close()
+	rp, err := snapshots.NewCheckpoints(dirStore, clusterJob, nil).LoadSavepoint(ctx, "half")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res RunResult
+	if err := checkTimersPending("half", rp.States, &res); err != nil || res.PendingAtSavepoints == 0 {
+		t.Fatalf("savepoint %s: %d pending event-time timers, %v; want some", id, res.PendingAtSavepoints, err)
+	}
+
+	// Phase 1: parallelism 3 from the savepoint; a worker is killed.
+	c1, addr := coordinator(1, 3)
+	a, b := worker("c", addr, 3), worker("d", addr, 3)
+	c1.await(t, "checkpoint ")
+	c1.await(t, "checkpoint ")
+	e := worker("e", addr, 3) // joins while the job runs
+	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	a.wait(t, true)
+	restored := c1.await(t, "restoring ") // after the kill
+	c1.await(t, "done")
+	c1.wait(t, false)
+	b.wait(t, false)
+	e.wait(t, false)
+	if err := verifyEventTime(filepath.Join(rows, "rows"), clusterN, &res); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("cluster: savepoint %s with %d pending timers; phase 1 restored checkpoint %s after the kill; %d event-time and %d processing-time timers fired, %d late records",
+		id, res.PendingAtSavepoints, restored, res.TimersFired, res.ProcTimersFired, res.Late)
+}
