@@ -47,12 +47,13 @@ test-loaded: $(MINIO_BIN) browser
 
 # soak is the long fault-injection soak: every topology on the memory store
 # and MinIO, 20ms checkpoints, at least 240 injected task failures; then the
-# cluster shape, at least 50 node failures (workers SIGKILLed and SIGSTOPped,
+# cluster event-time shape (6 workers SIGKILLed), the cluster shape, at least 50 node failures (workers SIGKILLed and SIGSTOPped,
 # coordinators SIGKILLed and restarted) across processes, and at least 30
 # network partitions cut in Linux network namespaces. Replay a
 # failing run with SNAPFLOW_SEED=<seed printed>.
 soak: $(MINIO_BIN)
 	SNAPFLOW_SOAK=full MINIO_BIN="$(MINIO_BIN)" $(GO) test -race -count=1 -timeout 60m -run '^TestSoak$$' -v ./actors/
+	SNAPFLOW_SOAK=full $(GO) test -race -count=1 -timeout 30m -run '^TestClusterEventTime$$' -v ./internal/chaos/
 	SNAPFLOW_SOAK=full $(GO) test -race -count=1 -timeout 30m -run '^(TestClusterSoak|TestPartitionSoak)$$' -v ./examples/cluster/
 
 vet:

@@ -39,7 +39,7 @@ const (
 	storeEnv     = "SNAPFLOW_CHAOS_STORE"
 	phaseEnv     = "SNAPFLOW_CHAOS_PHASE"
 	secretEnv    = "SNAPFLOW_CHAOS_SECRET"
-	clusterN     = 16_000
+	nEnv         = "SNAPFLOW_CHAOS_N"
 	clusterRate  = 2_000.0 // records/s per source task: a phase lasts seconds
 	clusterJob   = "cluster-eventtime"
 	clusterSlots = 12 // one worker can run the whole job
@@ -55,12 +55,13 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// eventTimeJob builds the event-time shape at parallelism p, as every node
-// of the cluster must.
+// eventTimeJob builds the event-time shape at parallelism p, over the
+// records that nEnv says, as every node of the cluster must.
 func eventTimeJob(p int, rows string) func() *topology.Graph {
+	n, _ := strconv.ParseInt(os.Getenv(nEnv), 10, 64)
 	return func() *topology.Graph {
 		g := topology.New(clusterJob)
-		EventTime(EventTimeConfig{Dir: rows}).BuildPhase(g, Phase{Parallelism: p}, clusterN, clusterRate, nil, nil)
+		EventTime(EventTimeConfig{Dir: rows}).BuildPhase(g, Phase{Parallelism: p}, n, clusterRate, nil, nil)
 		return g
 	}
 }
@@ -80,7 +81,8 @@ func workerMain() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	err = cluster.ServeWorker(ctx, cluster.Worker{Join: os.Getenv(joinEnv), Slots: clusterSlots, Secret: os.Getenv(secretEnv),
-		Jobs: []func() *topology.Graph{eventTimeJob(p, os.Getenv(rowsEnv))}, Logger: childLogger()})
+		Jobs: []func() *topology.Graph{eventTimeJob(p, os.Getenv(rowsEnv))}, Logger: childLogger(),
+		Listening: func(addr string) { fmt.Println("listening", addr) }})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		return 1
@@ -118,6 +120,8 @@ func coordinatorMain() int {
 				}
 			case actors.EventRestoring:
 				say("restoring %d", e.Checkpoint)
+			case actors.EventPlaced:
+				say("placed %s", e.Placement)
 			}
 		})}
 	if phase == "1" {
@@ -164,10 +168,13 @@ type proc struct {
 	name  string
 	cmd   *exec.Cmd
 	lines chan string // stdout, line by line
-	mu    sync.Mutex
-	out   []string // stdout and stderr
-	done  chan error
+	mu     sync.Mutex
+	out    []string // stdout and stderr
+	placed string   // a coordinator's last placement
+	done   chan error
 }
+
+func (p *proc) lastPlaced() string { p.mu.Lock(); defer p.mu.Unlock(); return p.placed }
 
 func (p *proc) add(l string) { p.mu.Lock(); p.out = append(p.out, l); p.mu.Unlock() }
 
@@ -200,6 +207,11 @@ func startProc(t *testing.T, name string, env ...string) *proc {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			p.add(sc.Text())
+			if rest, ok := strings.CutPrefix(sc.Text(), "placed "); ok {
+				p.mu.Lock()
+				p.placed = rest
+				p.mu.Unlock()
+			}
 			select {
 			case p.lines <- sc.Text():
 			default:
@@ -273,18 +285,26 @@ func (p *proc) wait(t *testing.T, killed bool) {
 // TestClusterEventTime runs the event-time shape in cluster mode, every
 // node a process: at parallelism 2, stopped with a savepoint that holds
 // pending timers after 5 checkpoints; then from the savepoint at
-// parallelism 3, where one worker is SIGKILLed once 2 checkpoints of the
-// phase have completed, and a new one joins. The rows the exactly-once
-// file sink committed must equal the reference.
+// parallelism 3, where a worker is SIGKILLed once 2 checkpoints of the
+// phase have completed, a new one having joined (once in make test, 6
+// times with SNAPFLOW_SOAK=full). The rows the exactly-once file sink
+// committed must equal the reference.
 func TestClusterEventTime(t *testing.T) {
 	store, rows := t.TempDir(), t.TempDir()
-	env := []string{storeEnv + "=" + store, rowsEnv + "=" + rows, secretEnv + "=chaos-cluster-event-time"}
+	n, kills := int64(16_000), 1
+	if os.Getenv("SNAPFLOW_SOAK") == "full" {
+		n, kills = 96_000, 6
+	}
+	env := []string{storeEnv + "=" + store, rowsEnv + "=" + rows, secretEnv + "=chaos-cluster-event-time", nEnv + "=" + strconv.FormatInt(n, 10)}
 	coordinator := func(phase, p int) (*proc, string) {
 		c := startProc(t, fmt.Sprintf("coordinator-%d", phase), append(env, roleEnv+"=coordinator", phaseEnv+"="+strconv.Itoa(phase), parEnv+"="+strconv.Itoa(p))...)
 		return c, c.await(t, "listening ")
 	}
+	addrs := map[*proc]string{}
 	worker := func(name, join string, p int) *proc {
-		return startProc(t, "worker-"+name, append(env, roleEnv+"=worker", joinEnv+"="+join, parEnv+"="+strconv.Itoa(p))...)
+		w := startProc(t, "worker-"+name, append(env, roleEnv+"=worker", joinEnv+"="+join, parEnv+"="+strconv.Itoa(p))...)
+		addrs[w] = w.await(t, "listening ")
+		return w
 	}
 
 	// Phase 0: parallelism 2, stopped with a savepoint mid-stream.
@@ -312,22 +332,39 @@ func TestClusterEventTime(t *testing.T) {
 
 	// Phase 1: parallelism 3 from the savepoint; a worker is killed.
 	c1, addr := coordinator(1, 3)
-	a, b := worker("c", addr, 3), worker("d", addr, 3)
-	c1.await(t, "checkpoint ")
-	c1.await(t, "checkpoint ")
-	e := worker("e", addr, 3) // joins while the job runs
-	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
+	live := []*proc{worker("c0", addr, 3), worker("d", addr, 3)}
+	var restored []string
+	for k := range kills {
+		c1.await(t, "checkpoint ")
+		c1.await(t, "checkpoint ")
+		live = append(live, worker(fmt.Sprintf("c%d", k+1), addr, 3)) // joins while the job runs
+		// The victim is the oldest worker that holds tasks.
+		placed, v := c1.lastPlaced(), -1
+		for i, w := range live {
+			if strings.Contains(placed, addrs[w]) {
+				v = i
+				break
+			}
+		}
+		if v < 0 {
+			t.Fatalf("no live worker in the placement %q", placed)
+		}
+		victim := live[v]
+		live = slices.Delete(live, v, v+1)
+		if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		victim.wait(t, true)
+		restored = append(restored, c1.await(t, "restoring ")) // after the kill
 	}
-	a.wait(t, true)
-	restored := c1.await(t, "restoring ") // after the kill
 	c1.await(t, "done")
 	c1.wait(t, false)
-	b.wait(t, false)
-	e.wait(t, false)
-	if err := verifyEventTime(filepath.Join(rows, "rows"), clusterN, &res); err != nil {
+	for _, w := range live {
+		w.wait(t, false)
+	}
+	if err := verifyEventTime(filepath.Join(rows, "rows"), n, &res); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("cluster: savepoint %s with %d pending timers; phase 1 restored checkpoint %s after the kill; %d event-time and %d processing-time timers fired, %d late records",
-		id, res.PendingAtSavepoints, restored, res.TimersFired, res.ProcTimersFired, res.Late)
+	t.Logf("cluster: savepoint %s with %d pending timers; phase 1 restored checkpoints %v after %d worker kills; %d event-time and %d processing-time timers fired, %d late records",
+		id, res.PendingAtSavepoints, restored, kills, res.TimersFired, res.ProcTimersFired, res.Late)
 }
