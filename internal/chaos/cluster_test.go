@@ -165,9 +165,9 @@ func coordinatorMain() int {
 
 // proc is a node of the test, a process of the test binary.
 type proc struct {
-	name  string
-	cmd   *exec.Cmd
-	lines chan string // stdout, line by line
+	name   string
+	cmd    *exec.Cmd
+	lines  chan string // stdout, line by line
 	mu     sync.Mutex
 	out    []string // stdout and stderr
 	placed string   // a coordinator's last placement
