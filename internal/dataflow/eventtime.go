@@ -143,11 +143,14 @@ func (c *sourceClock[T]) stampAll(recs []T, now int64) []int64 {
 // and returns their timestamps.
 func (c *sourceClock[T]) stampSplit(recs []T, r SplitRead, now int64) ([]int64, error) {
 	ts := c.ts[:len(recs)]
+	hi := int64(minTime)
 	for i := range recs {
-		ts[i] = c.stamp(recs[i]).UnixNano()
+		t := c.stamp(recs[i]).UnixNano()
+		ts[i] = t
+		hi = max(hi, t)
 	}
 	c.last = now
-	return ts, c.splits.read(r, ts, now)
+	return ts, c.splits.read(r, hi, now)
 }
 
 // status is the source's watermark status at processing time now (0: the

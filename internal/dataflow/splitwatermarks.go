@@ -104,9 +104,9 @@ func (c *splitClocks) add(now int64) {
 	c.gens, c.ended = append(c.gens, g), append(c.ended, false)
 }
 
-// read records a read of r.N records with timestamps ts from split
-// r.Split at processing time now.
-func (c *splitClocks) read(r SplitRead, ts []int64, now int64) error {
+// read records a read of r.N records from split r.Split, whose highest
+// timestamp is hi (watermark.Min: none), at processing time now.
+func (c *splitClocks) read(r SplitRead, hi int64, now int64) error {
 	if r.Split < 0 || r.Split >= maxSplits {
 		return fmt.Errorf("ReadSplit returned split %d, outside [0, %d)", r.Split, maxSplits)
 	}
@@ -121,9 +121,7 @@ func (c *splitClocks) read(r SplitRead, ts []int64, now int64) error {
 		return nil
 	}
 	g := c.gens[r.Split]
-	for _, t := range ts {
-		g.Observe(t)
-	}
+	g.Observe(hi)
 	g.Read(r.N, now)
 	if r.Done {
 		c.ended[r.Split] = true

@@ -18,7 +18,11 @@ func newSplitClocks(idle time.Duration) *splitClocks {
 // readAt reads timestamps ts from split k at processing time now.
 func readAt(t *testing.T, c *splitClocks, k int, now int64, ts ...int64) {
 	t.Helper()
-	if err := c.read(SplitRead{N: len(ts), Split: k}, ts, now); err != nil {
+	hi := watermark.Min
+	for _, x := range ts {
+		hi = max(hi, x)
+	}
+	if err := c.read(SplitRead{N: len(ts), Split: k}, hi, now); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -71,11 +75,11 @@ func TestSplitClocksDoneAndNew(t *testing.T) {
 	c := newSplitClocks(0)
 	c.open(2, 0)
 	readAt(t, c, 0, 1, 500)
-	if err := c.read(SplitRead{Split: 1, Done: true}, nil, 2); err != nil {
+	if err := c.read(SplitRead{Split: 1, Done: true}, watermark.Min, 2); err != nil {
 		t.Fatal(err)
 	}
 	wantStatus(t, c, 2, watermark.Status{Watermark: 499})
-	if err := c.read(SplitRead{N: 1, Split: 1}, []int64{1}, 3); err == nil || !strings.Contains(err.Error(), "said was done") {
+	if err := c.read(SplitRead{N: 1, Split: 1}, 1, 3); err == nil || !strings.Contains(err.Error(), "said was done") {
 		t.Fatalf("a read of a done split: %v", err)
 	}
 	readAt(t, c, 3, 4, 450) // splits 2 and 3 are new; 2 has read nothing
@@ -86,12 +90,12 @@ func TestSplitClocksDoneAndNew(t *testing.T) {
 	readAt(t, c, 3, 6, 1000)
 	wantStatus(t, c, 6, watermark.Status{Watermark: 799})
 	for _, r := range []SplitRead{{N: 1, Split: -1}, {N: 1, Split: maxSplits}} {
-		if err := c.read(r, []int64{1}, 7); err == nil {
+		if err := c.read(r, 1, 7); err == nil {
 			t.Fatalf("split %d accepted", r.Split)
 		}
 	}
 	// Nothing read names no split: no generator is made for it.
-	if err := c.read(SplitRead{Split: 40}, nil, 7); err != nil || len(c.gens) != 4 {
+	if err := c.read(SplitRead{Split: 40}, watermark.Min, 7); err != nil || len(c.gens) != 4 {
 		t.Fatalf("an empty read: %v, %d splits", err, len(c.gens))
 	}
 }
@@ -105,7 +109,7 @@ func TestSplitClocksSnapshotRestore(t *testing.T) {
 	c.open(2, 0)
 	readAt(t, c, 0, 1, 700)
 	readAt(t, c, 1, 1, 300)
-	if err := c.read(SplitRead{N: 1, Split: 2, Done: true}, []int64{900}, 1); err != nil {
+	if err := c.read(SplitRead{N: 1, Split: 2, Done: true}, 900, 1); err != nil {
 		t.Fatal(err)
 	}
 	lowest, per := c.snapshot(4)
