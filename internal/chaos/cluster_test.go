@@ -266,19 +266,8 @@ func (p *proc) wait(t *testing.T, killed bool) {
 	case <-time.After(5 * time.Minute):
 		t.Fatalf("%s did not exit", p.name)
 	}
-	lines := p.output()
-	for i := 0; i < len(lines); i++ {
-		if strings.TrimSpace(lines[i]) != "WARNING: DATA RACE" {
-			continue
-		}
-		end := i + 1
-		for end < len(lines) && !strings.HasPrefix(strings.TrimSpace(lines[end]), "==================") {
-			end++
-		}
-		if report := lines[i:end]; !racedetect.Upstream(report) {
-			t.Errorf("%s: a data race:\n%s", p.name, strings.Join(report, "\n"))
-		}
-		i = end
+	for _, race := range racedetect.Foreign(strings.Join(p.output(), "\n")) {
+		t.Errorf("%s: a data race:\n%s", p.name, race)
 	}
 }
 

@@ -1,6 +1,7 @@
 package windows
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -146,20 +147,10 @@ func (s *Sessions) Add(ts int64, merged []Window) (Window, []Window) {
 
 // Remove forgets a session (once it fired and its state was cleared).
 func (s *Sessions) Remove(w Window) {
-	if i, ok := slices.BinarySearchFunc(s.ws, w, func(a, b Window) int { return compare(a.Start, b.Start) }); ok && s.ws[i] == w {
+	if i, ok := slices.BinarySearchFunc(s.ws, w, func(a, b Window) int { return cmp.Compare(a.Start, b.Start) }); ok && s.ws[i] == w {
 		s.ws = slices.Delete(s.ws, i, i+1)
 	}
 }
 
 // Windows returns the open sessions, sorted by start.
 func (s *Sessions) Windows() []Window { return slices.Clone(s.ws) }
-
-func compare(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
