@@ -95,3 +95,9 @@ func DecodeMapState[K Key, UK comparable, V any](st *messages.TaskState, name st
 // Summed over all the operator's tasks it is the operator's total, also
 // after a restore at another parallelism.
 func GeneratedRecords(st *messages.TaskState) (int64, error) { return dataflow.GeneratedRecords(st) }
+
+// CheckDefaultCodec returns nil when DefaultCodec[T] stores every value of
+// T exactly, and otherwise an error wrapping ErrInvalidState naming the
+// field it cannot store: the check Value makes, for libraries that keep
+// their users' values in a state of their own (package window does).
+func CheckDefaultCodec[T any]() error { return dataflow.CheckDefaultCodec[T]() }

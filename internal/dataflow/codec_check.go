@@ -322,3 +322,16 @@ func validJSONName(s string) bool {
 	}
 	return true
 }
+
+// CheckDefaultCodec returns nil when DefaultCodec[T] stores every value of
+// T exactly, and otherwise an error wrapping ErrInvalidState that says
+// which field it cannot store and why: the check Value and MapOf make,
+// for libraries that keep values of their users' types in a state of
+// their own (see Value for the rules).
+func CheckDefaultCodec[T any]() error {
+	t := reflect.TypeFor[T]()
+	if p := checkDefaultCodec(t); p != nil {
+		return &stateError{msg: fmt.Sprintf("type %s: %s", typeName(t), p.message("pass a codec")), sentinel: ErrInvalidState}
+	}
+	return nil
+}

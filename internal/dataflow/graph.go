@@ -220,6 +220,16 @@ func (g *Graph) addNode(name string, kind Kind, opts []Option, f factory) *node 
 	return n
 }
 
+// Refuse records a problem of an operator that a library built on this
+// package found while adding it (a window size that is not positive, say):
+// Validate, and so Start, refuse the graph with it, naming the operator.
+// A nil err records nothing.
+func (g *Graph) Refuse(operator string, err error) {
+	if err != nil {
+		g.problem("operator %q: %v", operator, err)
+	}
+}
+
 func (g *Graph) problem(format string, args ...any) {
 	g.problems = append(g.problems, fmt.Sprintf(format, args...))
 }

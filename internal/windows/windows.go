@@ -130,19 +130,27 @@ func NewSessions(gap time.Duration) (*Sessions, error) {
 // appends to merged the sessions it absorbed (whose state is to be merged
 // into the returned one's; the returned window may equal one of them).
 func (s *Sessions) Add(ts int64, merged []Window) (Window, []Window) {
-	w := Window{ts, ts + s.Gap}
-	i := 0
-	for i < len(s.ws) && s.ws[i].End < w.Start {
-		i++
-	}
-	j := i
-	for j < len(s.ws) && s.ws[j].Start <= w.End {
-		merged = append(merged, s.ws[j])
-		w = w.Cover(s.ws[j])
-		j++
-	}
+	i, j, w := Overlapping(s.ws, func(w Window) Window { return w }, Window{ts, ts + s.Gap})
+	merged = append(merged, s.ws[i:j]...)
 	s.ws = slices.Replace(s.ws, i, j, w)
 	return w, merged
+}
+
+// Overlapping finds, in es (disjoint windows sorted by start, window of
+// each element given by win), the run es[i:j] that w intersects or
+// touches, and returns it with the cover of w and that run: the session
+// that replaces es[i:j] once w is added. With no such run, i == j is
+// where w goes.
+func Overlapping[E any](es []E, win func(E) Window, w Window) (i, j int, cover Window) {
+	for i < len(es) && win(es[i]).End < w.Start {
+		i++
+	}
+	j = i
+	for j < len(es) && win(es[j]).Start <= w.End {
+		w = w.Cover(win(es[j]))
+		j++
+	}
+	return i, j, w
 }
 
 // Remove forgets a session (once it fired and its state was cleared).
