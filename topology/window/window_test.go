@@ -77,7 +77,12 @@ type collect[T any] struct {
 	rows []T
 }
 
-func (c *collect[T]) write(v T) error { c.mu.Lock(); c.rows = append(c.rows, v); c.mu.Unlock(); return nil }
+func (c *collect[T]) write(v T) error {
+	c.mu.Lock()
+	c.rows = append(c.rows, v)
+	c.mu.Unlock()
+	return nil
+}
 
 func source(g *topology.Graph, es []event) topology.Stream[event] {
 	return topology.FromSource(g, "events", func(sub, p int) topology.Source[event] { return &slice{es: es, at: sub, step: p} }, topology.Parallelism(2),
