@@ -898,7 +898,10 @@ type DeployTask struct {
 	Rescaled bool `protobuf:"varint,7,opt,name=rescaled,proto3" json:"rescaled,omitempty"`
 	// event_time is where a rescaled source resumes event time (unset: no
 	// strategy, or none stored).
-	EventTime     *SourceEventTime `protobuf:"bytes,8,opt,name=event_time,json=eventTime,proto3" json:"event_time,omitempty"`
+	EventTime *SourceEventTime `protobuf:"bytes,8,opt,name=event_time,json=eventTime,proto3" json:"event_time,omitempty"`
+	// watermark is the watermark a rescaled keyed task resumes from: the
+	// highest of the stored tasks' (unset: none stored).
+	Watermark     *int64 `protobuf:"varint,9,opt,name=watermark,proto3,oneof" json:"watermark,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -987,6 +990,13 @@ func (x *DeployTask) GetEventTime() *SourceEventTime {
 		return x.EventTime
 	}
 	return nil
+}
+
+func (x *DeployTask) GetWatermark() int64 {
+	if x != nil && x.Watermark != nil {
+		return *x.Watermark
+	}
+	return 0
 }
 
 // Deploy starts an epoch of the job: every worker stops the tasks of older
@@ -1466,7 +1476,7 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\vrecords_out\x18\x03 \x01(\x04R\n" +
 	"recordsOut\x12%\n" +
 	"\x0equeued_batches\x18\x04 \x01(\x03R\rqueuedBatches\x12-\n" +
-	"\x12backpressure_nanos\x18\x05 \x01(\x03R\x11backpressureNanos\"\xb7\x02\n" +
+	"\x12backpressure_nanos\x18\x05 \x01(\x03R\x11backpressureNanos\"\xe8\x02\n" +
 	"\n" +
 	"DeployTask\x12\x12\n" +
 	"\x04task\x18\x01 \x01(\rR\x04task\x12%\n" +
@@ -1478,7 +1488,10 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"has_splits\x18\x06 \x01(\bR\thasSplits\x12\x1a\n" +
 	"\brescaled\x18\a \x01(\bR\brescaled\x12;\n" +
 	"\n" +
-	"event_time\x18\b \x01(\v2\x1c.snapflow.v1.SourceEventTimeR\teventTime\"\x94\x01\n" +
+	"event_time\x18\b \x01(\v2\x1c.snapflow.v1.SourceEventTimeR\teventTime\x12!\n" +
+	"\twatermark\x18\t \x01(\x03H\x00R\twatermark\x88\x01\x01B\f\n" +
+	"\n" +
+	"_watermark\"\x94\x01\n" +
 	"\x06Deploy\x12 \n" +
 	"\vcoordinator\x18\x01 \x01(\tR\vcoordinator\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12#\n" +
@@ -1569,6 +1582,7 @@ func file_messages_cluster_proto_init() {
 		return
 	}
 	file_messages_snapflow_proto_init()
+	file_messages_cluster_proto_msgTypes[12].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

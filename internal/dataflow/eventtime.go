@@ -161,7 +161,9 @@ func (c *sourceClock[T]) status(now int64) watermark.Status {
 	}
 	st := watermark.Status{Watermark: c.gen.Watermark(), Idle: c.gen.Idle(now)}
 	if c.splits != nil {
-		st = c.splits.status(now)
+		if s, ok := c.splits.status(now); ok {
+			st = s
+		}
 	}
 	c.out = watermark.Status{Watermark: max(c.out.Watermark, st.Watermark), Idle: st.Idle}
 	return c.out
@@ -170,7 +172,7 @@ func (c *sourceClock[T]) status(now int64) watermark.Status {
 // idleAt is the processing time at which the source (or, per split, its
 // next split) becomes idle if it reads nothing more.
 func (c *sourceClock[T]) idleAt() (int64, bool) {
-	if c.splits != nil {
+	if c.splits != nil && c.splits.comb != nil {
 		return c.splits.idleAt()
 	}
 	return c.gen.IdleAt()

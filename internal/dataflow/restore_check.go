@@ -82,6 +82,10 @@ type TaskRestore struct {
 	// of its stored tasks' positions, so that no record that was on time
 	// becomes late (nil: none stored).
 	EventTime *messages.SourceEventTime
+	// Watermark is where a rescaled keyed process function resumes its
+	// watermark: the highest of its operator's stored tasks' (nil: none
+	// stored).
+	Watermark *int64
 }
 
 // Task returns where task i of the plan gets its state.
@@ -114,7 +118,7 @@ func MergeState(task *TaskPlan, tr TaskRestore, parts []*messages.TaskState) *me
 	}
 	st := &messages.TaskState{
 		TaskId: task.ID, Operator: task.Operator, OperatorId: task.OperatorID, Subtask: uint32(task.Subtask),
-		Splits: tr.Splits, HasSplits: tr.HasSplits, EventTime: tr.EventTime,
+		Splits: tr.Splits, HasSplits: tr.HasSplits, EventTime: tr.EventTime, Watermark: tr.Watermark,
 	}
 	for _, p := range parts {
 		if p.Watermark != nil && (st.Watermark == nil || p.GetWatermark() > st.GetWatermark()) {
@@ -451,8 +455,14 @@ func assign(r *Restore, op *storedOperator, n *newOperator) error {
 			eventTime = et
 		}
 	}
+	var wm *int64
+	for _, t := range op.tasks {
+		if w := t.st.Watermark; w != nil && (wm == nil || *w > *wm) {
+			wm = w
+		}
+	}
 	for s, t := range n.tasks {
-		tr := TaskRestore{Rescaled: true, EventTime: eventTime}
+		tr := TaskRestore{Rescaled: true, EventTime: eventTime, Watermark: wm}
 		if dealt != nil {
 			tr.Splits, tr.HasSplits = dealt[s], true
 		}

@@ -72,13 +72,21 @@ func (c *splitClocks) open(n int, now int64) {
 		}
 		c.add(now)
 		if ts == watermark.Max {
-			c.ended[i] = true
-			c.comb.End(i)
+			c.end(i)
 			continue
 		}
 		c.gens[i].Restore(ts)
 		c.comb.Advance(i, c.gens[i].Watermark())
 	}
+}
+
+// end ends split i: it holds nothing back from now on. It counts as idle
+// for good, not as ended: a task whose splits have all ended is idle, not
+// at the end of time, since the source may still find a new split (a
+// Kafka partition) that must hold event time back again.
+func (c *splitClocks) end(i int) {
+	c.ended[i] = true
+	c.comb.SetIdle(i, true)
 }
 
 // grow adds splits, at Min, until there are n.
@@ -124,8 +132,8 @@ func (c *splitClocks) read(r SplitRead, hi int64, now int64) error {
 	g.Observe(hi)
 	g.Read(r.N, now)
 	if r.Done {
-		c.ended[r.Split] = true
-		c.comb.End(r.Split)
+		c.comb.Advance(r.Split, g.Watermark())
+		c.end(r.Split)
 		return nil
 	}
 	if r.N > 0 {
@@ -135,10 +143,11 @@ func (c *splitClocks) read(r SplitRead, hi int64, now int64) error {
 }
 
 // status is the combined watermark at processing time now: splits that
-// have read nothing for the idleness timeout are idle.
-func (c *splitClocks) status(now int64) watermark.Status {
+// have read nothing for the idleness timeout are idle. It is false for a
+// task without splits, whose source clock then decides alone.
+func (c *splitClocks) status(now int64) (watermark.Status, bool) {
 	if c.comb == nil {
-		return watermark.Status{Watermark: watermark.Min}
+		return watermark.Status{}, false
 	}
 	if c.idle > 0 {
 		for i, g := range c.gens {
@@ -147,14 +156,14 @@ func (c *splitClocks) status(now int64) watermark.Status {
 			}
 		}
 	}
-	return c.comb.Status()
+	return c.comb.Status(), true
 }
 
 // idleAt is the earliest processing time at which a split that is not idle
 // yet becomes idle, if it reads nothing more.
 func (c *splitClocks) idleAt() (int64, bool) {
 	at, ok := int64(0), false
-	if c.idle <= 0 || c.comb == nil {
+	if c.idle <= 0 {
 		return 0, false
 	}
 	for i, g := range c.gens {

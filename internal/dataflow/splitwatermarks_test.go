@@ -29,7 +29,7 @@ func readAt(t *testing.T, c *splitClocks, k int, now int64, ts ...int64) {
 
 func wantStatus(t *testing.T, c *splitClocks, now int64, want watermark.Status) {
 	t.Helper()
-	if got := c.status(now); got != want {
+	if got, _ := c.status(now); got != want {
 		t.Fatalf("status at %d = %v, want %v", now, got, want)
 	}
 }
@@ -157,5 +157,28 @@ func TestRedistributeSplitPositions(t *testing.T) {
 	}
 	if _, ts = redistributeSplits(old, [][]int64{{10, 20}}, 2, div); ts != nil {
 		t.Fatalf("positions dealt without one for every task: %v", ts)
+	}
+}
+
+// A task whose splits have all ended is idle, not at the end of time: a
+// split found later (a new Kafka partition) holds event time back again.
+// A task without splits leaves the decision to the task's clock.
+func TestSplitClocksAllEndedThenNew(t *testing.T) {
+	c := newSplitClocks(0)
+	c.open(1, 0)
+	if err := c.read(SplitRead{Split: 0, Done: true}, watermark.Min, 1); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, c, 1, watermark.Status{Watermark: watermark.Min, Idle: true})
+	readAt(t, c, 1, 2, 100)
+	wantStatus(t, c, 2, watermark.Status{Watermark: 99})
+	readAt(t, c, 2, 3, 50) // a third split, behind: it holds the task where it is
+	readAt(t, c, 1, 4, 300)
+	wantStatus(t, c, 4, watermark.Status{Watermark: 99})
+
+	none := newSplitClocks(10 * time.Millisecond)
+	none.open(0, 0)
+	if _, ok := none.status(20 * ms); ok {
+		t.Fatal("a task without splits decided its own status")
 	}
 }

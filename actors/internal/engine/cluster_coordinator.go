@@ -373,7 +373,7 @@ func (c *clusterCoord) deploy(epoch uint64, rp *snapshots.Restorable, assign *da
 		if assign != nil {
 			tr := assign.Task(i)
 			if tr.Rescaled {
-				dt.Rescaled, dt.Splits, dt.HasSplits, dt.EventTime = true, tr.Splits, tr.HasSplits, tr.EventTime
+				dt.Rescaled, dt.Splits, dt.HasSplits, dt.EventTime, dt.Watermark = true, tr.Splits, tr.HasSplits, tr.EventTime, tr.Watermark
 				for _, p := range tr.Parts {
 					dt.Parts = append(dt.Parts, states[p])
 				}

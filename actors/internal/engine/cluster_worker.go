@@ -640,7 +640,7 @@ func loadDeployed(ctx context.Context, cps *snapshots.Checkpoints, plan *dataflo
 			// The part carries no state descriptors: the coordinator has
 			// checked them against the job's declarations (PlanRestore), and
 			// the task records its own in its next snapshot.
-			tr := dataflow.TaskRestore{Rescaled: true, Splits: dt.Splits, HasSplits: dt.HasSplits, EventTime: dt.EventTime}
+			tr := dataflow.TaskRestore{Rescaled: true, Splits: dt.Splits, HasSplits: dt.HasSplits, EventTime: dt.EventTime, Watermark: dt.Watermark}
 			states[t.ID] = dataflow.MergeState(t, tr, []*messages.TaskState{part})
 		case dt.State != nil:
 			st, err := cps.ReadTaskState(ctx, dt.State)
