@@ -64,7 +64,6 @@ func diff(got, want []string) string {
 	return "one is a prefix of the other"
 }
 
-
 // TestGeneratorProportionsAndOrder checks the model's proportions, that
 // events are a function of their number, and that each split emits its
 // events once, within the out-of-orderness.

@@ -523,7 +523,7 @@ func floorMod(t, m int64) int64 {
 
 // Q7Row is a bid with the highest price of its tumbling window.
 type Q7Row struct {
-	WindowEnd                   int64
+	WindowEnd                    int64
 	Auction, Bidder, Price, Time int64
 }
 
