@@ -42,6 +42,66 @@ func TestSoak(t *testing.T) {
 	t.Run("incremental", func(t *testing.T) { soakIncremental(t, seed+1, srv) })
 	t.Run("rescale", func(t *testing.T) { soakRescale(t, seed, srv) })
 	t.Run("eventtime", func(t *testing.T) { soakEventTime(t, seed+2, srv) })
+	t.Run("nexmark", func(t *testing.T) { soakNexmark(t, seed+3, srv) })
+}
+
+// soakNexmark runs Nexmark q5 (sliding windows) and q11 (session windows)
+// in phases of different parallelisms ended by savepoints, alternately on
+// the memory store and on MinIO, with failures of every kind at 20ms
+// checkpoints. Every run's rows, committed by the exactly-once file sink,
+// must equal the query's plain Go reference.
+func soakNexmark(t *testing.T, seed uint64, srv *miniotest.Server) {
+	target, n, rate := 6, int64(24_000), 40_000.0
+	if os.Getenv("SNAPFLOW_SOAK") == "full" {
+		target, n = 100, 60_000
+	}
+	rng := rand.New(rand.NewPCG(seed, 4))
+	for _, q := range []string{"q5", "q11"} {
+		t.Run(q, func(t *testing.T) {
+			var sum chaos.RunResult
+			total := map[chaos.Kind]int{}
+			runs := 0
+			start := time.Now()
+			for runs < 2 || sum.Failures < target {
+				store, storeName := snapshots.Store(snapshots.NewMem()), "mem"
+				if runs%2 == 1 {
+					store, storeName = srv.Store(t, "soak", fmt.Sprintf("nexmark-%s-%d", q, runs)), "minio"
+				}
+				shape, err := chaos.Nexmark(chaos.NexmarkConfig{Dir: t.TempDir(), Query: q})
+				if err != nil {
+					t.Fatal(err)
+				}
+				runSeed := rng.Uint64()
+				res, err := chaos.Run(context.Background(), chaos.RunConfig{
+					Shape: shape, N: n, Store: store, Seed: runSeed, Rates: soakRates, Budget: 1, Rate: rate, Logger: testLogger(t),
+					SameSavepointName: true,
+				})
+				if err != nil {
+					t.Fatalf("%s run %d on %s, seed %d, phases %v: %v\ninjected: %s", q, runs, storeName, runSeed, res.Phases, err, chaos.FormatCounts(res.Counts))
+				}
+				for k, c := range res.Counts {
+					total[k] += c
+				}
+				sum.Failures += res.Failures
+				sum.Restores += res.Restores
+				sum.FromCkpt += res.FromCkpt
+				sum.Savepoints += res.Savepoints
+				sum.SavepointRestores += res.SavepointRestores
+				sum.Rows += res.Rows
+				runs++
+				t.Logf("%s run %d on %-5s seed %d, phases %v: %d failures, %d restores (%d from a checkpoint, %d of a savepoint), %d savepoints, %d rows equal to the reference, %v",
+					q, runs, storeName, runSeed, res.Phases, res.Failures, res.Restores, res.FromCkpt, res.SavepointRestores, res.Savepoints, res.Rows, res.Elapsed.Round(time.Millisecond))
+				if runs > 50*target {
+					t.Fatalf("only %d task failures after %d runs", sum.Failures, runs)
+				}
+			}
+			t.Logf("nexmark %s soak: %d runs, %d task failures, %d restores (%d from a checkpoint, %d of a savepoint), %d savepoints, %d rows checked, %v; injected %s",
+				q, runs, sum.Failures, sum.Restores, sum.FromCkpt, sum.SavepointRestores, sum.Savepoints, sum.Rows, time.Since(start).Round(time.Millisecond), chaos.FormatCounts(total))
+			if sum.Savepoints == 0 || sum.Rows == 0 {
+				t.Errorf("%d savepoints, %d rows: the soak rescaled nothing or checked nothing", sum.Savepoints, sum.Rows)
+			}
+		})
+	}
 }
 
 // soakEventTime runs the event-time shape (chaos.EventTime) in phases of

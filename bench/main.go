@@ -68,6 +68,7 @@ type flags struct {
 	cpuprofile  string
 	sizes       string
 	backlog     int64
+	queries     string
 }
 
 // Defaults of -modes and -intervals, which -topology kafka reads as
@@ -144,14 +145,17 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 		fmt.Fprint(fs.Output(), usageHead)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&f.topology, "topology", "paritysum", "paritysum, chain-N, fanout, union, diamond, fanin-F, or kafka (Kafka in and out on\n"+
-		"kfake: modes loop, alo and eo; see bench/kafka.go)")
+	fs.StringVar(&f.topology, "topology", "paritysum", "paritysum, chain-N, fanout, union, diamond, fanin-F, kafka (Kafka in and out on\n"+
+		"kfake: modes loop, alo and eo; see bench/kafka.go), or nexmark (the Nexmark queries, checked against\n"+
+		"their references, with checkpoints off and exactly-once at 1s, beside a hand-written loop and Flink's\n"+
+		"published figures; -records is the events per run, default 2M; see bench/nexmark.go)")
 	fs.StringVar(&f.modes, "modes", defaultModes, "modes to run, comma-separated (cluster, protoactor and channels: paritysum only;\n"+
 		"with -topology kafka the default is "+defaultKafkaModes+")")
 	fs.StringVar(&f.intervals, "intervals", defaultIntervals, "checkpoint intervals, comma-separated (off: no periodic checkpoint;\n"+
 		"with -topology kafka the default is "+defaultKafkaIntervals+", the eo rows' intervals)")
 	fs.Int64Var(&f.backlog, "backlog", 0, "-topology kafka without -rate: records filled into the input topic before each run\n"+
 		"(0: enough for 3.5M records/s through the warm-up, -duration and the tail)")
+	fs.StringVar(&f.queries, "queries", "all", "-topology nexmark: the queries to run, comma-separated (q0,q1,q2,q3,q4,q5,q7,q8,q11)")
 	fs.IntVar(&f.parallelism, "parallelism", 2, "parallelism of the keyed sum")
 	fs.IntVar(&f.maxPar, "max-parallelism", 0, "key groups of the job's keyed state (0: max(128, -parallelism)); changes are tracked per\n"+
 		"key group, so with hashed keys this bounds how little an incremental checkpoint can upload")
@@ -262,6 +266,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if f.sweep == "rescale" {
 		return runRescaleSweep(ctx, f, stdout, stderr)
+	}
+	if f.topology == "nexmark" {
+		return runNexmark(ctx, f, stdout, stderr)
 	}
 	var rows []Row
 	if f.from != "" {

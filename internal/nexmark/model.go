@@ -130,6 +130,20 @@ type Config struct {
 	Seed uint64
 	// Base is the event time of event 0, ns (default: 2026-01-01 UTC).
 	Base int64
+	// Pace, when positive, limits each source task to this many events
+	// per second of the clock (for soaks: failures then strike mid-run).
+	Pace float64
+	// Gate, when set, stops each split at a limit until the job is
+	// stopped: a phase of a soak that ends with a savepoint.
+	Gate Gate
+}
+
+// Gate stops a source's splits part way (see Config.Gate).
+type Gate interface {
+	// Limit is how many of its length events split s reads.
+	Limit(s int, length int64) int64
+	// Reached says that split s has read up to its limit.
+	Reached(s int)
 }
 
 // DefaultBase is Config.Base's default.

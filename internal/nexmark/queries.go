@@ -57,16 +57,20 @@ type Query struct {
 	Name, About string
 	// Build adds the query to the graph of events.
 	Build func(events topology.Stream[Event], p Params) Output
-	// Plain runs the query as a plain single-goroutine loop over the
-	// events in order, calling emit with each row: the reference the
-	// runtime's output must equal, and the practical limit of its speed.
-	Plain func(c Config, p Params, emit func(fmt.Stringer))
+	plain func(c Config, p Params, emit func(fmt.Stringer))
+}
+
+// Plain runs the query as a plain single-goroutine loop over the events in
+// order, calling emit with each row: the reference the runtime's output
+// must equal, and the practical limit of its speed.
+func (q Query) Plain(c Config, p Params, emit func(fmt.Stringer)) {
+	q.plain(c.withDefaults(), p.withDefaults(), emit)
 }
 
 // Reference is the query's rows over the stream c, formatted and sorted.
 func (q Query) Reference(c Config, p Params) []string {
 	var rows []string
-	q.Plain(c.withDefaults(), p.withDefaults(), func(r fmt.Stringer) { rows = append(rows, r.String()) })
+	q.Plain(c, p, func(r fmt.Stringer) { rows = append(rows, r.String()) })
 	slices.Sort(rows)
 	return rows
 }

@@ -91,6 +91,44 @@ type source struct {
 	group  int64
 	splits []split
 	next   int // round robin
+	// pacing (Config.Pace)
+	start   time.Time
+	emitted int64
+	wake    func()
+	armed   bool
+}
+
+// SetWake implements topology.Waker.
+func (src *source) SetWake(w func()) { src.wake = w }
+
+// limit is how far split s reads in this phase.
+func (src *source) limit(s int) int64 {
+	n := src.c.splitLen(s)
+	if src.c.Gate != nil {
+		return min(n, src.c.Gate.Limit(s, n))
+	}
+	return n
+}
+
+// allowed is how many events the pace allows now, arming a wake-up when
+// it allows none.
+func (src *source) allowed(want int) int {
+	if src.c.Pace <= 0 {
+		return want
+	}
+	if src.start.IsZero() {
+		src.start = time.Now()
+	}
+	n := int64(time.Since(src.start).Seconds()*src.c.Pace) - src.emitted
+	if n <= 0 {
+		if !src.armed && src.wake != nil {
+			src.armed = true
+			time.AfterFunc(time.Millisecond, func() { src.wake() })
+		}
+		return 0
+	}
+	src.armed = false
+	return int(min(int64(want), n))
 }
 
 func (src *source) Open(_ context.Context, states [][]byte) error {
@@ -100,7 +138,7 @@ func (src *source) Open(_ context.Context, states [][]byte) error {
 			return errors.New("nexmark: corrupt split state")
 		}
 		sp := split{s: int(binary.BigEndian.Uint32(b)), k: int64(binary.BigEndian.Uint64(b[4:]))}
-		if sp.s >= src.c.Splits || sp.k < 0 || sp.k > src.c.splitLen(sp.s) {
+		if sp.s < 0 || sp.s >= src.c.Splits || sp.k < 0 || sp.k > src.c.splitLen(sp.s) {
 			return fmt.Errorf("nexmark: split %d at %d is not a split of this stream (%d splits of %d events)", sp.s, sp.k, src.c.Splits, src.c.Events)
 		}
 		src.splits = append(src.splits, sp)
@@ -108,29 +146,45 @@ func (src *source) Open(_ context.Context, states [][]byte) error {
 	return nil
 }
 
-// ReadSplit reads up to 256 events of the next split that has any.
+// ReadSplit reads up to 256 events of the next split that has any, within
+// the pace and the gate.
 func (src *source) ReadSplit(buf []Event) (topology.SplitRead, error) {
+	atGate, ended := 0, 0
 	for range len(src.splits) {
 		i := src.next
 		src.next = (src.next + 1) % len(src.splits)
 		sp := &src.splits[i]
-		n := src.c.splitLen(sp.s)
-		if sp.k >= n {
+		n, limit := src.c.splitLen(sp.s), src.limit(sp.s)
+		switch {
+		case sp.k >= n:
+			ended++
 			if !sp.done { // an empty split, or one restored at its end
 				sp.done = true
 				return topology.SplitRead{Split: i, Done: true}, nil
 			}
 			continue
+		case sp.k >= limit:
+			atGate++
+			src.c.Gate.Reached(sp.s) // also when restored past it
+			continue
 		}
-		m := min(int64(len(buf)), 256, n-sp.k)
+		m := int64(src.allowed(min(len(buf), 256)))
+		if m == 0 {
+			return topology.SplitRead{}, topology.ErrSourceIdle
+		}
+		m = min(m, limit-sp.k)
 		for j := range m {
 			buf[j] = src.c.event(src.c.at(sp.s, sp.k+j, src.group))
 		}
 		sp.k += m
+		src.emitted += m
 		sp.done = sp.k == n
-		return topology.SplitRead{N: int(m), Split: i, Done: sp.k == n}, nil
+		return topology.SplitRead{N: int(m), Split: i, Done: sp.done}, nil
 	}
-	return topology.SplitRead{}, io.EOF
+	if ended == len(src.splits) {
+		return topology.SplitRead{}, io.EOF
+	}
+	return topology.SplitRead{}, topology.ErrSourceIdle // at the gate, until the job stops
 }
 
 func (src *source) Read(buf []Event) (int, error) {
