@@ -40,6 +40,7 @@ var importPaths = map[string]string{
 	"time":       "time",
 	"topology":   "github.com/snapflow/snapflow/topology",
 	"web":        "github.com/snapflow/snapflow/actors/web",
+	"window":     "github.com/snapflow/snapflow/topology/window",
 }
 
 // snippet is one ```go block of a page.

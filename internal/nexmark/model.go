@@ -10,10 +10,11 @@ import (
 // Kind says which entity an event carries.
 type Kind uint8
 
+// The kinds of event.
 const (
-	PersonEvent Kind = iota + 1
-	AuctionEvent
-	BidEvent
+	PersonEvent  Kind = iota + 1 // a new user
+	AuctionEvent                 // an item for sale
+	BidEvent                     // a bid on an auction
 )
 
 // Person is a new user of the auction site.

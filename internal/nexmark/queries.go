@@ -127,6 +127,7 @@ func auctionsOf(events topology.Stream[Event], p Params) topology.Stream[Auction
 	}, par(p))
 }
 
+// String is the row as the check compares it.
 func (b Bid) String() string {
 	return fmt.Sprintf("%d %d %d %s %d", b.Auction, b.Bidder, b.Price, b.Channel, b.Time)
 }
@@ -166,6 +167,7 @@ func plainQ1(c Config, _ Params, emit func(fmt.Stringer)) {
 // Q2Row is a bid of q2.
 type Q2Row struct{ Auction, Price int64 }
 
+// String is the row as the check compares it.
 func (r Q2Row) String() string { return fmt.Sprintf("%d %d", r.Auction, r.Price) }
 
 // q2 selects the bids on auctions whose id is a multiple of 123.
@@ -193,6 +195,7 @@ type Q3Row struct {
 	Auction           int64
 }
 
+// String is the row as the check compares it.
 func (r Q3Row) String() string { return fmt.Sprintf("%s|%s|%s|%d", r.Name, r.City, r.State, r.Auction) }
 
 func q3State(s string) bool { return s == "OR" || s == "ID" || s == "CA" }
@@ -279,6 +282,7 @@ type Q4Row struct {
 	Count, Sum               int64
 }
 
+// String is the row as the check compares it.
 func (r Q4Row) String() string {
 	return fmt.Sprintf("%d %d %d %d %.3f", r.Category, r.Auction, r.Final, r.Count, float64(r.Sum)/float64(r.Count))
 }
@@ -451,6 +455,7 @@ func plainQ4(c Config, _ Params, emit func(fmt.Stringer)) {
 // Q5Row is a hot auction of a window: one with the most bids.
 type Q5Row struct{ WindowEnd, Auction, Bids int64 }
 
+// String is the row as the check compares it.
 func (r Q5Row) String() string { return fmt.Sprintf("%d %d %d", r.WindowEnd, r.Auction, r.Bids) }
 
 // hot is q5's running maximum of one window.
@@ -531,6 +536,7 @@ type Q7Row struct {
 	Auction, Bidder, Price, Time int64
 }
 
+// String is the row as the check compares it.
 func (r Q7Row) String() string {
 	return fmt.Sprintf("%d %d %d %d %d", r.WindowEnd, r.Auction, r.Bidder, r.Price, r.Time)
 }
@@ -609,6 +615,7 @@ type Q8Row struct {
 	WindowStart int64
 }
 
+// String is the row as the check compares it.
 func (r Q8Row) String() string { return fmt.Sprintf("%d %s %d", r.Person, r.Name, r.WindowStart) }
 
 // q8In is a person or an auction, by the person's id.
@@ -665,6 +672,7 @@ func plainQ8(c Config, p Params, emit func(fmt.Stringer)) {
 // Q11Row is a bidder's session: bids in it and its bounds.
 type Q11Row struct{ Bidder, Bids, Start, End int64 }
 
+// String is the row as the check compares it.
 func (r Q11Row) String() string { return fmt.Sprintf("%d %d %d %d", r.Bidder, r.Bids, r.Start, r.End) }
 
 // q11 counts each bidder's bids per session.
