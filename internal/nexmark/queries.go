@@ -301,6 +301,25 @@ type auctionInfo struct {
 // early is a bid that came before its auction.
 type early struct{ Price, At int64 }
 
+// q4Auction is what q4 keeps of an auction: the auction once it has come,
+// its best valid bid, and the bids that came before it.
+type q4Auction struct {
+	Info    auctionInfo
+	Known   bool
+	Best    int64
+	HasBest bool
+	Early   []early
+}
+
+// bid folds a bid in, and reports whether it changed the best.
+func (a *q4Auction) bid(price, at int64) bool {
+	if at < a.Info.Start || at > a.Info.Expires || (a.HasBest && price <= a.Best) {
+		return false
+	}
+	a.Best, a.HasBest = price, true
+	return true
+}
+
 // q4 closes each auction at its expiry (event time) with its highest
 // valid bid, then keeps a running average of closing prices per category.
 func q4(events topology.Stream[Event], p Params) Output {
@@ -309,55 +328,44 @@ func q4(events topology.Stream[Event], p Params) Output {
 		topology.KeyBy(auctionsOf(events, p), func(a Auction) int64 { return a.ID }),
 		topology.KeyBy(bidsOf(events, p), func(b Bid) int64 { return b.Auction }), "winning-bids",
 		func(s *topology.KeyedSetup[int64]) topology.CoProcessFunc[int64, Auction, Bid, closing] {
-			info := topology.Value[auctionInfo](s, "auction")
-			best := topology.Value[int64](s, "best")
-			pending := topology.Value[[]early](s, "early-bids")
-			bid := func(a auctionInfo, price, at int64) {
-				if at < a.Start || at > a.Expires {
-					return
-				}
-				if b, ok := best.Get(); !ok || price > b {
-					best.Set(price)
-				}
-			}
+			state := topology.Value[q4Auction](s, "auction")
 			topology.OnTimer(s, func(ctx *topology.Context[int64], t topology.Timer, out *topology.Collector[closing]) error {
-				a, ok := info.Get()
-				if !ok { // bids of an auction closed before them
-					pending.Clear()
-					return nil
+				a, _ := state.Get()
+				switch {
+				case !a.Known: // bids of an auction closed before them
+					state.Clear()
+				case t.Time.UnixNano() == a.Info.Expires:
+					if a.HasBest {
+						out.Emit(closing{a.Info.Category, ctx.Key(), a.Best, a.Info.Expires})
+					}
+					state.Clear()
 				}
-				if t.Time.UnixNano() != a.Expires {
-					return nil
-				}
-				if b, ok := best.Get(); ok {
-					out.Emit(closing{a.Category, ctx.Key(), b, a.Expires})
-				}
-				info.Clear()
-				best.Clear()
 				return nil
 			})
 			return topology.CoProcessFunc[int64, Auction, Bid, closing]{
-				First: func(ctx *topology.Context[int64], a Auction, _ *topology.Collector[closing]) error {
-					ai := auctionInfo{a.Category, a.Time, a.Expires}
-					info.Set(ai)
-					ctx.RegisterEventTimer(time.Unix(0, a.Expires))
-					if es, ok := pending.Get(); ok {
-						for _, e := range es {
-							bid(ai, e.Price, e.At)
-						}
-						pending.Clear()
+				First: func(ctx *topology.Context[int64], x Auction, _ *topology.Collector[closing]) error {
+					a, _ := state.Get()
+					a.Info, a.Known = auctionInfo{x.Category, x.Time, x.Expires}, true
+					for _, e := range a.Early {
+						a.bid(e.Price, e.At)
 					}
+					a.Early = nil
+					state.Set(a)
+					ctx.RegisterEventTimer(time.Unix(0, x.Expires))
 					return nil
 				},
 				Second: func(ctx *topology.Context[int64], b Bid, _ *topology.Collector[closing]) error {
-					if a, ok := info.Get(); ok {
-						bid(a, b.Price, b.Time)
+					a, _ := state.Get()
+					if a.Known {
+						if a.bid(b.Price, b.Time) {
+							state.Set(a)
+						}
 						return nil
 					}
 					// The auction is yet to come, or closed: once the
 					// watermark passes the bid, it has come.
-					es, _ := pending.Get()
-					pending.Set(append(es, early{b.Price, b.Time}))
+					a.Early = append(a.Early, early{b.Price, b.Time})
+					state.Set(a)
 					ctx.RegisterEventTimer(time.Unix(0, b.Time))
 					return nil
 				},
@@ -550,7 +558,7 @@ type highest struct {
 func (h highest) add(b Bid) highest {
 	switch {
 	case len(h.Bids) == 0 || b.Price > h.Price:
-		return highest{b.Price, []Bid{b}}
+		return highest{b.Price, append(h.Bids[:0], b)} // add may change h
 	case b.Price == h.Price:
 		h.Bids = append(h.Bids, b)
 	}
@@ -564,12 +572,18 @@ func (h highest) merge(o highest) highest {
 	return h
 }
 
-// q7 finds each tumbling window's highest bids: the highest per auction
-// first, then over auctions.
+// q7Buckets is how many partial maxima q7 computes per window.
+const q7Buckets = 64
+
+// q7 finds each tumbling window's highest bids: the highest per bucket of
+// auctions first, then over buckets.
 func q7(events topology.Stream[Event], p Params) Output {
 	p = p.withDefaults()
-	bids := topology.KeyBy(bidsOf(events, p), func(b Bid) int64 { return b.Auction })
-	perAuction := window.Aggregate(window.Of(bids, window.Tumbling(p.Window)), "highest-per-auction",
+	// The first stage spreads bids over a fixed number of buckets: enough
+	// to share the work among tasks, few enough that each bucket sees
+	// many bids per window and sends one partial result per window.
+	bids := topology.KeyBy(bidsOf(events, p), func(b Bid) int64 { return b.Auction % q7Buckets })
+	perAuction := window.Aggregate(window.Of(bids, window.Tumbling(p.Window)), "highest-per-bucket",
 		window.Aggregator[Bid, highest, highest]{Add: highest.add, Merge: highest.merge}, par(p))
 	top := topology.Process(topology.KeyBy(perAuction, func(r window.Result[int64, highest]) int64 { return r.Window.End.UnixNano() }), "highest",
 		func(s *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, window.Result[int64, highest], Q7Row] {

@@ -259,7 +259,13 @@ func (o *operator[T, K, A, O]) onTimer(ctx *topology.Context[K], timer topology.
 	} else {
 		for _, p := range st.panes {
 			if p.end-1 == t {
-				if err := o.emit(key, p.window(), p.acc, out); err != nil {
+				acc := p.acc
+				if o.cleanup(t) > t {
+					// The window stays open for late records: what is
+					// emitted must not share memory with what they change.
+					acc = o.agg.clone(acc)
+				}
+				if err := o.emit(key, p.window(), acc, out); err != nil {
 					return err
 				}
 			}
