@@ -88,17 +88,18 @@ func soakNexmark(t *testing.T, seed uint64, srv *miniotest.Server) {
 				sum.Savepoints += res.Savepoints
 				sum.SavepointRestores += res.SavepointRestores
 				sum.Rows += res.Rows
+				sum.OpenWindows += res.OpenWindows
 				runs++
-				t.Logf("%s run %d on %-5s seed %d, phases %v: %d failures, %d restores (%d from a checkpoint, %d of a savepoint), %d savepoints, %d rows equal to the reference, %v",
-					q, runs, storeName, runSeed, res.Phases, res.Failures, res.Restores, res.FromCkpt, res.SavepointRestores, res.Savepoints, res.Rows, res.Elapsed.Round(time.Millisecond))
+				t.Logf("%s run %d on %-5s seed %d, phases %v: %d failures, %d restores (%d from a checkpoint, %d of a savepoint), %d savepoints (%d keys with open windows in them), %d rows equal to the reference, %v",
+					q, runs, storeName, runSeed, res.Phases, res.Failures, res.Restores, res.FromCkpt, res.SavepointRestores, res.Savepoints, res.OpenWindows, res.Rows, res.Elapsed.Round(time.Millisecond))
 				if runs > 50*target {
 					t.Fatalf("only %d task failures after %d runs", sum.Failures, runs)
 				}
 			}
-			t.Logf("nexmark %s soak: %d runs, %d task failures, %d restores (%d from a checkpoint, %d of a savepoint), %d savepoints, %d rows checked, %v; injected %s",
-				q, runs, sum.Failures, sum.Restores, sum.FromCkpt, sum.SavepointRestores, sum.Savepoints, sum.Rows, time.Since(start).Round(time.Millisecond), chaos.FormatCounts(total))
-			if sum.Savepoints == 0 || sum.Rows == 0 {
-				t.Errorf("%d savepoints, %d rows: the soak rescaled nothing or checked nothing", sum.Savepoints, sum.Rows)
+			t.Logf("nexmark %s soak: %d runs, %d task failures, %d restores (%d from a checkpoint, %d of a savepoint), %d savepoints (%d keys with open windows in them), %d rows checked, %v; injected %s",
+				q, runs, sum.Failures, sum.Restores, sum.FromCkpt, sum.SavepointRestores, sum.Savepoints, sum.OpenWindows, sum.Rows, time.Since(start).Round(time.Millisecond), chaos.FormatCounts(total))
+			if sum.Savepoints == 0 || sum.OpenWindows == 0 || sum.Rows == 0 {
+				t.Errorf("%d savepoints with %d keys with open windows, %d rows: the soak rescaled no window or checked nothing", sum.Savepoints, sum.OpenWindows, sum.Rows)
 			}
 		})
 	}

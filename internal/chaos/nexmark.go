@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/snapflow/snapflow/internal/nexmark"
+	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/topology"
 	"github.com/snapflow/snapflow/topology/filesink"
+	"github.com/snapflow/snapflow/topology/window"
 )
 
 // NexmarkConfig configures the Nexmark shape.
@@ -87,6 +89,12 @@ func Nexmark(cfg NexmarkConfig) (Shape, error) {
 				return fmt.Errorf("nexmark %s: %d rows committed, the reference has %d; %s", q.Name, len(got), len(want), firstLineDiff(got, want))
 			}
 			res.Rows += len(got)
+			return nil
+		},
+		CheckSavepoint: func(_ string, states map[string]*messages.TaskState, res *RunResult) error {
+			for _, st := range states {
+				res.OpenWindows += window.OpenWindows(st)
+			}
 			return nil
 		},
 	}, nil

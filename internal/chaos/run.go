@@ -58,8 +58,9 @@ type RunResult struct {
 	// event-time timers, by processing-time timers, and records that came
 	// after the watermark had passed their window.
 	TimersFired, ProcTimersFired, Late int
-	// Rows is the rows a shape with Verify checked (the Nexmark shapes).
-	Rows int
+	// Rows is the rows a shape with Verify checked (the Nexmark shapes),
+	// and OpenWindows the keys with open windows their savepoints held.
+	Rows, OpenWindows int
 	// PendingAtSavepoints is the number of event-time timers pending in
 	// the phases' savepoints, which the rescales moved.
 	PendingAtSavepoints int

@@ -36,3 +36,23 @@ func BenchmarkQ5Slides(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkQueries runs each query over 2M events with checkpoints off,
+// for profiles (go test -bench Queries/q4 -cpuprofile).
+func BenchmarkQueries(b *testing.B) {
+	for _, q := range nexmark.Queries {
+		b.Run(q.Name, func(b *testing.B) {
+			c := nexmark.Config{Events: 2_000_000, OutOfOrder: 10 * time.Millisecond, Seed: 1}
+			for i := range b.N {
+				g := topology.New(fmt.Sprintf("%s-%d", q.Name, i))
+				out := q.Build(nexmark.Source(g, "events", c, topology.Parallelism(2)), nexmark.Params{Parallelism: 2})
+				out.Discard("rows", func(int) {})
+				if err := actors.Run(context.Background(), g, actors.WithStore(snapshots.NewMem()), actors.WithCheckpointInterval(0),
+					actors.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(c.Events)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}

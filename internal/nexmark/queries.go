@@ -3,6 +3,7 @@ package nexmark
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/snapflow/snapflow/topology"
@@ -200,7 +201,7 @@ func (r Q3Row) String() string { return fmt.Sprintf("%s|%s|%s|%d", r.Name, r.Cit
 
 func q3State(s string) bool { return s == "OR" || s == "ID" || s == "CA" }
 
-// seller is what q3 keeps of a person.
+// seller is what q3's reference keeps of a person.
 type seller struct{ Name, City, State string }
 
 // q3 joins category-10 auctions with their sellers in OR, ID or CA: an
@@ -214,16 +215,22 @@ func q3(events topology.Stream[Event], p Params) Output {
 		topology.KeyBy(persons, func(x Person) int64 { return x.ID }),
 		topology.KeyBy(auctions, func(a Auction) int64 { return a.Seller }), "join",
 		func(s *topology.KeyedSetup[int64]) topology.CoProcessFunc[int64, Person, Auction, Q3Row] {
-			person := topology.Value[seller](s, "person")
+			// A person is kept as "name|city|state" when they live in
+			// one of the query's states and as "" otherwise: strings are
+			// stored without JSON, and most persons need nothing more.
+			person := topology.Value[string](s, "person")
 			pending := topology.Value[[]int64](s, "pending-auctions")
 			return topology.CoProcessFunc[int64, Person, Auction, Q3Row]{
 				First: func(_ *topology.Context[int64], x Person, out *topology.Collector[Q3Row]) error {
-					person.Set(seller{x.Name, x.City, x.State})
+					if !q3State(x.State) {
+						person.Set("")
+						pending.Clear()
+						return nil
+					}
+					person.Set(x.Name + "|" + x.City + "|" + x.State)
 					if ids, ok := pending.Get(); ok {
-						if q3State(x.State) {
-							for _, id := range ids {
-								out.Emit(Q3Row{x.Name, x.City, x.State, id})
-							}
+						for _, id := range ids {
+							out.Emit(Q3Row{x.Name, x.City, x.State, id})
 						}
 						pending.Clear()
 					}
@@ -231,8 +238,10 @@ func q3(events topology.Stream[Event], p Params) Output {
 				},
 				Second: func(_ *topology.Context[int64], a Auction, out *topology.Collector[Q3Row]) error {
 					if x, ok := person.Get(); ok {
-						if q3State(x.State) {
-							out.Emit(Q3Row{x.Name, x.City, x.State, a.ID})
+						if x != "" {
+							name, rest, _ := strings.Cut(x, "|")
+							city, state, _ := strings.Cut(rest, "|")
+							out.Emit(Q3Row{name, city, state, a.ID})
 						}
 						return nil
 					}
@@ -373,21 +382,16 @@ func q4(events topology.Stream[Event], p Params) Output {
 		}, par(p))
 	averages := topology.Process(topology.KeyBy(closed, func(c closing) int64 { return c.Category }), "category-average",
 		func(s *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, closing, Q4Row] {
-			waiting := topology.Value[[]closing](s, "closing")
+			// The closings waiting for the watermark, by close time:
+			// each close time's timer takes its own.
+			waiting := topology.MapOf[int64, []closing](s, "closing")
 			count := topology.Value[int64](s, "count")
 			sum := topology.Value[int64](s, "sum")
 			topology.OnTimer(s, func(ctx *topology.Context[int64], t topology.Timer, out *topology.Collector[Q4Row]) error {
-				cs, _ := waiting.Get()
 				at := t.Time.UnixNano()
-				var now, later []closing
-				for _, c := range cs {
-					if c.At <= at {
-						now = append(now, c)
-					} else {
-						later = append(later, c)
-					}
-				}
-				slices.SortFunc(now, func(a, b closing) int { return cmpClosing(a, b) })
+				now, _ := waiting.Get(at)
+				waiting.Delete(at)
+				slices.SortFunc(now, cmpClosing)
 				n, total := getOr(count), getOr(sum)
 				for _, c := range now {
 					n, total = n+1, total+c.Final
@@ -395,16 +399,11 @@ func q4(events topology.Stream[Event], p Params) Output {
 				}
 				count.Set(n)
 				sum.Set(total)
-				if len(later) == 0 {
-					waiting.Clear()
-				} else {
-					waiting.Set(later)
-				}
 				return nil
 			})
 			return func(ctx *topology.Context[int64], c closing, _ *topology.Collector[Q4Row]) error {
-				cs, _ := waiting.Get()
-				waiting.Set(append(cs, c))
+				cs, _ := waiting.Get(c.At)
+				waiting.Put(c.At, append(cs, c))
 				ctx.RegisterEventTimer(time.Unix(0, c.At))
 				return nil
 			}

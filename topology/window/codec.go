@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/topology"
 )
 
@@ -127,4 +128,20 @@ func (c sliceCodec[T]) Decode(b []byte) ([]T, error) {
 		return nil, errCorrupt
 	}
 	return vs, nil
+}
+
+// OpenWindows is the number of keys with open windows (windows that have
+// not fired, or are kept for late records) in a window operator task's
+// stored state: for tools and tests that look into checkpoints and
+// savepoints.
+func OpenWindows(st *messages.TaskState) int {
+	n := 0
+	for _, g := range st.GetKeyGroups() {
+		for _, s := range g.GetStates() {
+			if s.GetName() == stateName {
+				n += len(s.GetEntries())
+			}
+		}
+	}
+	return n
 }

@@ -444,3 +444,33 @@ func TestNoTimestamps(t *testing.T) {
 		t.Fatalf("Run = %v, want ErrNoTimestamp", err)
 	}
 }
+
+// TestStateClearedAfterFiring: once every window has fired, the
+// operator's final checkpoint holds no window state.
+func TestStateClearedAfterFiring(t *testing.T) {
+	es := events(4, 5000, 13, 0)
+	for _, spec := range []window.Spec{window.Tumbling(50 * time.Millisecond), window.Sliding(100*time.Millisecond, 25*time.Millisecond), window.Sessions(30 * time.Millisecond)} {
+		store := snapshots.NewMem()
+		g := topology.New("cleared")
+		counts := window.Count(window.Of(keyed(source(g, es)), spec).AllowedLateness(10*time.Millisecond), "count", topology.Parallelism(2))
+		rows := 0
+		topology.Sink(counts, "out", func(window.Result[int64, int64]) error { rows++; return nil })
+		run(t, g, actors.WithStore(store))
+		rp, err := snapshots.NewCheckpoints(store, "cleared", nil).LoadLatest(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		tasks := 0
+		for _, st := range rp.States {
+			if st.GetOperator() == "count" {
+				tasks++
+				if n := window.OpenWindows(st); n != 0 {
+					t.Errorf("%v: task %s: %d keys with open windows in the final checkpoint", spec, st.GetTaskId(), n)
+				}
+			}
+		}
+		if tasks != 2 || rows == 0 {
+			t.Fatalf("%v: %d count tasks in the final checkpoint, %d rows", spec, tasks, rows)
+		}
+	}
+}
