@@ -1,13 +1,10 @@
 package chaos
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -328,28 +325,13 @@ func etReference(n int64) (clicks, views map[etWindowKey]int64) {
 
 // readRows reads the committed rows under dir.
 func readRows(dir string) ([]Row, error) {
-	parts, err := filepath.Glob(filepath.Join(dir, "part-*"))
+	lines, err := readLines(dir)
 	if err != nil {
 		return nil, err
 	}
-	slices.Sort(parts)
-	var rows []Row
-	for _, p := range parts {
-		f, err := os.Open(p)
-		if err != nil {
-			return nil, err
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			r, err := parseRow(sc.Text())
-			if err != nil {
-				f.Close()
-				return nil, fmt.Errorf("%s: %w", filepath.Base(p), err)
-			}
-			rows = append(rows, r)
-		}
-		f.Close()
-		if err := sc.Err(); err != nil {
+	rows := make([]Row, len(lines))
+	for i, l := range lines {
+		if rows[i], err = parseRow(l); err != nil {
 			return nil, err
 		}
 	}

@@ -100,12 +100,14 @@ func Nexmark(cfg NexmarkConfig) (Shape, error) {
 	}, nil
 }
 
-// readLines reads the committed part files' lines.
+// readLines reads the committed part files' lines, file by file in name
+// order.
 func readLines(dir string) ([]string, error) {
 	parts, err := filepath.Glob(filepath.Join(dir, "part-*"))
 	if err != nil {
 		return nil, err
 	}
+	slices.Sort(parts)
 	var lines []string
 	for _, p := range parts {
 		f, err := os.Open(p)
@@ -118,7 +120,7 @@ func readLines(dir string) ([]string, error) {
 		}
 		f.Close()
 		if err := sc.Err(); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", filepath.Base(p), err)
 		}
 	}
 	return lines, nil
