@@ -5,8 +5,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 
@@ -113,6 +115,18 @@ func TestMinIOBucketGoneWithCreate(t *testing.T) {
 	client := srv.Client(t)
 	if err := client.RemoveBucketWithOptions(t.Context(), "gone", minio.RemoveBucketOptions{ForceDelete: true}); err != nil {
 		t.Fatal(err)
+	}
+	// A forced removal can return before the bucket is gone from every
+	// read path of the server: wait until MinIO itself says it is gone.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		exists, err := client.BucketExists(t.Context(), "gone")
+		if err == nil && !exists {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the bucket still exists 30s after its removal (BucketExists = %v, %v)", exists, err)
+		}
+		runtime.Gosched()
 	}
 	ops := map[string]func() error{
 		"Get":  func() error { _, err := s.Get(t.Context(), "k"); return err },
