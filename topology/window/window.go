@@ -155,7 +155,7 @@ func (o *operator[T, K, A, O]) process(ctx *topology.Context[K], v T, out *topol
 		if o.cleanup(w.MaxTimestamp()) <= wm {
 			return o.lateRecord(ctx, v)
 		}
-		st = o.addTo(ctx, st, w, v)
+		st = o.addTo(ctx, st, w, v, wm)
 		if w.MaxTimestamp() <= wm { // late but allowed: fire again
 			o.register(ctx, w.MaxTimestamp())
 		}
@@ -165,7 +165,7 @@ func (o *operator[T, K, A, O]) process(ctx *topology.Context[K], v T, out *topol
 		if o.cleanup(last-1) <= wm {
 			return o.lateRecord(ctx, v)
 		}
-		st = o.addTo(ctx, st, p, v)
+		st = o.addTo(ctx, st, p, v, wm)
 		for end := p.End; end <= last && end-1 <= wm; end += o.a.sliding.Slide {
 			if o.cleanup(end-1) > wm { // a fired window still open: fire again
 				o.register(ctx, end-1)
@@ -188,11 +188,9 @@ func (o *operator[T, K, A, O]) process(ctx *topology.Context[K], v T, out *topol
 				acc = o.agg.merge(acc, p.acc)
 			}
 			acc = o.agg.add(acc, v)
-			for _, p := range st.panes[i:j] {
-				if p.end != w.End {
-					o.unregisterWindow(ctx, p.end-1)
-				}
-			}
+			// The absorbed sessions' timers stay: another session may
+			// share their times, and a timer that matches no window
+			// fires nothing and drops only what is due.
 		}
 		st.panes = slices.Replace(st.panes, i, j, pane[A]{start: w.Start, end: w.End, acc: acc})
 		o.registerWindow(ctx, w.MaxTimestamp()) // also fires again a late but allowed merge
@@ -203,7 +201,7 @@ func (o *operator[T, K, A, O]) process(ctx *topology.Context[K], v T, out *topol
 
 // addTo adds v to the pane w of st (nil: none yet), making the pane and its
 // timers if it is new; it returns st.
-func (o *operator[T, K, A, O]) addTo(ctx *topology.Context[K], st *keyState[A], w windows.Window, v T) *keyState[A] {
+func (o *operator[T, K, A, O]) addTo(ctx *topology.Context[K], st *keyState[A], w windows.Window, v T, wm int64) *keyState[A] {
 	if st == nil {
 		st = &keyState[A]{firedThrough: math.MinInt64}
 		o.state.Set(st)
@@ -223,6 +221,9 @@ func (o *operator[T, K, A, O]) addTo(ctx *topology.Context[K], st *keyState[A], 
 		end := w.End
 		if st.firedThrough >= end {
 			end = st.firedThrough + o.a.sliding.Slide
+		}
+		if wm != math.MinInt64 && wm < math.MaxInt64 { // windows at or before the watermark fired (again, if still open, through process)
+			end = max(end, o.a.sliding.Pane(wm+1).End)
 		}
 		if end <= w.Start+o.a.sliding.Size {
 			o.register(ctx, end-1)
