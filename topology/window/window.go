@@ -74,7 +74,6 @@ type operator[T any, K topology.Key, A, O any] struct {
 	agg      agg[T, A]
 	emit     emitFunc[K, A, O]
 	state    *topology.ValueState[K, *keyState[A]]
-	scratch  []pane[A]
 }
 
 // build adds the window operator: a keyed process function with one value
@@ -122,13 +121,6 @@ func (o *operator[T, K, A, O]) registerWindow(ctx *topology.Context[K], maxTs in
 	o.register(ctx, maxTs)
 	if o.lateness > 0 {
 		o.register(ctx, o.cleanup(maxTs))
-	}
-}
-
-func (o *operator[T, K, A, O]) unregisterWindow(ctx *topology.Context[K], maxTs int64) {
-	o.unregister(ctx, maxTs)
-	if o.lateness > 0 {
-		o.unregister(ctx, o.cleanup(maxTs))
 	}
 }
 
