@@ -107,14 +107,6 @@ func (o *operator[T, K, A, O]) register(ctx *topology.Context[K], t int64) {
 	ctx.RegisterEventTimer(time.Unix(0, t))
 }
 
-func (o *operator[T, K, A, O]) unregister(ctx *topology.Context[K], t int64) {
-	if o.a.processing {
-		ctx.DeleteProcessingTimer(time.Unix(0, t))
-		return
-	}
-	ctx.DeleteEventTimer(time.Unix(0, t))
-}
-
 // registerWindow sets the timers of a window whose last instant is maxTs:
 // its firing and, with allowed lateness, its cleanup.
 func (o *operator[T, K, A, O]) registerWindow(ctx *topology.Context[K], maxTs int64) {
