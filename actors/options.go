@@ -6,6 +6,7 @@ import (
 
 	"github.com/snapflow/snapflow/actors/internal/engine"
 	"github.com/snapflow/snapflow/actors/restart"
+	"github.com/snapflow/snapflow/internal/diskstate"
 	"github.com/snapflow/snapflow/snapshots"
 )
 
@@ -39,6 +40,24 @@ func WithRestartPolicy(p restart.Policy) Option { return engine.WithRestartPolic
 // WithRetainedCheckpoints keeps the newest n complete checkpoints (default
 // 3).
 func WithRetainedCheckpoints(n int) Option { return engine.WithRetainedCheckpoints(n) }
+
+// DiskState configures the on-disk state backend (see WithDiskState):
+// the parent directory of the tasks' databases (default: snapflow-state
+// under the system's temporary directory; never the snapshot store), and
+// each task's block cache and memtable.
+type DiskState = diskstate.Config
+
+// WithDiskState keeps the job's keyed state (value and map states, and the
+// window state built on them) on local disk, in an embedded LSM tree
+// (cockroachdb/pebble) per task, rather than in Go maps: the state may
+// then be larger than memory. Each task incarnation starts a database of
+// its own, from its checkpoint, and removes it when it ends; the durable
+// copy is the checkpoint. A snapshot's synchronous part is a snapshot of
+// the database, and its entries are encoded during the upload, in the
+// format the heap backend stores, so that checkpoints, savepoints and
+// rescaling work as on the heap, and a savepoint moves a job between
+// backends. Timers stay on the heap. See docs/state-backends.md.
+func WithDiskState(d DiskState) Option { return engine.WithDiskState(d) }
 
 // WithIncrementalCheckpoints makes checkpoints incremental: each task stores
 // only the key groups of its keyed state written since the newest complete

@@ -461,9 +461,15 @@ type RuntimeSettings struct {
 	RewriteEvery uint32 `protobuf:"varint,10,opt,name=rewrite_every,json=rewriteEvery,proto3" json:"rewrite_every,omitempty"`
 	// inline_limit is the size up to which a task's state travels inside
 	// the manifest rather than as an object (0: never).
-	InlineLimit   uint64 `protobuf:"varint,11,opt,name=inline_limit,json=inlineLimit,proto3" json:"inline_limit,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	InlineLimit uint64 `protobuf:"varint,11,opt,name=inline_limit,json=inlineLimit,proto3" json:"inline_limit,omitempty"`
+	// disk_state keeps the tasks' keyed state on each worker's local disk
+	// (the on-disk state backend), with a block cache and a memtable of
+	// these sizes per task (0: the defaults); false keeps it on the heap.
+	DiskState         bool  `protobuf:"varint,12,opt,name=disk_state,json=diskState,proto3" json:"disk_state,omitempty"`
+	DiskCacheBytes    int64 `protobuf:"varint,13,opt,name=disk_cache_bytes,json=diskCacheBytes,proto3" json:"disk_cache_bytes,omitempty"`
+	DiskMemtableBytes int64 `protobuf:"varint,14,opt,name=disk_memtable_bytes,json=diskMemtableBytes,proto3" json:"disk_memtable_bytes,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *RuntimeSettings) Reset() {
@@ -569,6 +575,27 @@ func (x *RuntimeSettings) GetRewriteEvery() uint32 {
 func (x *RuntimeSettings) GetInlineLimit() uint64 {
 	if x != nil {
 		return x.InlineLimit
+	}
+	return 0
+}
+
+func (x *RuntimeSettings) GetDiskState() bool {
+	if x != nil {
+		return x.DiskState
+	}
+	return false
+}
+
+func (x *RuntimeSettings) GetDiskCacheBytes() int64 {
+	if x != nil {
+		return x.DiskCacheBytes
+	}
+	return 0
+}
+
+func (x *RuntimeSettings) GetDiskMemtableBytes() int64 {
+	if x != nil {
+		return x.DiskMemtableBytes
 	}
 	return 0
 }
@@ -1436,7 +1463,7 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x14\n" +
 	"\x05slots\x18\x03 \x01(\rR\x05slots\x12/\n" +
 	"\x04jobs\x18\x04 \x03(\v2\x1b.snapflow.v1.JobFingerprintR\x04jobs\x12\x18\n" +
-	"\aattempt\x18\x05 \x01(\x04R\aattempt\"\xd9\x03\n" +
+	"\aattempt\x18\x05 \x01(\x04R\aattempt\"\xd2\x04\n" +
 	"\x0fRuntimeSettings\x12\x1d\n" +
 	"\n" +
 	"batch_size\x18\x01 \x01(\rR\tbatchSize\x12\x1f\n" +
@@ -1451,7 +1478,11 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\vincremental\x18\t \x01(\bR\vincremental\x12#\n" +
 	"\rrewrite_every\x18\n" +
 	" \x01(\rR\frewriteEvery\x12!\n" +
-	"\finline_limit\x18\v \x01(\x04R\vinlineLimit\"\xfd\x01\n" +
+	"\finline_limit\x18\v \x01(\x04R\vinlineLimit\x12\x1d\n" +
+	"\n" +
+	"disk_state\x18\f \x01(\bR\tdiskState\x12(\n" +
+	"\x10disk_cache_bytes\x18\r \x01(\x03R\x0ediskCacheBytes\x12.\n" +
+	"\x13disk_memtable_bytes\x18\x0e \x01(\x03R\x11diskMemtableBytes\"\xfd\x01\n" +
 	"\n" +
 	"Registered\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +

@@ -1,6 +1,7 @@
 package dataflow
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/snapflow/snapflow/messages"
@@ -36,17 +37,20 @@ func CoProcess[K Key, A, B, O any](a KeyedStream[A, K], b KeyedStream[B, K], nam
 	keyA, keyB, codec := a.key, b.key, a.codec
 	// newSetup runs setup for a task, for the declaration and for every
 	// instance, and checks what it declared and returned.
-	newSetup := func(task *TaskPlan) (*KeyedSetup[K], CoProcessFunc[K, A, B, O], error) {
+	newSetup := func(task *TaskPlan, ic *InstanceContext) (*KeyedSetup[K], CoProcessFunc[K, A, B, O], error) {
 		ks := newKeyedSetup(task, codec)
+		if ic != nil {
+			ks.useDisk(ic.DiskState, ic.Job)
+		}
 		fns := setup(ks)
 		if fns.First == nil || fns.Second == nil {
 			ks.fail("setup returned a CoProcessFunc without First or Second")
 		}
 		if ks.err != nil {
-			return nil, fns, ks.err
+			return nil, fns, errors.Join(ks.err, ks.closeDisk())
 		}
 		if _, err := timerFuncOf[K, O](ks); err != nil {
-			return nil, fns, err
+			return nil, fns, errors.Join(err, ks.closeDisk())
 		}
 		return ks, fns, nil
 	}
@@ -55,7 +59,7 @@ func CoProcess[K Key, A, B, O any](a KeyedStream[A, K], b KeyedStream[B, K], nam
 		if err != nil {
 			return nil, err
 		}
-		ks, f, err := newSetup(ic.Task)
+		ks, f, err := newSetup(ic.Task, ic)
 		if err != nil {
 			return nil, err
 		}
@@ -80,7 +84,7 @@ func CoProcess[K Key, A, B, O any](a KeyedStream[A, K], b KeyedStream[B, K], nam
 				err = &stateError{msg: fmt.Sprintf("setup panicked: %v", r), sentinel: ErrInvalidState, cause: cause}
 			}
 		}()
-		ks, _, err := newSetup(task)
+		ks, _, err := newSetup(task, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -119,7 +119,7 @@ func TestRestoreRefusesChangedValueType(t *testing.T) {
 		t.Errorf("error %q, want it to start with %q", err, want)
 	}
 	if restored.Len() != 0 {
-		t.Errorf("a refused restore loaded %v", restored.m)
+		t.Errorf("a refused restore loaded %v", valuesOf(restored))
 	}
 }
 
@@ -222,15 +222,15 @@ func TestRestoreAcceptsNewStateAndOldSnapshots(t *testing.T) {
 	if err := restoreInto(t, grown, st); err != nil {
 		t.Fatalf("Restore with a newly declared state: %v", err)
 	}
-	if !maps.Equal(n.m, map[string]int64{"a": 7, "b": 7}) || len(added.m) != 0 {
-		t.Errorf("restored n = %v, added = %v", n.m, added.m)
+	if !maps.Equal(valuesOf(n), map[string]int64{"a": 7, "b": 7}) || len(mapsOf(added)) != 0 {
+		t.Errorf("restored n = %v, added = %v", valuesOf(n), mapsOf(added))
 	}
 	st.StateDescriptors = nil // as written before descriptors existed
 	if err := restoreInto(t, grown, st); err != nil {
 		t.Fatalf("Restore of a snapshot without descriptors: %v", err)
 	}
-	if !maps.Equal(n.m, map[string]int64{"a": 7, "b": 7}) {
-		t.Errorf("restored n = %v", n.m)
+	if !maps.Equal(valuesOf(n), map[string]int64{"a": 7, "b": 7}) {
+		t.Errorf("restored n = %v", valuesOf(n))
 	}
 }
 
@@ -420,7 +420,7 @@ func TestMapOfCodecsSnapshotRestore(t *testing.T) {
 	if err := restoreInto(t, g, st); err != nil {
 		t.Fatal(err)
 	}
-	if got := states[len(states)-1].m; !reflect.DeepEqual(got, want) {
+	if got := mapsOf(states[len(states)-1]); !reflect.DeepEqual(got, want) {
 		t.Errorf("restored %v, want %v", got, want)
 	}
 	decoded, err := DecodeMapState[string](st, "m", MapCodecs(cdPlainCodec{}, cdCounterCodec{}))

@@ -79,9 +79,16 @@ func mustTask(t testing.TB, p *Plan, id string) *TaskPlan {
 // mustInstance creates the instance of task id with the given batch size and sender.
 func mustInstance(t testing.TB, p *Plan, id string, batchSize int, s Sender) Instance {
 	t.Helper()
-	inst, err := p.NewInstance(mustTask(t, p, id).Index, InstanceContext{BatchSize: batchSize, Sender: s})
+	inst, err := p.NewInstance(mustTask(t, p, id).Index, InstanceContext{BatchSize: batchSize, Sender: s, DiskState: testDisk})
 	if err != nil {
 		t.Fatalf("NewInstance(%s): %v", id, err)
+	}
+	if testDisk != nil {
+		t.Cleanup(func() {
+			if err := inst.Close(); err != nil {
+				t.Errorf("Close(%s): %v", id, err)
+			}
+		})
 	}
 	return inst
 }

@@ -2,6 +2,7 @@ package dataflow
 
 import (
 	"context"
+	"github.com/snapflow/snapflow/internal/diskstate"
 	"log/slog"
 
 	"github.com/snapflow/snapflow/messages"
@@ -51,6 +52,10 @@ type InstanceContext struct {
 	// record that writes state. TakeDirtyKeyGroups then reports every key
 	// group.
 	SkipDirtyKeyGroups bool
+	// DiskState, when not nil, keeps the keyed value and map states of the
+	// task on local disk (see package diskstate), in a database of the
+	// instance's own that Close removes; nil keeps them on the heap.
+	DiskState *diskstate.Config
 }
 
 // Instance is the runtime's type-erased view of one task. Methods are called
@@ -100,6 +105,18 @@ type KeyGroupSnapshotter interface {
 	// the full snapshot. Its cost is that of encoding the selected key
 	// groups, plus hashing every key of the task to find its key group.
 	SnapshotKeyGroups(st *messages.TaskState, groups []uint64) error
+}
+
+// AsyncSnapshotter is implemented by instances whose state can be captured
+// in a moment and encoded afterwards, off the task's goroutine (the
+// on-disk state backend takes a snapshot of its database). SnapshotAsync
+// does the synchronous part of Snapshot (full) or of SnapshotKeyGroups
+// (groups) and returns finish, which completes st: it is called at most
+// once, from any goroutine, and may run while the task goes on processing.
+// A snapshot whose finish is never called is released when the instance
+// closes.
+type AsyncSnapshotter interface {
+	SnapshotAsync(st *messages.TaskState, groups []uint64, full bool) (finish func() error, err error)
 }
 
 // KeyGroupRestorer is implemented by instances that can be restored key

@@ -1,6 +1,7 @@
 package dataflow
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"sync"
@@ -223,9 +224,10 @@ func Process[K Key, I, O any](s KeyedStream[I, K], name string, setup func(*Keye
 	n, out := addOperator(s.Stream, name, KindOperator, opts, func(ic *InstanceContext, out *Collector[O]) (Instance, error) {
 		ks := newKeyedSetup(ic.Task, codec)
 		ks.untracked = ic.SkipDirtyKeyGroups
+		ks.useDisk(ic.DiskState, ic.Job)
 		fn := setup(ks)
 		if ks.err != nil {
-			return nil, ks.err
+			return nil, errors.Join(ks.err, ks.closeDisk())
 		}
 		if fn == nil {
 			return nil, &stateError{msg: "setup returned a nil process function", sentinel: ErrInvalidState}
@@ -295,6 +297,9 @@ func (p *processInstance[K, I, O]) ProcessBatch(_ int, batch any, ts []int64) er
 			}
 		}
 		p.in.release(batch)
+		if err := p.setup.flushState(); err != nil {
+			return err
+		}
 		return p.fireLate()
 	}
 	for i, v := range batch.([]I) {
@@ -311,6 +316,9 @@ func (p *processInstance[K, I, O]) ProcessBatch(_ int, batch any, ts []int64) er
 		}
 	}
 	p.in.release(batch)
+	if err := p.setup.flushState(); err != nil {
+		return err
+	}
 	return p.fireLate()
 }
 
@@ -368,7 +376,7 @@ func (p *processInstance[K, I, O]) fire(d TimeDomain, now int64) error {
 	for {
 		tm, ok := q.PopDue(now)
 		if !ok {
-			return nil
+			return p.setup.flushState()
 		}
 		cur.key = tm.Key
 		p.setup.markGroup(tm.Group) // the timer is gone from its key group
@@ -383,6 +391,11 @@ func (p *processInstance[K, I, O]) fire(d TimeDomain, now int64) error {
 		cur.wrote = false
 		if err != nil {
 			return err
+		}
+		if d := p.setup.disk; d != nil && d.pending >= flushEvery {
+			if err := p.setup.flushState(); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -416,6 +429,17 @@ func (p *processInstance[K, I, O]) snapshotWatermark(st *messages.TaskState) {
 	}
 }
 
+// SnapshotAsync implements AsyncSnapshotter.
+func (p *processInstance[K, I, O]) SnapshotAsync(st *messages.TaskState, groups []uint64, full bool) (func() error, error) {
+	if full {
+		groups = nil
+	} else if groups == nil {
+		groups = []uint64{} // nil would mean every key group
+	}
+	p.snapshotWatermark(st)
+	return p.setup.snapshotKeyedAsync(st, groups)
+}
+
 // SnapshotKeyGroups is Snapshot restricted to the key groups of groups.
 func (p *processInstance[K, I, O]) SnapshotKeyGroups(st *messages.TaskState, groups []uint64) error {
 	if groups == nil {
@@ -445,7 +469,9 @@ func (p *processInstance[K, I, O]) RestoreKeyGroup(g *messages.KeyGroupState) er
 }
 
 func (p *processInstance[K, I, O]) EndOfInput() error { return nil }
-func (p *processInstance[K, I, O]) Close() error      { return nil }
+
+// Close closes the on-disk state, if any, and removes its directory.
+func (p *processInstance[K, I, O]) Close() error { return p.setup.closeDisk() }
 
 // Sink adds a sink that calls write for every record. Records replayed after
 // a recovery are written again (at-least-once output): make write idempotent,

@@ -32,6 +32,8 @@ type KeyedSetup[K Key] struct {
 	// pending timers; both nil when the operator declared none.
 	onTimer any
 	timers  *timerState[K]
+	// disk is the on-disk backend; nil: the state is on the heap.
+	disk *diskKeyed
 }
 
 func newKeyedSetup[K Key](task *TaskPlan, codec keyCodec[K]) *KeyedSetup[K] {
@@ -99,23 +101,56 @@ type keyedState interface {
 	// appendEntries adds the state's entries of the key groups b selects
 	// to b.
 	appendEntries(b *snapshotBuilder) error
-	// restoreEntry loads one entry, without marking its key group dirty.
-	restoreEntry(e *messages.StateEntry) error
+	// restoreEntry loads one entry of key group kg, without marking its
+	// key group dirty.
+	restoreEntry(kg int, e *messages.StateEntry) error
 }
 
 // snapshotKeyed serialises every declared state into st, by key group (all
 // of them, or those of only when only is not nil), and the descriptor of
 // every declared state, in declaration order.
 func (s *KeyedSetup[K]) snapshotKeyed(st *messages.TaskState, only groupSet) error {
+	finish, err := s.snapshotKeyedAsync(st, only)
+	if err != nil {
+		return err
+	}
+	return finish()
+}
+
+// snapshotKeyedAsync is snapshotKeyed in two parts: it copies the heap
+// states and takes a snapshot of the on-disk ones, and finish (called
+// once, from any goroutine) adds the on-disk states' entries and completes
+// st. The task may go on writing state in between.
+func (s *KeyedSetup[K]) snapshotKeyedAsync(st *messages.TaskState, only groupSet) (finish func() error, err error) {
+	if err := s.flushState(); err != nil {
+		return nil, err
+	}
 	b := newSnapshotBuilder(s.task, only)
 	for _, ks := range s.states {
+		if _, onDisk := ks.(diskState); onDisk && s.disk != nil {
+			continue
+		}
 		if err := ks.appendEntries(b); err != nil {
-			return fmt.Errorf("topology: operator %q: %w", s.task.Operator, err)
+			return nil, fmt.Errorf("topology: operator %q: %w", s.task.Operator, err)
 		}
 	}
-	b.appendTo(st)
-	st.StateDescriptors = append(st.StateDescriptors, s.descriptors()...)
-	return nil
+	descs := s.descriptors()
+	done := func() error {
+		b.appendTo(st)
+		st.StateDescriptors = append(st.StateDescriptors, descs...)
+		return nil
+	}
+	if s.disk == nil || s.disk.db == nil {
+		return done, nil
+	}
+	snap, d, maxP, op := s.disk.db.Snapshot(), s.disk, int(s.maxP), s.task.Operator
+	return func() error {
+		defer snap.Close()
+		if err := d.snapshotDisk(b, snap, maxP); err != nil {
+			return fmt.Errorf("topology: operator %q: %w", op, err)
+		}
+		return done()
+	}, nil
 }
 
 // restoreKeyed checks st's state descriptors against the declared states,
@@ -139,6 +174,17 @@ func (s *KeyedSetup[K]) restoreKeyed(st *messages.TaskState) error {
 			return err
 		}
 	}
+	return s.applyRestored()
+}
+
+// applyRestored writes what a restore gave the on-disk states.
+func (s *KeyedSetup[K]) applyRestored() error {
+	if s.disk == nil || s.disk.db == nil {
+		return nil
+	}
+	if err := s.disk.db.Apply(s.disk.batch); err != nil {
+		return fmt.Errorf("topology: operator %q: restore: %w", s.task.Operator, err)
+	}
 	return nil
 }
 
@@ -151,7 +197,10 @@ func (s *KeyedSetup[K]) restoreKeyGroup(g *messages.KeyGroupState) error {
 			sentinel: ErrRestoreRefused,
 		}
 	}
-	return s.restoreGroup(g)
+	if err := s.restoreGroup(g); err != nil {
+		return err
+	}
+	return s.applyRestored()
 }
 
 // restoreGroup loads the entries of g when g is in the task's range.
@@ -169,7 +218,7 @@ func (s *KeyedSetup[K]) restoreGroup(g *messages.KeyGroupState) error {
 			}
 		}
 		for _, e := range ns.GetEntries() {
-			if err := ks.restoreEntry(e); err != nil {
+			if err := ks.restoreEntry(int(g.GetKeyGroup()), e); err != nil {
 				return fmt.Errorf("topology: operator %q: state %q: key group %d: %w", s.task.Operator, ns.GetName(), g.GetKeyGroup(), err)
 			}
 		}
@@ -187,6 +236,8 @@ type ValueState[K Key, V any] struct {
 	desc  *messages.StateDescriptor
 	// readMarks: V reaches a reference, so Get marks the key group dirty.
 	readMarks bool
+	// d is the state's on-disk part (nil: the state is on the heap).
+	d *diskValue[K, V]
 }
 
 // Value declares a value state called name. The codec defaults to
@@ -242,12 +293,20 @@ func Value[V any, K Key](s *KeyedSetup[K], name string, codec ...Codec[V]) *Valu
 		ValueType: typeName(reflect.TypeFor[V]()), ValueCodec: codecID(v.codec),
 	}
 	s.register(v)
+	if s.disk != nil {
+		v.m = nil
+		v.d = &diskValue[K, V]{copies: decodeCopies(v.codec), pend: map[K]pendValue[V]{}}
+		v.d.sid = s.addDiskState(v)
+	}
 	return v
 }
 
 // Get returns the current key's value and whether it was set. When V
 // reaches a reference (see Value), Get of a set value counts as a write.
 func (v *ValueState[K, V]) Get() (V, bool) {
+	if v.d != nil {
+		return v.diskGet()
+	}
 	x, ok := v.m[v.setup.cur.key]
 	if ok && v.readMarks {
 		v.setup.markDirty()
@@ -257,18 +316,33 @@ func (v *ValueState[K, V]) Get() (V, bool) {
 
 // Set stores the current key's value.
 func (v *ValueState[K, V]) Set(x V) {
+	if v.d != nil {
+		v.diskSet(x, false)
+		return
+	}
 	v.m[v.setup.cur.key] = x
 	v.setup.markDirty()
 }
 
 // Clear removes the current key's value.
 func (v *ValueState[K, V]) Clear() {
+	if v.d != nil {
+		var zero V
+		v.diskSet(zero, true)
+		return
+	}
 	delete(v.m, v.setup.cur.key)
 	v.setup.markDirty()
 }
 
-// Len is the number of keys with a value in this task.
-func (v *ValueState[K, V]) Len() int { return len(v.m) }
+// Len is the number of keys with a value in this task. On the on-disk
+// state backend it reads the whole state.
+func (v *ValueState[K, V]) Len() int {
+	if v.d != nil {
+		return v.diskLen()
+	}
+	return len(v.m)
+}
 
 func (v *ValueState[K, V]) descriptor() *messages.StateDescriptor { return v.desc }
 
@@ -307,7 +381,10 @@ func (v *ValueState[K, V]) appendEntries(b *snapshotBuilder) error {
 	return nil
 }
 
-func (v *ValueState[K, V]) restoreEntry(e *messages.StateEntry) error {
+func (v *ValueState[K, V]) restoreEntry(kg int, e *messages.StateEntry) error {
+	if v.d != nil {
+		return v.restoreDisk(kg, e)
+	}
 	k, err := v.setup.codec.decode(e.Key)
 	if err != nil {
 		return err
@@ -331,6 +408,8 @@ type MapState[K Key, UK comparable, V any] struct {
 	// readMarks: UK or V reaches a reference, so Get and All mark the key
 	// group dirty.
 	readMarks bool
+	// d is the state's on-disk part (nil: the state is on the heap).
+	d *diskMap[K, UK, V]
 }
 
 // MapOption configures a map state (see MapOf and DecodeMapState). Build it
@@ -393,6 +472,11 @@ func MapOf[UK comparable, V any, K Key](s *KeyedSetup[K], name string, opts ...M
 		readMarks: reachesReference(reflect.TypeFor[UK]()) || reachesReference(reflect.TypeFor[V]())}
 	ms.desc = mapDescriptor(name, s.keyType, kc, vc)
 	s.register(ms)
+	if s.disk != nil {
+		ms.m = nil
+		ms.d = &diskMap[K, UK, V]{copies: decodeCopies(vc), keyCopies: decodeCopies(kc), pend: map[K]pendMap[UK, V]{}}
+		ms.d.sid = s.addDiskState(ms)
+	}
 	return ms
 }
 
@@ -407,6 +491,9 @@ func mapDescriptor[UK comparable, V any](name, keyType string, kc Codec[UK], vc 
 // Get returns the current key's value for uk. When UK or V reaches a
 // reference (see MapOf), Get of a present user key counts as a write.
 func (ms *MapState[K, UK, V]) Get(uk UK) (V, bool) {
+	if ms.d != nil {
+		return ms.diskGet(uk)
+	}
 	x, ok := ms.m[ms.setup.cur.key][uk]
 	if ok && ms.readMarks {
 		ms.setup.markDirty()
@@ -416,6 +503,10 @@ func (ms *MapState[K, UK, V]) Get(uk UK) (V, bool) {
 
 // Put stores the current key's value for uk.
 func (ms *MapState[K, UK, V]) Put(uk UK, x V) {
+	if ms.d != nil {
+		ms.diskPut(uk, x, false)
+		return
+	}
 	ms.put(ms.setup.cur.key, uk, x)
 	ms.setup.markDirty()
 }
@@ -432,6 +523,11 @@ func (ms *MapState[K, UK, V]) put(k K, uk UK, x V) {
 
 // Delete removes uk from the current key's map.
 func (ms *MapState[K, UK, V]) Delete(uk UK) {
+	if ms.d != nil {
+		var zero V
+		ms.diskPut(uk, zero, true)
+		return
+	}
 	k := ms.setup.cur.key
 	inner := ms.m[k]
 	if inner == nil {
@@ -444,12 +540,22 @@ func (ms *MapState[K, UK, V]) Delete(uk UK) {
 	ms.setup.markDirty()
 }
 
-// Len is the size of the current key's map.
-func (ms *MapState[K, UK, V]) Len() int { return len(ms.m[ms.setup.cur.key]) }
+// Len is the size of the current key's map. On the on-disk state backend
+// it reads the key's map.
+func (ms *MapState[K, UK, V]) Len() int {
+	if ms.d != nil {
+		return ms.diskLen()
+	}
+	return len(ms.m[ms.setup.cur.key])
+}
 
 // All iterates over the current key's map. When UK or V reaches a
 // reference (see MapOf), All over a non-empty map counts as a write.
 func (ms *MapState[K, UK, V]) All(yield func(UK, V) bool) {
+	if ms.d != nil {
+		ms.diskAll(yield)
+		return
+	}
 	inner := ms.m[ms.setup.cur.key]
 	if len(inner) > 0 && ms.readMarks {
 		ms.setup.markDirty()
@@ -496,7 +602,10 @@ func (ms *MapState[K, UK, V]) appendEntries(b *snapshotBuilder) error {
 	return nil
 }
 
-func (ms *MapState[K, UK, V]) restoreEntry(e *messages.StateEntry) error {
+func (ms *MapState[K, UK, V]) restoreEntry(kg int, e *messages.StateEntry) error {
+	if ms.d != nil {
+		return ms.restoreDisk(kg, e)
+	}
 	k, err := ms.setup.codec.decode(e.Key)
 	if err != nil {
 		return err

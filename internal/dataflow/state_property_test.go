@@ -78,26 +78,31 @@ func propRoundTrip[V comparableOrNot](t *testing.T, r *rand.Rand) {
 	}
 	inst := mustInstance(t, p, "p#0", 4, noopSender{})
 	v, m := values[len(values)-1], maps[len(maps)-1]
+	wantV, wantM := map[string]V{}, map[string]map[int16]V{}
 	for i := range 40 {
 		k := randString(r) + string(rune('a'+i%26))
-		v.m[k] = randValue(r, typ, 0).Interface().(V)
-		inner := map[int16]V{}
+		v.setup.cur.key = k // as processing a record of key k
+		x := randValue(r, typ, 0).Interface().(V)
+		v.Set(x)
+		wantV[k] = x
 		for range r.IntN(3) {
-			inner[int16(r.Uint32())] = randValue(r, typ, 0).Interface().(V)
-		}
-		if len(inner) > 0 {
-			m.m[k] = inner
+			uk, x := int16(r.Uint32()), randValue(r, typ, 0).Interface().(V)
+			m.Put(uk, x)
+			if wantM[k] == nil {
+				wantM[k] = map[int16]V{}
+			}
+			wantM[k][uk] = x
 		}
 	}
 	st := snapshot(t, inst)
 	if err := mustInstance(t, p, "p#0", 4, noopSender{}).Restore(st); err != nil {
 		t.Fatalf("%s: Restore: %v", typ, err)
 	}
-	if got := values[len(values)-1].m; !reflect.DeepEqual(got, v.m) {
-		t.Errorf("%s: value state restored as\n%v\nwant\n%v", typ, got, v.m)
+	if got := valuesOf(values[len(values)-1]); !reflect.DeepEqual(got, wantV) {
+		t.Errorf("%s: value state restored as\n%v\nwant\n%v", typ, got, wantV)
 	}
-	if got := maps[len(maps)-1].m; !reflect.DeepEqual(got, m.m) {
-		t.Errorf("%s: map state restored as\n%v\nwant\n%v", typ, got, m.m)
+	if got := mapsOf(maps[len(maps)-1]); !reflect.DeepEqual(got, wantM) {
+		t.Errorf("%s: map state restored as\n%v\nwant\n%v", typ, got, wantM)
 	}
 }
 

@@ -162,16 +162,16 @@ func TestKeyedStateSnapshotRestore(t *testing.T) {
 		if err != nil {
 			t.Fatalf("DecodeValueState: %v", err)
 		}
-		if !maps.Equal(sums, old.sum.m) {
-			t.Errorf("%s: decoded sums %v, state holds %v", id, sums, old.sum.m)
+		if !maps.Equal(sums, valuesOf(old.sum)) {
+			t.Errorf("%s: decoded sums %v, state holds %v", id, sums, valuesOf(old.sum))
 		}
 		maps.Copy(gotSum, sums)
 		profiles, err := DecodeValueState[string, profile](st, "profile", JSONCodec[profile]{})
 		if err != nil {
 			t.Fatalf("DecodeValueState: %v", err)
 		}
-		if !reflect.DeepEqual(profiles, old.profile.m) {
-			t.Errorf("%s: decoded profiles %v, state holds %v", id, profiles, old.profile.m)
+		if !reflect.DeepEqual(profiles, valuesOf(old.profile)) {
+			t.Errorf("%s: decoded profiles %v, state holds %v", id, profiles, valuesOf(old.profile))
 		}
 
 		senders[id] = &fakeSender{}
@@ -183,14 +183,14 @@ func TestKeyedStateSnapshotRestore(t *testing.T) {
 			t.Fatalf("%s: Restore: %v", id, err)
 		}
 		restored := reg[id]
-		if !maps.Equal(restored.sum.m, old.sum.m) {
-			t.Errorf("%s: restored sums %v, want %v", id, restored.sum.m, old.sum.m)
+		if !maps.Equal(valuesOf(restored.sum), valuesOf(old.sum)) {
+			t.Errorf("%s: restored sums %v, want %v", id, valuesOf(restored.sum), valuesOf(old.sum))
 		}
-		if !reflect.DeepEqual(restored.parity.m, old.parity.m) {
-			t.Errorf("%s: restored parity counts %v, want %v", id, restored.parity.m, old.parity.m)
+		if !reflect.DeepEqual(mapsOf(restored.parity), mapsOf(old.parity)) {
+			t.Errorf("%s: restored parity counts %v, want %v", id, mapsOf(restored.parity), mapsOf(old.parity))
 		}
-		if !reflect.DeepEqual(restored.profile.m, old.profile.m) {
-			t.Errorf("%s: restored profiles %v, want %v", id, restored.profile.m, old.profile.m)
+		if !reflect.DeepEqual(valuesOf(restored.profile), valuesOf(old.profile)) {
+			t.Errorf("%s: restored profiles %v, want %v", id, valuesOf(restored.profile), valuesOf(old.profile))
 		}
 		if again := snapshot(t, fresh); !sameState(again, st) {
 			t.Errorf("%s: snapshot after restore differs from the snapshot restored", id)
@@ -243,7 +243,7 @@ func TestKeyedStateRescale(t *testing.T) {
 	inst := mustInstance(t, p1, "agg#0", 8, noopSender{})
 	routeEvents(t, p1, map[string]Instance{"agg#0": inst}, userEvents(100))
 	st := snapshot(t, inst)
-	all := reg1["agg#0"].sum.m
+	all := valuesOf(reg1["agg#0"].sum)
 
 	reg2 := map[string]*aggStates{}
 	p2 := mustPlan(t, aggGraph(2, reg2))
@@ -252,7 +252,7 @@ func TestKeyedStateRescale(t *testing.T) {
 		if err := mustInstance(t, p2, id, 8, noopSender{}).Restore(st); err != nil {
 			t.Fatalf("%s: Restore: %v", id, err)
 		}
-		for k, v := range reg2[id].sum.m {
+		for k, v := range valuesOf(reg2[id].sum) {
 			if owner := taskOf(t, p2, k); owner != id {
 				t.Errorf("%s restored key %q, owned by %s", id, k, owner)
 			}
@@ -311,15 +311,15 @@ func TestKeyedStateIntKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 		maps.Copy(got, counts)
-		oldSeen := seen[id].m
+		oldSeen := mapsOf(seen[id])
 		if err := mustInstance(t, p, id, 4, noopSender{}).Restore(st); err != nil {
 			t.Fatal(err)
 		}
-		if !maps.Equal(reg[id].m, counts) {
-			t.Errorf("%s: restored %v, want %v", id, reg[id].m, counts)
+		if !maps.Equal(valuesOf(reg[id]), counts) {
+			t.Errorf("%s: restored %v, want %v", id, valuesOf(reg[id]), counts)
 		}
-		if !reflect.DeepEqual(seen[id].m, oldSeen) {
-			t.Errorf("%s: restored map state %v, want %v", id, seen[id].m, oldSeen)
+		if !reflect.DeepEqual(mapsOf(seen[id]), oldSeen) {
+			t.Errorf("%s: restored map state %v, want %v", id, mapsOf(seen[id]), oldSeen)
 		}
 	}
 	if !maps.Equal(got, want) {
@@ -488,7 +488,7 @@ func TestValueAndMapStateOperations(t *testing.T) {
 	}
 	m.Delete("x")
 	m.Delete("y")
-	if _, ok := m.m["a"]; ok || m.Len() != 0 {
+	if _, ok := mapsOf(m)["a"]; ok || m.Len() != 0 {
 		t.Error("deleting a key's last map entry leaves the key")
 	}
 	v.Clear()

@@ -165,7 +165,7 @@ func (ts *timerState[K]) appendEntries(b *snapshotBuilder) error {
 // its domain and time.
 const timerHeadSize = 9
 
-func (ts *timerState[K]) restoreEntry(e *messages.StateEntry) error {
+func (ts *timerState[K]) restoreEntry(_ int, e *messages.StateEntry) error {
 	if len(e.GetKey()) != 0 || len(e.GetMapKey()) != 0 {
 		return fmt.Errorf("a timer entry with a key: timers are stored packed, one entry per key group")
 	}

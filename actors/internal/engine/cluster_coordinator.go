@@ -81,6 +81,7 @@ func newClusterCoord(j *jobActor, id string) *clusterCoord {
 			LingerNanos: c.linger.Nanoseconds(), CheckpointTimeoutNanos: j.sh.timeout().Nanoseconds(),
 			SynchronousSnapshots: c.syncSnapshots,
 			Incremental:          c.incremental, RewriteEvery: uint32(c.rewriteEvery), InlineLimit: uint64(c.inlineLimit(j.sh.plan)),
+			DiskState: c.diskState != nil, DiskCacheBytes: c.diskState.GetCacheBytes(), DiskMemtableBytes: c.diskState.GetMemTableBytes(),
 			HeartbeatIntervalNanos: spec.HeartbeatInterval.Nanoseconds(), HeartbeatTimeoutNanos: spec.HeartbeatTimeout.Nanoseconds(),
 		},
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/snapflow/snapflow/internal/diskstate"
 	"io"
 	"log/slog"
 	"os"
@@ -447,6 +448,9 @@ func workerRuntime(s *messages.RuntimeSettings, log *slog.Logger, store snapshot
 	c.syncSnapshots = s.GetSynchronousSnapshots()
 	c.incremental, c.rewriteEvery = s.GetIncremental(), int(s.GetRewriteEvery())
 	c.inline, c.inlineSet = int(s.GetInlineLimit()), true
+	if s.GetDiskState() {
+		c.diskState = &diskstate.Config{CacheBytes: s.GetDiskCacheBytes(), MemTableBytes: s.GetDiskMemtableBytes()}
+	}
 	c.logger, c.store = log, store
 	c.linkInterval = time.Duration(s.GetHeartbeatIntervalNanos())
 	c.linkTimeout = linkwatch.Timeout(c.linkInterval, time.Duration(s.GetHeartbeatTimeoutNanos()))

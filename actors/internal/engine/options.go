@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/snapflow/snapflow/internal/diskstate"
 	"io"
 	"log/slog"
 	"reflect"
@@ -70,6 +71,9 @@ type config struct {
 	// takeOver and leaseTTL configure the job's lease (see WithTakeOver).
 	takeOver bool
 	leaseTTL time.Duration
+	// diskState is WithDiskState's configuration; nil keeps keyed state on
+	// the heap.
+	diskState *diskstate.Config
 }
 
 // startPoint is a savepoint (by name) or a checkpoint (by id) to start from.
@@ -255,6 +259,12 @@ func WithIncrementalCheckpoints(rewriteEvery int) Option {
 	return func(c *config) { c.incremental, c.rewriteEvery = true, rewriteEvery }
 }
 
+// WithDiskState keeps the keyed state of the job's tasks on local disk
+// (see package diskstate) rather than on the heap.
+func WithDiskState(d diskstate.Config) Option {
+	return func(c *config) { c.diskState = &d }
+}
+
 // Defaults of WithInlineStateLimit.
 const (
 	// DefaultInlineStateLimit is the largest task state that travels inside
@@ -292,6 +302,11 @@ func (c *config) inlineLimit(plan *dataflow.Plan) int {
 func (c *config) finish() error {
 	if c.inlineSet && (c.inline < 0 || c.inline > MaxInlineStateLimit) {
 		return fmt.Errorf("actors: WithInlineStateLimit(%d): the limit must be between 0 and %d bytes", c.inline, MaxInlineStateLimit)
+	}
+	if c.diskState != nil {
+		if err := c.diskState.Check(); err != nil {
+			return fmt.Errorf("actors: WithDiskState: %w", err)
+		}
 	}
 	if c.incremental && c.rewriteEvery < 0 {
 		return fmt.Errorf("actors: WithIncrementalCheckpoints(%d): rewriteEvery must be at least 1, or 0 for the default %d", c.rewriteEvery, incremental.DefaultRewriteEvery)
@@ -358,4 +373,17 @@ func isNil(s snapshots.Store) bool {
 		return v.IsNil()
 	}
 	return false
+}
+
+// diskStateFor is the on-disk backend's configuration for a task, logging
+// to log; nil on the heap backend.
+func (c *config) diskStateFor(log *slog.Logger) *diskstate.Config {
+	if c.diskState == nil {
+		return nil
+	}
+	d := *c.diskState
+	if d.Logger == nil {
+		d.Logger = log
+	}
+	return &d
 }

@@ -264,6 +264,7 @@ func (t *task) onStarted(ctx actor.Context) {
 	inst, err := t.sh.plan.NewInstance(t.idx, dataflow.InstanceContext{
 		Job: t.sh.job, BatchSize: t.sh.cfg.batchSize, BatchBytes: t.sh.cfg.batchBytes, Sender: t, Logger: t.log, Context: t.ctx, Epoch: t.epoch,
 		SkipDirtyKeyGroups: !t.sh.cfg.incremental, // full checkpoints need no record of what was written
+		DiskState:          t.sh.cfg.diskStateFor(t.log),
 	})
 	if err != nil {
 		t.fail(err)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/snapflow/snapflow/internal/dataflow"
 	"time"
 
 	"github.com/snapflow/snapflow/messages"
@@ -27,7 +28,7 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 	if t.savepointID == id {
 		savepoint = t.savepointName
 	}
-	refs, err := t.takeSnapshot(id, st, savepoint != "")
+	refs, finish, err := t.takeSnapshot(id, st, savepoint != "")
 	t.flush()
 	t.sendControl(outItem{barrier: &messages.Barrier{Epoch: t.epoch, CheckpointId: id, TimestampUnixNano: t.barrierTS, Savepoint: savepoint,
 		BaseCheckpointId: t.barrierBase}})
@@ -40,6 +41,12 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 	sh, epoch, taskID, root, self, tracked := t.sh, t.epoch, t.plan.ID, t.root, t.self, t.incr != nil
 	upload := func(ctx context.Context) { // retries of the store end with the checkpoint
 		t0 := time.Now()
+		if finish != nil { // the encoding of a state captured in the synchronous phase
+			if err := finish(); err != nil {
+				root.Send(sh.jobPID, &messages.DeclineCheckpoint{Epoch: epoch, CheckpointId: id, TaskId: taskID, Reason: "snapshot: " + err.Error(), WorkerId: sh.worker})
+				return
+			}
+		}
 		var h *messages.StateHandle
 		var err error
 		switch {
@@ -80,18 +87,34 @@ func (t *task) decline(id uint64, reason string) {
 // takeSnapshot writes the task's state for checkpoint id into st: in full,
 // or, when checkpoints are incremental and the task has a base, only the
 // key groups to upload, with refs (non-nil) the sections of the others.
-func (t *task) takeSnapshot(id uint64, st *messages.TaskState, savepoint bool) (refs []*messages.KeyGroupSection, err error) {
-	if t.incr == nil {
+// An instance that captures its state now and encodes it later
+// (dataflow.AsyncSnapshotter) returns finish, which completes st off the
+// task's goroutine; nil means st is complete.
+func (t *task) takeSnapshot(id uint64, st *messages.TaskState, savepoint bool) (refs []*messages.KeyGroupSection, finish func() error, err error) {
+	as, _ := t.inst.(dataflow.AsyncSnapshotter)
+	full := func() (func() error, error) {
+		if as != nil {
+			return as.SnapshotAsync(st, nil, true)
+		}
 		return nil, t.inst.Snapshot(st)
+	}
+	if t.incr == nil {
+		finish, err = full()
+		return nil, finish, err
 	}
 	clear(t.dirtyBuf)
 	t.keyed.TakeDirtyKeyGroups(t.dirtyBuf)
 	p := t.incr.Snapshot(id, t.barrierBase, t.dirtyBuf, savepoint)
 	if p.Full {
-		return nil, t.inst.Snapshot(st)
+		finish, err = full()
+		return nil, finish, err
 	}
 	if p.Refs == nil {
 		p.Refs = []*messages.KeyGroupSection{}
 	}
-	return p.Refs, t.keyed.SnapshotKeyGroups(st, p.Upload)
+	if as != nil {
+		finish, err = as.SnapshotAsync(st, p.Upload, false)
+		return p.Refs, finish, err
+	}
+	return p.Refs, nil, t.keyed.SnapshotKeyGroups(st, p.Upload)
 }

@@ -1,0 +1,517 @@
+package dataflow
+
+import (
+	"fmt"
+	"math/bits"
+
+	"github.com/snapflow/snapflow/internal/diskstate"
+	"github.com/snapflow/snapflow/messages"
+)
+
+// diskKeyed is the on-disk backend of one KeyedSetup: the task's database
+// and the states kept in it. Value and map states write into maps of
+// pending entries, which flushPending writes to the database in one batch
+// at the end of every input batch and before a snapshot; reads look at the
+// pending entries first. Values handed out by a read are pending too when
+// they reach a reference, so that a change made in place is written back,
+// as the heap backend keeps it.
+type diskKeyed struct {
+	cfg    diskstate.Config
+	name   string // the job and task, for the directory's name
+	db     *diskstate.DB
+	batch  *diskstate.Batch
+	states []diskState // by state id
+	// pending counts the entries made pending since the last flush (a
+	// bound, not an exact figure), so that long runs of timers flush.
+	pending int
+	key     []byte // scratch
+	val     []byte // scratch
+}
+
+// flushEvery bounds the entries pending between two flushes while timers
+// fire; input batches flush once each.
+const flushEvery = 4096
+
+// diskState is a state kept on disk.
+type diskState interface {
+	keyedState
+	// flushPending writes the state's pending entries into the batch and
+	// forgets them, unless keep: a flush in the middle of a record keeps
+	// the values it handed out, which may still change in place.
+	flushPending(d *diskKeyed, keep bool) error
+	// appendDiskEntry adds the entry of a stored key (what follows the
+	// key group and state id) and value to b.
+	appendDiskEntry(b *snapshotBuilder, a *arena, kg int, rest, value []byte) error
+}
+
+// useDisk makes the setup keep its declared value and map states on disk.
+func (s *KeyedSetup[K]) useDisk(cfg *diskstate.Config, job string) {
+	if cfg != nil {
+		s.disk = &diskKeyed{cfg: *cfg, name: job + "-" + s.task.ID}
+	}
+}
+
+// addDiskState opens the database on the first state and returns the
+// state's id.
+func (s *KeyedSetup[K]) addDiskState(ds diskState) uint16 {
+	d := s.disk
+	if d.db == nil && s.err == nil {
+		if s.maxP > diskstate.MaxKeyGroups {
+			s.err = &stateError{msg: fmt.Sprintf("topology: operator %q: max parallelism %d: the on-disk state backend holds at most %d key groups",
+				s.task.Operator, s.maxP, diskstate.MaxKeyGroups), sentinel: ErrInvalidState}
+			return 0
+		}
+		db, err := diskstate.Open(d.cfg, d.name)
+		if err != nil {
+			s.err = fmt.Errorf("topology: operator %q: %w", s.task.Operator, err)
+			return 0
+		}
+		d.db, d.batch = db, db.NewBatch()
+	}
+	d.states = append(d.states, ds)
+	return uint16(len(d.states) - 1)
+}
+
+// closeDisk closes the database and removes its directory.
+func (s *KeyedSetup[K]) closeDisk() error {
+	if s.disk == nil || s.disk.db == nil {
+		return nil
+	}
+	return s.disk.db.Close()
+}
+
+// flushState writes the pending entries of the on-disk states, between
+// records; it does nothing on the heap backend. A failure fails the task.
+func (s *KeyedSetup[K]) flushState() error { return s.writePending(false) }
+
+// writePending writes the pending entries of the on-disk states and, but
+// for keep (in the middle of a record), forgets them.
+func (s *KeyedSetup[K]) writePending(keep bool) error {
+	d := s.disk
+	if d == nil || d.pending == 0 {
+		return nil
+	}
+	for _, ds := range d.states {
+		if err := ds.flushPending(d, keep); err != nil {
+			return fmt.Errorf("topology: operator %q: %w", s.task.Operator, err)
+		}
+	}
+	if !keep {
+		d.pending = 0
+	}
+	if err := d.db.Apply(d.batch); err != nil {
+		return fmt.Errorf("topology: operator %q: %w", s.task.Operator, err)
+	}
+	return nil
+}
+
+// diskKey sets d.key to the stored key of k in state sid.
+func (s *KeyedSetup[K]) diskKey(sid uint16, k K) []byte {
+	d := s.disk
+	d.key = s.codec.append(diskstate.Prefix(d.key[:0], s.keyGroup(k), sid), k)
+	return d.key
+}
+
+// diskFailure is what an on-disk state's read panics with when the
+// database fails or a stored value does not decode: the task fails, and
+// the job recovers from its last checkpoint.
+func diskFailure(name string, err error) error {
+	return fmt.Errorf("state %q: on-disk read: %w", name, err)
+}
+
+// decodeCopies reports whether c's Decode copies what it decodes (the
+// built-in codecs), so that the bytes given to it may be reused after.
+func decodeCopies[T any](c Codec[T]) bool {
+	switch c.(type) {
+	case fixedCodec[T], stringCodec[T], JSONCodec[T], *JSONCodec[T]:
+		return true
+	}
+	return false
+}
+
+// diskLoad reads and decodes the value stored at key.
+func diskLoad[V any](d *diskKeyed, key []byte, c Codec[V], copies bool) (V, bool, error) {
+	var zero V
+	var ok bool
+	var err error
+	dst := d.val[:0]
+	if !copies {
+		dst = nil
+	}
+	dst, ok, err = d.db.Get(dst, key)
+	if copies {
+		d.val = dst
+	}
+	if err != nil || !ok {
+		return zero, false, err
+	}
+	x, err := c.Decode(dst)
+	return x, err == nil, err
+}
+
+// snapshotDisk adds the on-disk states' entries of the key groups b
+// selects, as snap holds them, to b.
+func (d *diskKeyed) snapshotDisk(b *snapshotBuilder, snap *diskstate.Snapshot, maxP int) error {
+	a := &arena{}
+	add := func(key, value []byte) error {
+		kg, sid, rest, ok := diskstate.Split(key)
+		if !ok || int(sid) >= len(d.states) {
+			return fmt.Errorf("on-disk state: a stored key of %d bytes names no declared state", len(key))
+		}
+		if !b.selected(kg) {
+			return nil
+		}
+		return d.states[sid].appendDiskEntry(b, a, kg, rest, value)
+	}
+	if b.only == nil {
+		return snap.Scan(nil, nil, add)
+	}
+	var lo, hi []byte
+	for w, word := range b.only {
+		for word != 0 {
+			kg := w*64 + bits.TrailingZeros64(word)
+			word &= word - 1
+			if kg >= maxP {
+				return nil
+			}
+			lo, hi = diskstate.GroupStart(lo[:0], kg), diskstate.GroupEnd(hi[:0], kg)
+			if len(hi) == 0 {
+				hi = nil
+			}
+			if err := snap.Scan(lo, hi, add); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// restoreDisk writes the entries of a stored key group's state into the
+// batch, applying it when it grows large.
+func (d *diskKeyed) restoreWrite(key, value []byte) error {
+	if err := d.batch.Set(key, value); err != nil {
+		return err
+	}
+	if d.batch.Len() >= 8<<20 {
+		return d.db.Apply(d.batch)
+	}
+	return nil
+}
+
+// arena copies the bytes of snapshot entries into large chunks.
+type arena struct{ buf []byte }
+
+func (a *arena) copy(b []byte) []byte {
+	if len(b) > cap(a.buf)-len(a.buf) {
+		a.buf = make([]byte, 0, max(1<<20, len(b)))
+	}
+	start := len(a.buf)
+	a.buf = append(a.buf, b...)
+	return a.buf[start:len(a.buf):len(a.buf)]
+}
+
+// pendValue is a pending write of a value: the value, or its removal.
+type pendValue[V any] struct {
+	v   V
+	del bool
+}
+
+// diskValue is a value state's on-disk part.
+type diskValue[K Key, V any] struct {
+	sid    uint16
+	copies bool // the codec's Decode copies: scratch bytes may be reused
+	pend   map[K]pendValue[V]
+}
+
+func (v *ValueState[K, V]) diskGet() (V, bool) {
+	s, d := v.setup, v.d
+	k := s.cur.key
+	if p, ok := d.pend[k]; ok {
+		if p.del {
+			var zero V
+			return zero, false
+		}
+		if v.readMarks {
+			s.markDirty()
+		}
+		return p.v, true
+	}
+	x, ok, err := diskLoad(s.disk, s.diskKey(d.sid, k), v.codec, d.copies)
+	if err != nil {
+		panic(diskFailure(v.name, err))
+	}
+	if ok && v.readMarks { // it may change in place: write it back
+		d.pend[k] = pendValue[V]{v: x}
+		s.disk.pending++
+		s.markDirty()
+	}
+	return x, ok
+}
+
+func (v *ValueState[K, V]) diskSet(x V, del bool) {
+	v.d.pend[v.setup.cur.key] = pendValue[V]{v: x, del: del}
+	v.setup.disk.pending++
+	v.setup.markDirty()
+}
+
+// diskLen counts the state's keys: the pending ones are written first.
+func (v *ValueState[K, V]) diskLen() int {
+	s := v.setup
+	if err := s.writePending(true); err != nil {
+		panic(diskFailure(v.name, err))
+	}
+	n := 0
+	err := s.disk.db.Scan(nil, nil, func(key, _ []byte) error {
+		if _, sid, _, ok := diskstate.Split(key); ok && sid == v.d.sid {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		panic(diskFailure(v.name, err))
+	}
+	return n
+}
+
+func (v *ValueState[K, V]) flushPending(d *diskKeyed, keep bool) error {
+	s := v.setup
+	for k, p := range v.d.pend {
+		key := s.diskKey(v.d.sid, k)
+		if p.del {
+			if err := d.batch.Delete(key); err != nil {
+				return err
+			}
+			continue
+		}
+		var err error
+		if d.val, err = v.codec.Append(d.val[:0], p.v); err != nil {
+			return fmt.Errorf("state %q: %w", v.name, err)
+		}
+		if err := d.batch.Set(key, d.val); err != nil {
+			return err
+		}
+	}
+	if !keep {
+		clear(v.d.pend)
+	}
+	return nil
+}
+
+func (v *ValueState[K, V]) appendDiskEntry(b *snapshotBuilder, a *arena, kg int, rest, value []byte) error {
+	ns := b.named(kg, v.name)
+	ns.Entries = append(ns.Entries, &messages.StateEntry{Key: a.copy(rest), Value: a.copy(value)})
+	return nil
+}
+
+// restoreDisk checks that e decodes and writes it to the database.
+func (v *ValueState[K, V]) restoreDisk(kg int, e *messages.StateEntry) error {
+	if _, err := v.setup.codec.decode(e.Key); err != nil {
+		return err
+	}
+	if _, err := v.codec.Decode(e.Value); err != nil {
+		return err
+	}
+	d := v.setup.disk
+	d.key = append(diskstate.Prefix(d.key[:0], kg, v.d.sid), e.Key...)
+	return d.restoreWrite(d.key, e.Value)
+}
+
+// pendMap is a map state's pending writes of one key: the user keys
+// written, and those handed out that may change in place.
+type pendMap[UK comparable, V any] map[UK]pendValue[V]
+
+// diskMap is a map state's on-disk part.
+type diskMap[K Key, UK comparable, V any] struct {
+	sid       uint16
+	copies    bool // the value codec's Decode copies
+	keyCopies bool // the user-key codec's Decode copies
+	pend      map[K]pendMap[UK, V]
+	ukey      []byte // scratch for user keys
+}
+
+// mapKey sets the setup's scratch key to the stored key of (k, uk).
+func (ms *MapState[K, UK, V]) mapKey(k K, uk UK) ([]byte, error) {
+	s, d := ms.setup, ms.d
+	var err error
+	if d.ukey, err = ms.keyCodec.Append(d.ukey[:0], uk); err != nil {
+		return nil, fmt.Errorf("state %q: %w", ms.name, err)
+	}
+	s.disk.val = s.codec.append(s.disk.val[:0], k) // the key's bytes, then the stored key
+	s.disk.key = diskstate.MapKey(s.disk.key[:0], s.keyGroup(k), d.sid, s.disk.val, d.ukey)
+	return s.disk.key, nil
+}
+
+func (ms *MapState[K, UK, V]) pendOf(k K) pendMap[UK, V] {
+	p := ms.d.pend[k]
+	if p == nil {
+		p = pendMap[UK, V]{}
+		ms.d.pend[k] = p
+	}
+	return p
+}
+
+func (ms *MapState[K, UK, V]) diskGet(uk UK) (V, bool) {
+	s, d := ms.setup, ms.d
+	k := s.cur.key
+	if p, ok := d.pend[k][uk]; ok {
+		if p.del {
+			var zero V
+			return zero, false
+		}
+		if ms.readMarks {
+			s.markDirty()
+		}
+		return p.v, true
+	}
+	key, err := ms.mapKey(k, uk)
+	if err != nil {
+		panic(err)
+	}
+	x, ok, err := diskLoad(s.disk, key, ms.codec, d.copies)
+	if err != nil {
+		panic(diskFailure(ms.name, err))
+	}
+	if ok && ms.readMarks {
+		ms.pendOf(k)[uk] = pendValue[V]{v: x}
+		s.disk.pending++
+		s.markDirty()
+	}
+	return x, ok
+}
+
+func (ms *MapState[K, UK, V]) diskPut(uk UK, x V, del bool) {
+	if del && !ms.diskHas(uk) {
+		return // nothing changes, as on the heap
+	}
+	ms.pendOf(ms.setup.cur.key)[uk] = pendValue[V]{v: x, del: del}
+	ms.setup.disk.pending++
+	ms.setup.markDirty()
+}
+
+// diskHas reports whether the current key's map holds uk.
+func (ms *MapState[K, UK, V]) diskHas(uk UK) bool {
+	s := ms.setup
+	if p, ok := ms.d.pend[s.cur.key][uk]; ok {
+		return !p.del
+	}
+	key, err := ms.mapKey(s.cur.key, uk)
+	if err != nil {
+		panic(err)
+	}
+	var ok bool
+	if s.disk.val, ok, err = s.disk.db.Get(s.disk.val[:0], key); err != nil {
+		panic(diskFailure(ms.name, err))
+	}
+	return ok
+}
+
+// diskScan flushes the pending writes, then calls fn with each stored
+// user key and value of the current key, decoded, in the order of the
+// user keys' bytes.
+func (ms *MapState[K, UK, V]) diskScan(fn func(UK, V) bool) {
+	s := ms.setup
+	if err := s.writePending(true); err != nil {
+		panic(diskFailure(ms.name, err))
+	}
+	k := s.cur.key
+	kb := s.codec.append(nil, k)
+	lo := diskstate.MapPrefix(nil, s.keyGroup(k), ms.d.sid, kb)
+	err := s.disk.db.Scan(lo, diskstate.PrefixEnd(lo), func(key, value []byte) error {
+		ukb := key[len(lo):]
+		if !ms.d.keyCopies {
+			ukb = append([]byte(nil), ukb...)
+		}
+		uk, err := ms.keyCodec.Decode(ukb)
+		if err != nil {
+			return err
+		}
+		if !ms.d.copies {
+			value = append([]byte(nil), value...)
+		}
+		x, err := ms.codec.Decode(value)
+		if err != nil {
+			return err
+		}
+		if !fn(uk, x) {
+			return diskstate.Stop
+		}
+		return nil
+	})
+	if err != nil {
+		panic(diskFailure(ms.name, err))
+	}
+}
+
+func (ms *MapState[K, UK, V]) diskLen() int {
+	n := 0
+	ms.diskScan(func(UK, V) bool { n++; return true })
+	return n
+}
+
+func (ms *MapState[K, UK, V]) diskAll(yield func(UK, V) bool) {
+	k := ms.setup.cur.key
+	marked := false
+	ms.diskScan(func(uk UK, x V) bool {
+		if ms.readMarks { // it may change in place: write it back
+			ms.pendOf(k)[uk] = pendValue[V]{v: x}
+			ms.setup.disk.pending++
+			if !marked {
+				ms.setup.markDirty()
+				marked = true
+			}
+		}
+		return yield(uk, x)
+	})
+}
+
+func (ms *MapState[K, UK, V]) flushPending(d *diskKeyed, keep bool) error {
+	for k, p := range ms.d.pend {
+		for uk, pv := range p {
+			key, err := ms.mapKey(k, uk)
+			if err != nil {
+				return err
+			}
+			if pv.del {
+				if err := d.batch.Delete(key); err != nil {
+					return err
+				}
+				continue
+			}
+			if d.val, err = ms.codec.Append(d.val[:0], pv.v); err != nil {
+				return fmt.Errorf("state %q: %w", ms.name, err)
+			}
+			if err := d.batch.Set(key, d.val); err != nil {
+				return err
+			}
+		}
+	}
+	if !keep {
+		clear(ms.d.pend)
+	}
+	return nil
+}
+
+func (ms *MapState[K, UK, V]) appendDiskEntry(b *snapshotBuilder, a *arena, kg int, rest, value []byte) error {
+	kb, ukb, ok := diskstate.SplitMap(rest)
+	if !ok {
+		return fmt.Errorf("state %q: a stored key of key group %d does not parse", ms.name, kg)
+	}
+	ns := b.named(kg, ms.name)
+	ns.Entries = append(ns.Entries, &messages.StateEntry{Key: a.copy(kb), MapKey: a.copy(ukb), Value: a.copy(value)})
+	return nil
+}
+
+func (ms *MapState[K, UK, V]) restoreDisk(kg int, e *messages.StateEntry) error {
+	if _, err := ms.setup.codec.decode(e.Key); err != nil {
+		return err
+	}
+	if _, err := ms.keyCodec.Decode(e.MapKey); err != nil {
+		return err
+	}
+	if _, err := ms.codec.Decode(e.Value); err != nil {
+		return err
+	}
+	d := ms.setup.disk
+	d.key = diskstate.MapKey(d.key[:0], kg, ms.d.sid, e.Key, e.MapKey)
+	return d.restoreWrite(d.key, e.Value)
+}

@@ -1,0 +1,389 @@
+package diskstate
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Config configures the databases of the on-disk state backend.
+type Config struct {
+	// Dir is the parent directory of the tasks' databases; "" means
+	// snapflow-state under the system's temporary directory.
+	Dir string
+	// CacheBytes is the block cache of each task's database; 0 means
+	// DefaultCacheBytes.
+	CacheBytes int64
+	// MemTableBytes is the size of each task's memtable, the writes kept in
+	// memory before they are flushed to a file; 0 means
+	// DefaultMemTableBytes.
+	MemTableBytes int64
+	// Logger takes the database's messages (nil: discarded).
+	Logger *slog.Logger
+}
+
+const (
+	// DefaultCacheBytes is the block cache per task when Config sets none.
+	DefaultCacheBytes = 32 << 20
+	// DefaultMemTableBytes is the memtable per task when Config sets none.
+	DefaultMemTableBytes = 16 << 20
+	// MaxKeyGroups is the largest max parallelism whose key groups fit the
+	// key layout.
+	MaxKeyGroups = 1 << 16
+)
+
+// Check refuses a configuration that cannot work, naming the field.
+func (c Config) Check() error {
+	switch {
+	case c.CacheBytes < 0:
+		return fmt.Errorf("disk state: CacheBytes %d is negative", c.CacheBytes)
+	case c.MemTableBytes < 0:
+		return fmt.Errorf("disk state: MemTableBytes %d is negative", c.MemTableBytes)
+	case c.MemTableBytes > 0 && c.MemTableBytes < 1<<20:
+		return fmt.Errorf("disk state: MemTableBytes %d is below 1 MiB", c.MemTableBytes)
+	}
+	return nil
+}
+
+// parent returns the directory the databases go under.
+func (c Config) parent() string {
+	if c.Dir != "" {
+		return c.Dir
+	}
+	return filepath.Join(os.TempDir(), "snapflow-state")
+}
+
+// DB is one task incarnation's database.
+type DB struct {
+	db  *pebble.DB
+	dir string
+	wo  *pebble.WriteOptions
+
+	// mu guards closed against the snapshots' readers: Close takes it
+	// for writing, a snapshot being read holds it for reading. smu guards
+	// snaps, so that taking a snapshot never waits for a read.
+	mu     sync.RWMutex
+	closed bool
+	smu    sync.Mutex
+	snaps  map[*Snapshot]struct{}
+}
+
+// ErrClosed is returned by a snapshot read after its DB was closed.
+var ErrClosed = errors.New("disk state: the task's database is closed")
+
+// Open creates a database in a new directory under the configured parent;
+// name (the job and task) starts the directory's name, so that a person
+// can tell whose it is.
+func Open(c Config, name string) (*DB, error) {
+	if err := c.Check(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(c.parent(), 0o755); err != nil {
+		return nil, fmt.Errorf("disk state: %w", err)
+	}
+	dir, err := os.MkdirTemp(c.parent(), sanitize(name)+"-")
+	if err != nil {
+		return nil, fmt.Errorf("disk state: %w", err)
+	}
+	cache := pebble.NewCache(cmpOr(c.CacheBytes, DefaultCacheBytes))
+	defer cache.Unref()
+	opts := &pebble.Options{
+		Cache:        cache,
+		DisableWAL:   true, // the checkpoint is the durable copy
+		MemTableSize: uint64(cmpOr(c.MemTableBytes, DefaultMemTableBytes)),
+		Logger:       logger{c.Logger},
+	}
+	db, err := pebble.Open(dir, opts)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("disk state: open %s: %w", dir, err)
+	}
+	return &DB{db: db, dir: dir, wo: pebble.NoSync, snaps: map[*Snapshot]struct{}{}}, nil
+}
+
+func cmpOr(v, def int64) int64 {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// sanitize keeps the letters, digits, '-', '_' and '.' of name.
+func sanitize(name string) string {
+	name = strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, name)
+	if len(name) > 64 {
+		name = name[:64]
+	}
+	return name
+}
+
+// Dir is the database's directory.
+func (d *DB) Dir() string { return d.dir }
+
+// Get appends the value of key to dst and reports whether key is present.
+func (d *DB) Get(dst, key []byte) ([]byte, bool, error) {
+	v, closer, err := d.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return dst, false, nil
+	}
+	if err != nil {
+		return dst, false, fmt.Errorf("disk state: %w", err)
+	}
+	dst = append(dst, v...)
+	return dst, true, closer.Close()
+}
+
+// Batch gathers writes that Apply makes at once.
+type Batch struct{ b *pebble.Batch }
+
+// NewBatch returns an empty batch.
+func (d *DB) NewBatch() *Batch { return &Batch{b: d.db.NewBatch()} }
+
+// Set writes key's value; the batch copies both.
+func (b *Batch) Set(key, value []byte) error { return b.b.Set(key, value, nil) }
+
+// Delete removes key.
+func (b *Batch) Delete(key []byte) error { return b.b.Delete(key, nil) }
+
+// Len is the number of bytes the batch holds.
+func (b *Batch) Len() int { return b.b.Len() }
+
+// Empty reports whether the batch holds no write.
+func (b *Batch) Empty() bool { return b.b.Empty() }
+
+// Apply writes b and makes it empty for reuse.
+func (d *DB) Apply(b *Batch) error {
+	if b.b.Empty() {
+		return nil
+	}
+	if err := d.db.Apply(b.b, d.wo); err != nil {
+		return fmt.Errorf("disk state: %w", err)
+	}
+	b.b.Reset()
+	return nil
+}
+
+// Scan calls fn for every key in [lower, upper) with its value, in key
+// order; the slices are valid only during the call. fn returning
+// errStop (see Stop) ends the scan without an error.
+func (d *DB) Scan(lower, upper []byte, fn func(key, value []byte) error) error {
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("disk state: %w", err)
+	}
+	return scan(it, fn)
+}
+
+// Stop, returned by a scan's function, ends the scan early.
+var Stop = errors.New("stop the scan")
+
+func scan(it *pebble.Iterator, fn func(key, value []byte) error) error {
+	var err error
+	for ok := it.First(); ok; ok = it.Next() {
+		var v []byte
+		if v, err = it.ValueAndErr(); err != nil {
+			break
+		}
+		if err = fn(it.Key(), v); err != nil {
+			break
+		}
+	}
+	if errors.Is(err, Stop) {
+		err = nil
+	}
+	if err == nil {
+		err = it.Error()
+	}
+	if cerr := it.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("disk state: %w", cerr)
+	}
+	return err
+}
+
+// Snapshot is a point-in-time view of the database, taken in a moment and
+// read later, from another goroutine.
+type Snapshot struct {
+	d *DB
+	s *pebble.Snapshot
+}
+
+// Snapshot returns a view of the database as it is now. Close releases it.
+func (d *DB) Snapshot() *Snapshot {
+	s := &Snapshot{d: d, s: d.db.NewSnapshot()}
+	d.smu.Lock()
+	d.snaps[s] = struct{}{}
+	d.smu.Unlock()
+	return s
+}
+
+// Scan is DB.Scan on the snapshot. It fails with ErrClosed once the DB is
+// closed, and Close waits for a scan under way.
+func (s *Snapshot) Scan(lower, upper []byte, fn func(key, value []byte) error) error {
+	s.d.mu.RLock()
+	defer s.d.mu.RUnlock()
+	s.d.smu.Lock()
+	ps := s.s
+	s.d.smu.Unlock()
+	if s.d.closed || ps == nil {
+		return ErrClosed
+	}
+	it, err := ps.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("disk state: %w", err)
+	}
+	return scan(it, fn)
+}
+
+// Close releases the snapshot; it may be called more than once.
+func (s *Snapshot) Close() {
+	s.d.smu.Lock()
+	defer s.d.smu.Unlock()
+	s.closeLocked()
+}
+
+func (s *Snapshot) closeLocked() {
+	if s.s != nil {
+		_ = s.s.Close()
+		s.s = nil
+	}
+	delete(s.d.snaps, s)
+}
+
+// Close releases every snapshot still open, closes the database and
+// removes its directory.
+func (d *DB) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	d.smu.Lock()
+	for s := range d.snaps {
+		s.closeLocked()
+	}
+	d.smu.Unlock()
+	err := d.db.Close()
+	if rerr := os.RemoveAll(d.dir); err == nil && rerr != nil {
+		err = rerr
+	}
+	if err != nil {
+		return fmt.Errorf("disk state: close %s: %w", d.dir, err)
+	}
+	return nil
+}
+
+// Prefix appends the prefix of a state's keys in key group kg.
+func Prefix(dst []byte, kg int, state uint16) []byte {
+	return binary.BigEndian.AppendUint16(binary.BigEndian.AppendUint16(dst, uint16(kg)), state)
+}
+
+// GroupStart appends the first key of key group kg (every state's).
+func GroupStart(dst []byte, kg int) []byte {
+	return binary.BigEndian.AppendUint16(dst, uint16(kg))
+}
+
+// GroupEnd appends the key just after key group kg's last; for the last
+// key group it appends nothing (no upper bound).
+func GroupEnd(dst []byte, kg int) []byte {
+	if kg+1 >= MaxKeyGroups {
+		return dst
+	}
+	return binary.BigEndian.AppendUint16(dst, uint16(kg+1))
+}
+
+// Split parses a key into its key group, state id and the rest.
+func Split(key []byte) (kg int, state uint16, rest []byte, ok bool) {
+	if len(key) < 4 {
+		return 0, 0, nil, false
+	}
+	return int(binary.BigEndian.Uint16(key)), binary.BigEndian.Uint16(key[2:]), key[4:], true
+}
+
+// MapKey appends a map state's key: its prefix, then key length-prefixed,
+// then the user key.
+func MapKey(dst []byte, kg int, state uint16, key, userKey []byte) []byte {
+	dst = MapPrefix(dst, kg, state, key)
+	return append(dst, userKey...)
+}
+
+// MapPrefix appends the prefix of the entries of one key of a map state.
+func MapPrefix(dst []byte, kg int, state uint16, key []byte) []byte {
+	dst = Prefix(dst, kg, state)
+	dst = binary.AppendUvarint(dst, uint64(len(key)))
+	return append(dst, key...)
+}
+
+// SplitMap parses what follows a map state's prefix into key and user key.
+func SplitMap(rest []byte) (key, userKey []byte, ok bool) {
+	n, w := binary.Uvarint(rest)
+	if w <= 0 || uint64(len(rest)-w) < n {
+		return nil, nil, false
+	}
+	return rest[w : w+int(n)], rest[w+int(n):], true
+}
+
+// PrefixEnd returns the smallest key after every key that starts with
+// prefix (nil: none, prefix is all 0xff).
+func PrefixEnd(prefix []byte) []byte {
+	end := append([]byte(nil), prefix...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// logger passes pebble's messages to slog.
+type logger struct{ l *slog.Logger }
+
+func (l logger) Infof(format string, args ...any) {
+	if l.l != nil {
+		l.l.Debug("disk state: " + fmt.Sprintf(format, args...))
+	}
+}
+
+func (l logger) Errorf(format string, args ...any) {
+	if l.l != nil {
+		l.l.Error("disk state: " + fmt.Sprintf(format, args...))
+	}
+}
+
+func (l logger) Fatalf(format string, args ...any) {
+	msg := "disk state: " + fmt.Sprintf(format, args...)
+	if l.l != nil {
+		l.l.Error(msg)
+	}
+	panic(msg)
+}
+
+// GetCacheBytes is c's CacheBytes, 0 for a nil c.
+func (c *Config) GetCacheBytes() int64 {
+	if c == nil {
+		return 0
+	}
+	return c.CacheBytes
+}
+
+// GetMemTableBytes is c's MemTableBytes, 0 for a nil c.
+func (c *Config) GetMemTableBytes() int64 {
+	if c == nil {
+		return 0
+	}
+	return c.MemTableBytes
+}
