@@ -15,6 +15,7 @@ import (
 
 	"github.com/snapflow/snapflow/actors"
 	"github.com/snapflow/snapflow/internal/chaos"
+	"github.com/snapflow/snapflow/internal/diskstate"
 	"github.com/snapflow/snapflow/internal/miniotest"
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
@@ -40,9 +41,38 @@ func TestSoak(t *testing.T) {
 	srv.MakeBucket(t, "soak")
 	t.Run("shapes", func(t *testing.T) { soakShapes(t, seed, srv, nil) })
 	t.Run("incremental", func(t *testing.T) { soakIncremental(t, seed+1, srv) })
-	t.Run("rescale", func(t *testing.T) { soakRescale(t, seed, srv) })
+	t.Run("rescale", func(t *testing.T) { soakRescale(t, seed, srv, nil) })
 	t.Run("eventtime", func(t *testing.T) { soakEventTime(t, seed+2, srv) })
 	t.Run("nexmark", func(t *testing.T) { soakNexmark(t, seed+3, srv) })
+	t.Run("disk", func(t *testing.T) { soakDisk(t, seed+4, srv) })
+	t.Run("disk-rescale", func(t *testing.T) {
+		soakRescale(t, seed+5, srv, []actors.Option{actors.WithDiskState(actors.DiskState{Dir: t.TempDir()})})
+	})
+}
+
+// soakDisk runs the keyed shapes with their state on disk (see
+// actors.WithDiskState) and incremental checkpoints, with failures at
+// 20ms checkpoints; every run must end with the state of a failure-free
+// run, and the state directories must be gone once the runs are over.
+func soakDisk(t *testing.T, seed uint64, srv *miniotest.Server) {
+	dir := t.TempDir()
+	p := &soakParams{rate: 1_000, n: 4_000,
+		opts: []actors.Option{actors.WithDiskState(actors.DiskState{Dir: dir}), actors.WithIncrementalCheckpoints(4), actors.WithRetainedCheckpoints(1)}}
+	before := diskstate.Opened()
+	soakShapes(t, seed, srv, p)
+	if p.incremental == 0 {
+		t.Errorf("no completed checkpoint of %d referenced an earlier one: incremental checkpoints were not exercised", p.completed)
+	}
+	if diskstate.Opened() == before {
+		t.Error("no task database was opened: the state was not on disk")
+	}
+	left, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Errorf("%d task databases were left behind in %s, e.g. %s", len(left), dir, left[0].Name())
+	}
 }
 
 // soakNexmark runs Nexmark q5 (sliding windows) and q11 (session windows)
@@ -280,7 +310,7 @@ func soakShapes(t *testing.T, seed uint64, srv *miniotest.Server, p *soakParams)
 // positions, each phase's recovery restored its savepoint again after a
 // failure while restoring it, and the final state is that of a
 // failure-free run. Runs go on until the target number of task failures.
-func soakRescale(t *testing.T, seed uint64, srv *miniotest.Server) {
+func soakRescale(t *testing.T, seed uint64, srv *miniotest.Server, opts []actors.Option) {
 	target, n, budget, rate := 8, int64(16_000), 1, 100_000.0
 	full := os.Getenv("SNAPFLOW_SOAK") == "full"
 	if full {
@@ -300,6 +330,7 @@ func soakRescale(t *testing.T, seed uint64, srv *miniotest.Server) {
 		res, err := chaos.Run(context.Background(), chaos.RunConfig{
 			Shape: chaos.Rescale, N: n, Store: store, Seed: runSeed, Rates: soakRates, Budget: budget, Rate: rate, Logger: testLogger(t),
 			SameSavepointName: true, // a failed attempt is retried under its name, as a user would
+			Options:           opts,
 		})
 		if err != nil {
 			t.Fatalf("rescale run %d on %s, seed %d, phases %v: %v\ninjected: %s", runs, storeName, runSeed, res.Phases, err, chaos.FormatCounts(res.Counts))

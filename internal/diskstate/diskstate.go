@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -105,8 +106,16 @@ func Open(c Config, name string) (*DB, error) {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("disk state: open %s: %w", dir, err)
 	}
+	opened.Add(1)
 	return &DB{db: db, dir: dir, wo: pebble.NoSync, snaps: map[*Snapshot]struct{}{}}, nil
 }
+
+// opened counts the databases Open made in this process.
+var opened atomic.Int64
+
+// Opened is the number of databases Open has made in this process: tests
+// check with it that state went to disk.
+func Opened() int64 { return opened.Load() }
 
 func cmpOr(v, def int64) int64 {
 	if v > 0 {
