@@ -53,6 +53,7 @@ type flags struct {
 	stateSize   int             // bytes of keyed state per key, from -state-size
 	fraction    float64         // -update-fraction
 	maxPar      int             // -max-parallelism
+	backend     string          // -backend
 	rewrite     int             // -rewrite-every
 	set         map[string]bool // flags given on the command line
 	rate        float64
@@ -157,6 +158,8 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 		"(0: enough for 3.5M records/s through the warm-up, -duration and the tail)")
 	fs.StringVar(&f.queries, "queries", "all", "-topology nexmark: the queries to run, comma-separated (q0,q1,q2,q3,q4,q5,q7,q8,q11)")
 	fs.IntVar(&f.parallelism, "parallelism", 2, "parallelism of the keyed sum")
+	fs.StringVar(&f.backend, "backend", "", "where keyed state lives in the rows: heap (the default) or disk (actors.WithDiskState);\n"+
+		"-sweep statebackend runs both")
 	fs.IntVar(&f.maxPar, "max-parallelism", 0, "key groups of the job's keyed state (0: max(128, -parallelism)); changes are tracked per\n"+
 		"key group, so with hashed keys this bounds how little an incremental checkpoint can upload")
 	fs.IntVar(&f.recordSize, "record-size", 16, "bytes per record")
@@ -177,7 +180,9 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 		"eventtime (sources with watermarks, and one event-time timer per record, against neither),\n"+
 		"rescale, or incremental (full and incremental checkpoints side by side: what a checkpoint uploads against\n"+
 		"the state, checkpoint p99, and a restore against raw reads of the same bytes, at 100ms or -intervals;\n"+
-		"-state-size defaults to "+defaultIncrementalState+" and -update-fraction to "+defaultIncrementalFraction+" there)")
+		"-state-size defaults to "+defaultIncrementalState+" and -update-fraction to "+defaultIncrementalFraction+" there),\n"+
+		"or statebackend (the heap backend against the on-disk one, with checkpoints off, then full and incremental\n"+
+		"checkpoints at 1s or -intervals, measured as -sweep incremental measures them)")
 	fs.StringVar(&f.sizes, "sizes", defaultRescaleSizes, "-sweep rescale: sizes of keyed state (over -keys keys), comma-separated, in bytes, KiB, MiB or GiB")
 	fs.StringVar(&f.jsonOut, "json", "", "write the rows as a JSON array to this file (a metric not measured is null)")
 	fs.StringVar(&f.plotOut, "plot", "", "draw throughput and p99 latency against the interval into this PNG")
@@ -201,7 +206,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	}
 	f.set = map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
-	if f.sweep == "incremental" {
+	if f.sweep == "incremental" || f.sweep == "statebackend" {
 		if !f.set["state-size"] {
 			*stateSpec = defaultIncrementalState
 		}
@@ -504,6 +509,13 @@ func plan(f flags) ([]rowConfig, error) {
 		return nil, fmt.Errorf("%w: -max-parallelism %d: want 0 (the default) or at least -parallelism (%d)", errUsage, f.maxPar, f.parallelism)
 	}
 	base.MaxParallelism = f.maxPar
+	switch f.backend {
+	case "", "heap":
+	case "disk":
+		base.Backend = "disk"
+	default:
+		return nil, fmt.Errorf("%w: -backend %q: want heap or disk", errUsage, f.backend)
+	}
 	if f.recordSize < 16 || f.parallelism < 1 || f.keys < 1 || f.duration <= 0 || f.stateSize < 0 || f.rate < 0 || f.records < 0 || f.repeat < 1 || f.backlog < 0 {
 		return nil, fmt.Errorf("%w: want -record-size >= 16, -parallelism >= 1, -keys >= 1, -duration > 0, -state-size >= 0, -rate >= 0, -records >= 0, -repeat >= 1, -backlog >= 0", errUsage)
 	}
@@ -578,6 +590,31 @@ func plan(f flags) ([]rowConfig, error) {
 			}
 		}
 		return out, nil
+	case "statebackend": // the heap backend against the on-disk one: checkpoints off, then full and incremental
+		intervals := "1s"
+		if f.set["intervals"] {
+			intervals = f.intervals
+		}
+		for _, b := range []string{"", "disk"} {
+			add(func(rc *rowConfig) { rc.Mode, rc.Backend = "abs", b })
+		}
+		for _, iv := range strings.Split(intervals, ",") {
+			iv = strings.TrimSpace(iv)
+			if d, err := parseInterval(iv); err != nil || d == 0 {
+				return nil, fmt.Errorf("%w: -sweep statebackend: -intervals %q: want checkpoint intervals, such as 1s", errUsage, iv)
+			}
+			for _, kind := range checkpointKinds {
+				for _, b := range []string{"", "disk"} {
+					add(func(rc *rowConfig) {
+						rc.Mode, rc.Interval, rc.Checkpointing, rc.Backend = "abs", iv, kind, b
+						if kind == "incremental" {
+							rc.RewriteEvery = f.rewrite
+						}
+					})
+				}
+			}
+		}
+		return out, nil
 	case "parallelism": // throughput against parallelism, checkpoints off
 		for _, p := range []int{1, 2, 4} {
 			for _, m := range []string{"abs", "protoactor"} {
@@ -586,7 +623,7 @@ func plan(f flags) ([]rowConfig, error) {
 		}
 		return out, nil
 	default:
-		return nil, fmt.Errorf("%w: unknown -sweep %q (state-size, fan-in, recovery, parallelism, backpressure, latency, monitoring, rescale, incremental, eventtime)", errUsage, f.sweep)
+		return nil, fmt.Errorf("%w: unknown -sweep %q (state-size, fan-in, recovery, parallelism, backpressure, latency, monitoring, rescale, incremental, statebackend, eventtime)", errUsage, f.sweep)
 	}
 	for _, m := range strings.Split(f.modes, ",") {
 		switch m = strings.TrimSpace(m); m {

@@ -11,7 +11,15 @@ func ratios(rows []Row) {
 		r := &rows[i]
 		r.RatioToOff, r.RatioToInProcess, r.RatioToLoop, r.RatioToUnmonitored = metric{}, metric{}, metric{}, metric{}
 		r.RatioToUntimed = metric{}
-		r.RatioP99ToFull = metric{}
+		r.RatioP99ToFull, r.RatioToHeap, r.SyncRatioToHeap = metric{}, metric{}, metric{}
+		if r.Backend != "" {
+			if heap, ok := heapRow(rows, *r); ok {
+				r.RatioToHeap = per(r.RecordsPerSec.or(0), heap.RecordsPerSec.or(0))
+				if s, ok := r.SyncP50Ms.value(); ok {
+					r.SyncRatioToHeap = per(s, heap.SyncP50Ms.or(0))
+				}
+			}
+		}
 		if r.baseline() {
 			continue
 		}
@@ -61,7 +69,8 @@ func ratios(rows []Row) {
 func offRate(rows []Row, r Row, mode string) (float64, bool) {
 	for _, o := range rows {
 		if o.Mode == mode && o.Interval == "off" && !o.Monitored && o.EventTime == "" && o.Topology == r.Topology && o.Parallelism == r.Parallelism &&
-			o.StateSize == r.StateSize && o.UpdateFraction == r.UpdateFraction && o.MaxParallelism == r.MaxParallelism && o.SinkRate == 0 && o.Rate == 0 {
+			o.StateSize == r.StateSize && o.UpdateFraction == r.UpdateFraction && o.MaxParallelism == r.MaxParallelism && o.SinkRate == 0 && o.Rate == 0 &&
+			o.Backend == r.Backend {
 			return o.RecordsPerSec.value()
 		}
 	}
@@ -74,7 +83,7 @@ func fullRow(rows []Row, r Row) (Row, bool) {
 	for _, o := range rows {
 		if o.Checkpointing == "full" && o.Mode == r.Mode && o.Interval == r.Interval && o.Topology == r.Topology &&
 			o.Parallelism == r.Parallelism && o.StateSize == r.StateSize && o.Keys == r.Keys && o.UpdateFraction == r.UpdateFraction &&
-			o.MaxParallelism == r.MaxParallelism && o.Store == r.Store && o.Rate == r.Rate && o.SinkRate == r.SinkRate {
+			o.MaxParallelism == r.MaxParallelism && o.Store == r.Store && o.Rate == r.Rate && o.SinkRate == r.SinkRate && o.Backend == r.Backend {
 			return o, true
 		}
 	}
@@ -94,4 +103,17 @@ func twinRate(rows []Row, r Row, twin func(Row) bool) (v float64, ok bool) {
 		}
 	}
 	return v, ok
+}
+
+// heapRow is the row that runs what r runs with its state on the heap, if
+// rows hold one.
+func heapRow(rows []Row, r Row) (Row, bool) {
+	for _, o := range rows {
+		if o.Backend == "" && o.Checkpointing == r.Checkpointing && o.Mode == r.Mode && o.Interval == r.Interval && o.Topology == r.Topology &&
+			o.Parallelism == r.Parallelism && o.StateSize == r.StateSize && o.Keys == r.Keys && o.UpdateFraction == r.UpdateFraction &&
+			o.MaxParallelism == r.MaxParallelism && o.Store == r.Store && o.Rate == r.Rate && o.SinkRate == r.SinkRate {
+			return o, true
+		}
+	}
+	return Row{}, false
 }

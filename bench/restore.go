@@ -73,6 +73,7 @@ func measureRestore(ctx context.Context, store *countingStore, name string, rc r
 	if rc.Checkpointing == "incremental" {
 		opts = append(opts, actors.WithIncrementalCheckpoints(rc.RewriteEvery))
 	}
+	opts = append(opts, backendOptions(rc)...)
 	runtime.GC()
 	store.reset()
 	t0 := time.Now()

@@ -42,6 +42,9 @@ type rowConfig struct {
 	// lasts until a checkpoint has completed in it, and is followed by a
 	// restore (see measureRestore).
 	Checkpointing string `json:"checkpointing,omitempty"`
+	// Backend is where keyed state lives: "" on the heap, "disk" on the
+	// on-disk backend (actors.WithDiskState, in a temporary directory).
+	Backend string `json:"backend,omitempty"`
 	// RewriteEvery is, for an incremental row, the rewriteEvery given to
 	// actors.WithIncrementalCheckpoints (0: the runtime's default).
 	RewriteEvery int           `json:"rewrite_every,omitempty"`
@@ -84,7 +87,16 @@ type Row struct {
 	CkptP99Ms        metric `json:"ckpt_p99_ms"`
 	AlignP50Ms       metric `json:"align_p50_ms"`
 	AlignP99Ms       metric `json:"align_p99_ms"`
-	BytesPerCkpt     metric `json:"bytes_per_ckpt"`
+	// SyncP50Ms and SyncP99Ms are the synchronous part of the keyed
+	// tasks' snapshots (records stop), over every keyed task of every
+	// checkpoint counted.
+	SyncP50Ms metric `json:"sync_p50_ms"`
+	SyncP99Ms metric `json:"sync_p99_ms"`
+	// RatioToHeap is an on-disk row's records/s against the same row's on
+	// the heap; SyncRatioToHeap its sync p50 against the heap row's.
+	RatioToHeap     metric `json:"ratio_to_heap"`
+	SyncRatioToHeap metric `json:"sync_ratio_to_heap"`
+	BytesPerCkpt    metric `json:"bytes_per_ckpt"`
 	// StateBytes is the state size of the last checkpoint completed in the
 	// measuring window (actors.Event.Bytes).
 	StateBytes metric `json:"state_bytes"`
@@ -289,6 +301,7 @@ func runSnapflow(ctx context.Context, rc rowConfig) (_ Row, err error) {
 	if rc.Checkpointing == "incremental" {
 		opts = append(opts, actors.WithIncrementalCheckpoints(rc.RewriteEvery))
 	}
+	opts = append(opts, backendOptions(rc)...)
 	var mon *monitoring
 	if rc.Monitored {
 		if mon, err = startMonitoring(ctx); err != nil {
@@ -408,10 +421,11 @@ func awaitCheckpoint(ctx context.Context, job *actors.Job, c <-chan struct{}, wh
 // the bytes written to the store for them.
 type ckptStats struct {
 	ckpt, align []time.Duration
-	bytes, last uint64 // state bytes of every checkpoint counted; of the last one
-	uploaded    int64  // bytes Put for the checkpoints counted
-	written     int64  // bytes Put before the last completion, counted or not
-	stateUp     uint64 // the tasks' own count of what they stored (Event.Uploaded) for the checkpoints counted
+	sync        []time.Duration // of the keyed tasks ("sum"), every checkpoint counted
+	bytes, last uint64          // state bytes of every checkpoint counted; of the last one
+	uploaded    int64           // bytes Put for the checkpoints counted
+	written     int64           // bytes Put before the last completion, counted or not
+	stateUp     uint64          // the tasks' own count of what they stored (Event.Uploaded) for the checkpoints counted
 }
 
 // completed takes a completed checkpoint, with written the bytes Put to
@@ -424,6 +438,11 @@ func (s *ckptStats) completed(e actors.Event, written int64, inWindow bool) {
 	}
 	if !e.Final && inWindow {
 		s.ckpt, s.align = append(s.ckpt, e.Duration), append(s.align, e.Alignment)
+		for _, tc := range e.Tasks {
+			if strings.HasPrefix(tc.Task, "sum#") {
+				s.sync = append(s.sync, tc.Sync)
+			}
+		}
 		s.bytes, s.last = s.bytes+e.Bytes, e.Bytes
 		s.uploaded += written - s.written
 		s.stateUp += e.Uploaded
@@ -437,6 +456,7 @@ func (s *ckptStats) fill(row *Row) {
 	row.Checkpoints = n
 	row.CkptP50Ms, row.CkptP99Ms = quantiles(s.ckpt)
 	row.AlignP50Ms, row.AlignP99Ms = quantiles(s.align)
+	row.SyncP50Ms, row.SyncP99Ms = quantiles(s.sync)
 	row.BytesPerCkpt = per(float64(s.bytes), float64(n))
 	if n > 0 {
 		row.StateBytes = measured(float64(s.last))
@@ -488,4 +508,13 @@ func peakRSS() int64 {
 		}
 	}
 	return 0
+}
+
+// backendOptions are the job options of rc's state backend: the on-disk
+// one keeps its task databases under the system's temporary directory.
+func backendOptions(rc rowConfig) []actors.Option {
+	if rc.Backend != "disk" {
+		return nil
+	}
+	return []actors.Option{actors.WithDiskState(actors.DiskState{})}
 }

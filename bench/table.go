@@ -43,11 +43,18 @@ var columns = []column{
 	}},
 	{"updated/s", func(r Row) string { return fractionCell(r.UpdateFraction) }},
 	{"ckpt kind", func(r Row) string { return cmp.Or(r.Checkpointing, notMeasured) }},
+	{"backend", func(r Row) string {
+		if r.Backend == "" && r.Checkpointing == "" {
+			return notMeasured
+		}
+		return cmp.Or(r.Backend, "heap")
+	}},
 	{"offered/s", func(r Row) string { return limit(r.Rate) }},
 	{"sink limit/s", func(r Row) string { return limit(r.SinkRate) }},
 	{"records/s", func(r Row) string { return r.RecordsPerSec.cell(0) }},
 	{"spread", func(r Row) string { return percent(r.Spread) }},
 	{"% of off", func(r Row) string { return percent(r.RatioToOff) }},
+	{"% of heap", func(r Row) string { return percent(r.RatioToHeap) }},
 	{"% of in-proc off", func(r Row) string { return percent(r.RatioToInProcess) }},
 	{"% of loop", func(r Row) string { return percent(r.RatioToLoop) }},
 	{"% of unmonitored", func(r Row) string { return percent(r.RatioToUnmonitored) }},
@@ -55,6 +62,8 @@ var columns = []column{
 	{"ckpts", checkpointsCell},
 	{"ckpt p50/p99 ms", func(r Row) string { return pair(r.CkptP50Ms, r.CkptP99Ms) }},
 	{"align p50/p99 ms", func(r Row) string { return pair(r.AlignP50Ms, r.AlignP99Ms) }},
+	{"sync p50/p99 ms", func(r Row) string { return pair(r.SyncP50Ms, r.SyncP99Ms) }},
+	{"sync % of heap", func(r Row) string { return percent(r.SyncRatioToHeap) }},
 	{"bytes/ckpt", func(r Row) string { return r.BytesPerCkpt.cell(0) }},
 	{"state B", func(r Row) string { return r.StateBytes.cell(0) }},
 	{"uploaded B/ckpt", func(r Row) string { return r.UploadedBytesPerCkpt.cell(0) }},
@@ -73,7 +82,7 @@ var columns = []column{
 }
 
 // optional columns are printed only when some row has a value in them.
-var optional = map[string]bool{"key groups": true, "updated/s": true, "ckpt kind": true, "state B": true, "uploaded B/ckpt": true, "% uploaded": true, "p99 % of full": true, "restore ms": true, "restore read B": true, "ckpt B": true, "raw read ms": true, "restore % of raw": true, "offered/s": true, "sink limit/s": true, "recovery ms": true, "% of in-proc off": true, "wire B/record": true, "% of loop": true, "CPU µs/record": true, "% of unmonitored": true}
+var optional = map[string]bool{"backend": true, "sync p50/p99 ms": true, "sync % of heap": true, "% of heap": true, "key groups": true, "updated/s": true, "ckpt kind": true, "state B": true, "uploaded B/ckpt": true, "% uploaded": true, "p99 % of full": true, "restore ms": true, "restore read B": true, "ckpt B": true, "raw read ms": true, "restore % of raw": true, "offered/s": true, "sink limit/s": true, "recovery ms": true, "% of in-proc off": true, "wire B/record": true, "% of loop": true, "CPU µs/record": true, "% of unmonitored": true}
 
 // tableNote explains the table's symbols and relative columns.
 const tableNote = `–: does not apply to the row, or was not measured (no record, no checkpoint, no time).

@@ -1539,10 +1539,14 @@ func (x *Manifest) GetOperators() []*OperatorEntry {
 
 // StateEntry is one entry of keyed state: value state has an empty map_key.
 type StateEntry struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
-	MapKey        []byte                 `protobuf:"bytes,2,opt,name=map_key,json=mapKey,proto3" json:"map_key,omitempty"`
-	Value         []byte                 `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Key    []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	MapKey []byte                 `protobuf:"bytes,2,opt,name=map_key,json=mapKey,proto3" json:"map_key,omitempty"`
+	Value  []byte                 `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	// written_at is, for a state with a time-to-live, when the entry was
+	// last written (Unix nanoseconds, processing time): it expires ttl
+	// later. 0: the state has no time-to-live.
+	WrittenAt     int64 `protobuf:"varint,4,opt,name=written_at,json=writtenAt,proto3" json:"written_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1596,6 +1600,13 @@ func (x *StateEntry) GetValue() []byte {
 		return x.Value
 	}
 	return nil
+}
+
+func (x *StateEntry) GetWrittenAt() int64 {
+	if x != nil {
+		return x.WrittenAt
+	}
+	return 0
 }
 
 // NamedState holds the entries of one declared state of a key group.
@@ -2041,8 +2052,11 @@ type StateDescriptor struct {
 	MapKeyType  string `protobuf:"bytes,4,opt,name=map_key_type,json=mapKeyType,proto3" json:"map_key_type,omitempty"`
 	MapKeyCodec string `protobuf:"bytes,5,opt,name=map_key_codec,json=mapKeyCodec,proto3" json:"map_key_codec,omitempty"`
 	// value_type and value_codec describe the stored values.
-	ValueType     string `protobuf:"bytes,6,opt,name=value_type,json=valueType,proto3" json:"value_type,omitempty"`
-	ValueCodec    string `protobuf:"bytes,7,opt,name=value_codec,json=valueCodec,proto3" json:"value_codec,omitempty"`
+	ValueType  string `protobuf:"bytes,6,opt,name=value_type,json=valueType,proto3" json:"value_type,omitempty"`
+	ValueCodec string `protobuf:"bytes,7,opt,name=value_codec,json=valueCodec,proto3" json:"value_codec,omitempty"`
+	// ttl_nanos is the state's time-to-live (0: none). It is not part of
+	// the state's format: a restore may change it.
+	TtlNanos      int64 `protobuf:"varint,8,opt,name=ttl_nanos,json=ttlNanos,proto3" json:"ttl_nanos,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2124,6 +2138,13 @@ func (x *StateDescriptor) GetValueCodec() string {
 		return x.ValueCodec
 	}
 	return ""
+}
+
+func (x *StateDescriptor) GetTtlNanos() int64 {
+	if x != nil {
+		return x.TtlNanos
+	}
+	return 0
 }
 
 // StoredObject is the envelope of every object in a snapshot store.
@@ -2732,12 +2753,14 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\x0fmax_parallelism\x18\b \x01(\rR\x0emaxParallelism\x12\x1c\n" +
 	"\tsavepoint\x18\t \x01(\tR\tsavepoint\x128\n" +
 	"\toperators\x18\n" +
-	" \x03(\v2\x1a.snapflow.v1.OperatorEntryR\toperators\"M\n" +
+	" \x03(\v2\x1a.snapflow.v1.OperatorEntryR\toperators\"l\n" +
 	"\n" +
 	"StateEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x17\n" +
 	"\amap_key\x18\x02 \x01(\fR\x06mapKey\x12\x14\n" +
-	"\x05value\x18\x03 \x01(\fR\x05value\"S\n" +
+	"\x05value\x18\x03 \x01(\fR\x05value\x12\x1d\n" +
+	"\n" +
+	"written_at\x18\x04 \x01(\x03R\twrittenAt\"S\n" +
 	"\n" +
 	"NamedState\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x121\n" +
@@ -2776,7 +2799,7 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\x14split_max_timestamps\x18\x02 \x03(\x03R\x12splitMaxTimestamps\"J\n" +
 	"\vTransaction\x12#\n" +
 	"\rcheckpoint_id\x18\x01 \x01(\x04R\fcheckpointId\x12\x16\n" +
-	"\x06handle\x18\x02 \x01(\fR\x06handle\"\xda\x01\n" +
+	"\x06handle\x18\x02 \x01(\fR\x06handle\"\xf7\x01\n" +
 	"\x0fStateDescriptor\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x19\n" +
@@ -2787,7 +2810,8 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\n" +
 	"value_type\x18\x06 \x01(\tR\tvalueType\x12\x1f\n" +
 	"\vvalue_codec\x18\a \x01(\tR\n" +
-	"valueCodec\"T\n" +
+	"valueCodec\x12\x1b\n" +
+	"\tttl_nanos\x18\b \x01(\x03R\bttlNanos\"T\n" +
 	"\fStoredObject\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
 	"\apayload\x18\x02 \x01(\fR\apayload\x12\x16\n" +

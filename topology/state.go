@@ -11,7 +11,8 @@ import (
 type KeyedSetup[K Key] = dataflow.KeyedSetup[K]
 
 // ValueState holds one value per key. Get and Set act on the key of the
-// record being processed.
+// record being processed. WithTTL, called where the state is declared,
+// gives it a time-to-live (see docs/state-backends.md).
 type ValueState[K Key, V any] = dataflow.ValueState[K, V]
 
 // MapState holds a map from UK to V per key. Get, Put, Delete, All and Len

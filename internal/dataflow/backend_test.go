@@ -42,6 +42,10 @@ func valuesOf[K Key, V any](v *ValueState[K, V]) map[K]V {
 		if err != nil {
 			return err
 		}
+		_, value, live, err := liveValue(value, v.ttl, s.now)
+		if err != nil || !live {
+			return err
+		}
 		x, err := v.codec.Decode(append([]byte(nil), value...))
 		if err != nil {
 			return err
@@ -77,6 +81,10 @@ func mapsOf[K Key, UK comparable, V any](ms *MapState[K, UK, V]) map[K]map[UK]V 
 		}
 		uk, err := ms.keyCodec.Decode(append([]byte(nil), ukb...))
 		if err != nil {
+			return err
+		}
+		_, value, live, err := liveValue(value, ms.ttl, s.now)
+		if err != nil || !live {
 			return err
 		}
 		x, err := ms.codec.Decode(append([]byte(nil), value...))

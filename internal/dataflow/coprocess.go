@@ -43,6 +43,7 @@ func CoProcess[K Key, A, B, O any](a KeyedStream[A, K], b KeyedStream[B, K], nam
 			ks.useDisk(ic.DiskState, ic.Job)
 		}
 		fns := setup(ks)
+		ks.sealed = true
 		if fns.First == nil || fns.Second == nil {
 			ks.fail("setup returned a CoProcessFunc without First or Second")
 		}

@@ -163,6 +163,9 @@ type snapshotBuilder struct {
 	groups []*messages.KeyGroupState
 	other  map[int]*messages.KeyGroupState
 	share  float64 // the part of the task's key groups selected, to size buffers
+	// now is the processing time of the snapshot: entries whose
+	// time-to-live has passed by then are left out.
+	now int64
 }
 
 func newSnapshotBuilder(task *TaskPlan, only groupSet) *snapshotBuilder {

@@ -1,6 +1,7 @@
 package dataflow
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/bits"
 
@@ -26,6 +27,9 @@ type diskKeyed struct {
 	pending int
 	key     []byte // scratch
 	val     []byte // scratch
+	// ttlCursor is where the incremental clean-up of expired entries
+	// goes on (nil: from the start).
+	ttlCursor []byte
 }
 
 // flushEvery bounds the entries pending between two flushes while timers
@@ -42,6 +46,42 @@ type diskState interface {
 	// appendDiskEntry adds the entry of a stored key (what follows the
 	// key group and state id) and value to b.
 	appendDiskEntry(b *snapshotBuilder, a *arena, kg int, rest, value []byte) error
+	// ttlNanos is the state's time-to-live (0: none).
+	ttlNanos() int64
+}
+
+// A stored value of a state with a time-to-live starts with its write
+// time, 8 bytes big-endian (Unix nanoseconds).
+const writtenBytes = 8
+
+// splitWritten parses a stored value of a state with a time-to-live.
+func splitWritten(stored []byte) (written int64, value []byte, ok bool) {
+	if len(stored) < writtenBytes {
+		return 0, nil, false
+	}
+	return int64(binary.BigEndian.Uint64(stored)), stored[writtenBytes:], true
+}
+
+// liveValue is the value bytes of a stored value, and whether it is live
+// at now (a state without a time-to-live: always).
+func liveValue(stored []byte, ttl, now int64) (written int64, value []byte, live bool, err error) {
+	if ttl == 0 {
+		return 0, stored, true, nil
+	}
+	written, value, ok := splitWritten(stored)
+	if !ok {
+		return 0, nil, false, fmt.Errorf("a stored value of %d bytes has no write time", len(stored))
+	}
+	return written, value, now-written < ttl, nil
+}
+
+// storedPrefix appends what a stored value starts with: its write time,
+// for a state with a time-to-live, else nothing.
+func storedPrefix(dst []byte, ttl, written int64) []byte {
+	if ttl > 0 {
+		dst = binary.BigEndian.AppendUint64(dst, uint64(written))
+	}
+	return dst
 }
 
 // useDisk makes the setup keep its declared value and map states on disk.
@@ -129,8 +169,9 @@ func decodeCopies[T any](c Codec[T]) bool {
 	return false
 }
 
-// diskLoad reads and decodes the value stored at key.
-func diskLoad[V any](d *diskKeyed, key []byte, c Codec[V], copies bool) (V, bool, error) {
+// diskLoad reads and decodes the value stored at key, and its write time
+// for a state with a time-to-live; an expired value is absent.
+func diskLoad[V any](d *diskKeyed, key []byte, c Codec[V], copies bool, ttl, now int64) (V, int64, bool, error) {
 	var zero V
 	var ok bool
 	var err error
@@ -143,10 +184,14 @@ func diskLoad[V any](d *diskKeyed, key []byte, c Codec[V], copies bool) (V, bool
 		d.val = dst
 	}
 	if err != nil || !ok {
-		return zero, false, err
+		return zero, 0, false, err
 	}
-	x, err := c.Decode(dst)
-	return x, err == nil, err
+	written, value, live, err := liveValue(dst, ttl, now)
+	if err != nil || !live {
+		return zero, 0, false, err
+	}
+	x, err := c.Decode(value)
+	return x, written, err == nil, err
 }
 
 // snapshotDisk adds the on-disk states' entries of the key groups b
@@ -161,7 +206,19 @@ func (d *diskKeyed) snapshotDisk(b *snapshotBuilder, snap *diskstate.Snapshot, m
 		if !b.selected(kg) {
 			return nil
 		}
-		return d.states[sid].appendDiskEntry(b, a, kg, rest, value)
+		ds := d.states[sid]
+		written, value, live, err := liveValue(value, ds.ttlNanos(), b.now)
+		if err != nil || !live {
+			return err // an expired entry is left out
+		}
+		if err := ds.appendDiskEntry(b, a, kg, rest, value); err != nil {
+			return err
+		}
+		if written != 0 { // the entry just added
+			ns := b.named(kg, ds.descriptor().GetName())
+			ns.Entries[len(ns.Entries)-1].WrittenAt = written
+		}
+		return nil
 	}
 	if b.only == nil {
 		return snap.Scan(nil, nil, add)
@@ -210,10 +267,12 @@ func (a *arena) copy(b []byte) []byte {
 	return a.buf[start:len(a.buf):len(a.buf)]
 }
 
-// pendValue is a pending write of a value: the value, or its removal.
+// pendValue is a pending write of a value: the value and its write time
+// (states with a time-to-live), or its removal.
 type pendValue[V any] struct {
-	v   V
-	del bool
+	v       V
+	written int64
+	del     bool
 }
 
 // diskValue is a value state's on-disk part.
@@ -227,7 +286,7 @@ func (v *ValueState[K, V]) diskGet() (V, bool) {
 	s, d := v.setup, v.d
 	k := s.cur.key
 	if p, ok := d.pend[k]; ok {
-		if p.del {
+		if p.del || (v.ttl > 0 && s.now-p.written >= v.ttl) {
 			var zero V
 			return zero, false
 		}
@@ -236,12 +295,12 @@ func (v *ValueState[K, V]) diskGet() (V, bool) {
 		}
 		return p.v, true
 	}
-	x, ok, err := diskLoad(s.disk, s.diskKey(d.sid, k), v.codec, d.copies)
+	x, written, ok, err := diskLoad(s.disk, s.diskKey(d.sid, k), v.codec, d.copies, v.ttl, s.now)
 	if err != nil {
 		panic(diskFailure(v.name, err))
 	}
 	if ok && v.readMarks { // it may change in place: write it back
-		d.pend[k] = pendValue[V]{v: x}
+		d.pend[k] = pendValue[V]{v: x, written: written}
 		s.disk.pending++
 		s.markDirty()
 	}
@@ -249,7 +308,7 @@ func (v *ValueState[K, V]) diskGet() (V, bool) {
 }
 
 func (v *ValueState[K, V]) diskSet(x V, del bool) {
-	v.d.pend[v.setup.cur.key] = pendValue[V]{v: x, del: del}
+	v.d.pend[v.setup.cur.key] = pendValue[V]{v: x, written: v.setup.now, del: del}
 	v.setup.disk.pending++
 	v.setup.markDirty()
 }
@@ -261,8 +320,11 @@ func (v *ValueState[K, V]) diskLen() int {
 		panic(diskFailure(v.name, err))
 	}
 	n := 0
-	err := s.disk.db.Scan(nil, nil, func(key, _ []byte) error {
+	err := s.disk.db.Scan(nil, nil, func(key, value []byte) error {
 		if _, sid, _, ok := diskstate.Split(key); ok && sid == v.d.sid {
+			if _, _, live, err := liveValue(value, v.ttl, s.now); err != nil || !live {
+				return err
+			}
 			n++
 		}
 		return nil
@@ -284,7 +346,7 @@ func (v *ValueState[K, V]) flushPending(d *diskKeyed, keep bool) error {
 			continue
 		}
 		var err error
-		if d.val, err = v.codec.Append(d.val[:0], p.v); err != nil {
+		if d.val, err = v.codec.Append(storedPrefix(d.val[:0], v.ttl, p.written), p.v); err != nil {
 			return fmt.Errorf("state %q: %w", v.name, err)
 		}
 		if err := d.batch.Set(key, d.val); err != nil {
@@ -311,10 +373,10 @@ func (v *ValueState[K, V]) restoreDisk(kg int, e *messages.StateEntry) error {
 	if _, err := v.codec.Decode(e.Value); err != nil {
 		return err
 	}
-	d := v.setup.disk
-	d.key = append(diskstate.Prefix(d.key[:0], kg, v.d.sid), e.Key...)
-	return d.restoreWrite(d.key, e.Value)
+	return v.setup.restoreDiskEntry(append(diskstate.Prefix(v.setup.disk.key[:0], kg, v.d.sid), e.Key...), v.ttl, e)
 }
+
+func (v *ValueState[K, V]) ttlNanos() int64 { return v.ttl }
 
 // pendMap is a map state's pending writes of one key: the user keys
 // written, and those handed out that may change in place.
@@ -354,7 +416,7 @@ func (ms *MapState[K, UK, V]) diskGet(uk UK) (V, bool) {
 	s, d := ms.setup, ms.d
 	k := s.cur.key
 	if p, ok := d.pend[k][uk]; ok {
-		if p.del {
+		if p.del || (ms.ttl > 0 && s.now-p.written >= ms.ttl) {
 			var zero V
 			return zero, false
 		}
@@ -367,12 +429,12 @@ func (ms *MapState[K, UK, V]) diskGet(uk UK) (V, bool) {
 	if err != nil {
 		panic(err)
 	}
-	x, ok, err := diskLoad(s.disk, key, ms.codec, d.copies)
+	x, written, ok, err := diskLoad(s.disk, key, ms.codec, d.copies, ms.ttl, s.now)
 	if err != nil {
 		panic(diskFailure(ms.name, err))
 	}
 	if ok && ms.readMarks {
-		ms.pendOf(k)[uk] = pendValue[V]{v: x}
+		ms.pendOf(k)[uk] = pendValue[V]{v: x, written: written}
 		s.disk.pending++
 		s.markDirty()
 	}
@@ -383,7 +445,7 @@ func (ms *MapState[K, UK, V]) diskPut(uk UK, x V, del bool) {
 	if del && !ms.diskHas(uk) {
 		return // nothing changes, as on the heap
 	}
-	ms.pendOf(ms.setup.cur.key)[uk] = pendValue[V]{v: x, del: del}
+	ms.pendOf(ms.setup.cur.key)[uk] = pendValue[V]{v: x, written: ms.setup.now, del: del}
 	ms.setup.disk.pending++
 	ms.setup.markDirty()
 }
@@ -392,7 +454,7 @@ func (ms *MapState[K, UK, V]) diskPut(uk UK, x V, del bool) {
 func (ms *MapState[K, UK, V]) diskHas(uk UK) bool {
 	s := ms.setup
 	if p, ok := ms.d.pend[s.cur.key][uk]; ok {
-		return !p.del
+		return !p.del && (ms.ttl == 0 || s.now-p.written < ms.ttl)
 	}
 	key, err := ms.mapKey(s.cur.key, uk)
 	if err != nil {
@@ -402,13 +464,20 @@ func (ms *MapState[K, UK, V]) diskHas(uk UK) bool {
 	if s.disk.val, ok, err = s.disk.db.Get(s.disk.val[:0], key); err != nil {
 		panic(diskFailure(ms.name, err))
 	}
-	return ok
+	if !ok {
+		return false
+	}
+	_, _, live, err := liveValue(s.disk.val, ms.ttl, s.now)
+	if err != nil {
+		panic(diskFailure(ms.name, err))
+	}
+	return live
 }
 
 // diskScan flushes the pending writes, then calls fn with each stored
-// user key and value of the current key, decoded, in the order of the
-// user keys' bytes.
-func (ms *MapState[K, UK, V]) diskScan(fn func(UK, V) bool) {
+// user key and value of the current key that has not expired, decoded, in
+// the order of the user keys' bytes, with its write time.
+func (ms *MapState[K, UK, V]) diskScan(fn func(UK, V, int64) bool) {
 	s := ms.setup
 	if err := s.writePending(true); err != nil {
 		panic(diskFailure(ms.name, err))
@@ -416,7 +485,11 @@ func (ms *MapState[K, UK, V]) diskScan(fn func(UK, V) bool) {
 	k := s.cur.key
 	kb := s.codec.append(nil, k)
 	lo := diskstate.MapPrefix(nil, s.keyGroup(k), ms.d.sid, kb)
-	err := s.disk.db.Scan(lo, diskstate.PrefixEnd(lo), func(key, value []byte) error {
+	err := s.disk.db.Scan(lo, diskstate.PrefixEnd(lo), func(key, stored []byte) error {
+		written, value, live, err := liveValue(stored, ms.ttl, s.now)
+		if err != nil || !live {
+			return err
+		}
 		ukb := key[len(lo):]
 		if !ms.d.keyCopies {
 			ukb = append([]byte(nil), ukb...)
@@ -432,7 +505,7 @@ func (ms *MapState[K, UK, V]) diskScan(fn func(UK, V) bool) {
 		if err != nil {
 			return err
 		}
-		if !fn(uk, x) {
+		if !fn(uk, x, written) {
 			return diskstate.Stop
 		}
 		return nil
@@ -444,16 +517,16 @@ func (ms *MapState[K, UK, V]) diskScan(fn func(UK, V) bool) {
 
 func (ms *MapState[K, UK, V]) diskLen() int {
 	n := 0
-	ms.diskScan(func(UK, V) bool { n++; return true })
+	ms.diskScan(func(UK, V, int64) bool { n++; return true })
 	return n
 }
 
 func (ms *MapState[K, UK, V]) diskAll(yield func(UK, V) bool) {
 	k := ms.setup.cur.key
 	marked := false
-	ms.diskScan(func(uk UK, x V) bool {
+	ms.diskScan(func(uk UK, x V, written int64) bool {
 		if ms.readMarks { // it may change in place: write it back
-			ms.pendOf(k)[uk] = pendValue[V]{v: x}
+			ms.pendOf(k)[uk] = pendValue[V]{v: x, written: written}
 			ms.setup.disk.pending++
 			if !marked {
 				ms.setup.markDirty()
@@ -477,7 +550,7 @@ func (ms *MapState[K, UK, V]) flushPending(d *diskKeyed, keep bool) error {
 				}
 				continue
 			}
-			if d.val, err = ms.codec.Append(d.val[:0], pv.v); err != nil {
+			if d.val, err = ms.codec.Append(storedPrefix(d.val[:0], ms.ttl, pv.written), pv.v); err != nil {
 				return fmt.Errorf("state %q: %w", ms.name, err)
 			}
 			if err := d.batch.Set(key, d.val); err != nil {
@@ -511,7 +584,58 @@ func (ms *MapState[K, UK, V]) restoreDisk(kg int, e *messages.StateEntry) error 
 	if _, err := ms.codec.Decode(e.Value); err != nil {
 		return err
 	}
-	d := ms.setup.disk
-	d.key = diskstate.MapKey(d.key[:0], kg, ms.d.sid, e.Key, e.MapKey)
-	return d.restoreWrite(d.key, e.Value)
+	return ms.setup.restoreDiskEntry(diskstate.MapKey(ms.setup.disk.key[:0], kg, ms.d.sid, e.Key, e.MapKey), ms.ttl, e)
+}
+
+func (ms *MapState[K, UK, V]) ttlNanos() int64 { return ms.ttl }
+
+// restoreDiskEntry writes a restored entry at key, with its write time
+// for a state with a time-to-live; an expired one is left out.
+func (s *KeyedSetup[K]) restoreDiskEntry(key []byte, ttl int64, e *messages.StateEntry) error {
+	d := s.disk
+	d.key = key
+	value := e.Value
+	if ttl > 0 {
+		written, live := s.restoredWrite(ttl, e)
+		if !live {
+			return nil
+		}
+		d.val = append(binary.BigEndian.AppendUint64(d.val[:0], uint64(written)), e.Value...)
+		value = d.val
+	}
+	return d.restoreWrite(d.key, value)
+}
+
+// cleanupDisk looks at the next few stored entries after the clean-up's
+// cursor and deletes those of states with a time-to-live that have
+// expired at now, wrapping around at the end.
+func (d *diskKeyed) cleanupDisk(now int64) error {
+	seen := 0
+	var last []byte
+	err := d.db.Scan(d.ttlCursor, nil, func(key, value []byte) error {
+		seen++
+		last = append(last[:0], key...)
+		if _, sid, _, ok := diskstate.Split(key); ok && int(sid) < len(d.states) {
+			if ttl := d.states[sid].ttlNanos(); ttl > 0 {
+				if _, _, live, _ := liveValue(value, ttl, now); !live {
+					if err := d.batch.Delete(key); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if seen == ttlCleanupBatch*4 {
+			return diskstate.Stop
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if seen < ttlCleanupBatch*4 {
+		d.ttlCursor = nil // the end: from the start next time
+	} else {
+		d.ttlCursor = append(last, 0) // just after the last key seen
+	}
+	return d.db.Apply(d.batch)
 }

@@ -226,6 +226,7 @@ func Process[K Key, I, O any](s KeyedStream[I, K], name string, setup func(*Keye
 		ks.untracked = ic.SkipDirtyKeyGroups
 		ks.useDisk(ic.DiskState, ic.Job)
 		fn := setup(ks)
+		ks.sealed = true
 		if ks.err != nil {
 			return nil, errors.Join(ks.err, ks.closeDisk())
 		}
@@ -285,6 +286,7 @@ var (
 
 func (p *processInstance[K, I, O]) ProcessBatch(_ int, batch any, ts []int64) error {
 	cur := p.setup.cur
+	p.setup.tick()
 	p.ctx.ts, p.out.ts = minTime, minTime
 	if p.setup.untracked {
 		for i, v := range batch.([]I) {
@@ -297,7 +299,7 @@ func (p *processInstance[K, I, O]) ProcessBatch(_ int, batch any, ts []int64) er
 			}
 		}
 		p.in.release(batch)
-		if err := p.setup.flushState(); err != nil {
+		if err := p.setup.endBatch(); err != nil {
 			return err
 		}
 		return p.fireLate()
@@ -316,7 +318,7 @@ func (p *processInstance[K, I, O]) ProcessBatch(_ int, batch any, ts []int64) er
 		}
 	}
 	p.in.release(batch)
-	if err := p.setup.flushState(); err != nil {
+	if err := p.setup.endBatch(); err != nil {
 		return err
 	}
 	return p.fireLate()
@@ -372,6 +374,7 @@ func (p *processInstance[K, I, O]) FireProcessingTimers(now int64) error {
 func (p *processInstance[K, I, O]) fire(d TimeDomain, now int64) error {
 	q := p.setup.timers.queue(d)
 	cur := p.setup.cur
+	p.setup.tick()
 	defer func() { p.ctx.ts = minTime }()
 	for {
 		tm, ok := q.PopDue(now)

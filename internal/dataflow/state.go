@@ -34,6 +34,17 @@ type KeyedSetup[K Key] struct {
 	timers  *timerState[K]
 	// disk is the on-disk backend; nil: the state is on the heap.
 	disk *diskKeyed
+	// sealed is set once setup has returned: WithTTL may no longer be
+	// called. ttl says that some state has a time-to-live; now is then the
+	// processing time its expiries are judged at, read from clock once
+	// per batch, timer run, snapshot and restore (see tick).
+	sealed bool
+	ttl    bool
+	now    int64
+	clock  func() int64
+	// ttlStates are the states with a time-to-live, for the incremental
+	// clean-up.
+	ttlStates []ttlState
 }
 
 func newKeyedSetup[K Key](task *TaskPlan, codec keyCodec[K]) *KeyedSetup[K] {
@@ -122,10 +133,12 @@ func (s *KeyedSetup[K]) snapshotKeyed(st *messages.TaskState, only groupSet) err
 // once, from any goroutine) adds the on-disk states' entries and completes
 // st. The task may go on writing state in between.
 func (s *KeyedSetup[K]) snapshotKeyedAsync(st *messages.TaskState, only groupSet) (finish func() error, err error) {
+	s.tick()
 	if err := s.flushState(); err != nil {
 		return nil, err
 	}
 	b := newSnapshotBuilder(s.task, only)
+	b.now = s.now
 	for _, ks := range s.states {
 		if _, onDisk := ks.(diskState); onDisk && s.disk != nil {
 			continue
@@ -167,6 +180,7 @@ func (s *KeyedSetup[K]) restoreKeyed(st *messages.TaskState) error {
 	if err := CompareStateDescriptors(s.task.Operator, st.GetStateDescriptors(), declared); err != nil {
 		return err
 	}
+	s.tick()
 	s.byName = byName
 	clear(s.dirty)
 	for _, g := range st.GetKeyGroups() {
@@ -197,6 +211,7 @@ func (s *KeyedSetup[K]) restoreKeyGroup(g *messages.KeyGroupState) error {
 			sentinel: ErrRestoreRefused,
 		}
 	}
+	s.tick()
 	if err := s.restoreGroup(g); err != nil {
 		return err
 	}
@@ -238,6 +253,10 @@ type ValueState[K Key, V any] struct {
 	readMarks bool
 	// d is the state's on-disk part (nil: the state is on the heap).
 	d *diskValue[K, V]
+	// ttl is the time-to-live in nanoseconds (0: none), and written the
+	// time each key was last written, on the heap.
+	ttl     int64
+	written map[K]int64
 }
 
 // Value declares a value state called name. The codec defaults to
@@ -308,6 +327,10 @@ func (v *ValueState[K, V]) Get() (V, bool) {
 		return v.diskGet()
 	}
 	x, ok := v.m[v.setup.cur.key]
+	if ok && v.ttl > 0 && v.expire(v.setup.cur.key) {
+		var zero V
+		return zero, false
+	}
 	if ok && v.readMarks {
 		v.setup.markDirty()
 	}
@@ -321,6 +344,9 @@ func (v *ValueState[K, V]) Set(x V) {
 		return
 	}
 	v.m[v.setup.cur.key] = x
+	if v.ttl > 0 {
+		v.written[v.setup.cur.key] = v.setup.now
+	}
 	v.setup.markDirty()
 }
 
@@ -332,6 +358,9 @@ func (v *ValueState[K, V]) Clear() {
 		return
 	}
 	delete(v.m, v.setup.cur.key)
+	if v.ttl > 0 {
+		delete(v.written, v.setup.cur.key)
+	}
 	v.setup.markDirty()
 }
 
@@ -340,6 +369,9 @@ func (v *ValueState[K, V]) Clear() {
 func (v *ValueState[K, V]) Len() int {
 	if v.d != nil {
 		return v.diskLen()
+	}
+	if v.ttl > 0 {
+		return v.liveLen()
 	}
 	return len(v.m)
 }
@@ -361,7 +393,16 @@ func (v *ValueState[K, V]) appendEntries(b *snapshotBuilder) error {
 		if !b.selected(kg) {
 			continue
 		}
+		var written int64
+		if v.ttl > 0 {
+			if written = v.written[k]; b.now-written >= v.ttl {
+				delete(v.m, k) // expired: cleaned up, and not stored
+				delete(v.written, k)
+				continue
+			}
+		}
 		e := slab.take()
+		e.WrittenAt = written
 		start := len(keys)
 		keys = v.setup.codec.append(keys, k)
 		e.Key = keys[start:len(keys):len(keys)]
@@ -393,6 +434,13 @@ func (v *ValueState[K, V]) restoreEntry(kg int, e *messages.StateEntry) error {
 	if err != nil {
 		return err
 	}
+	if v.ttl > 0 {
+		written, live := v.setup.restoredWrite(v.ttl, e)
+		if !live {
+			return nil
+		}
+		v.written[k] = written
+	}
 	v.m[k] = x
 	return nil
 }
@@ -410,6 +458,10 @@ type MapState[K Key, UK comparable, V any] struct {
 	readMarks bool
 	// d is the state's on-disk part (nil: the state is on the heap).
 	d *diskMap[K, UK, V]
+	// ttl is the time-to-live in nanoseconds (0: none), and written the
+	// time each user key was last written, by key, on the heap.
+	ttl     int64
+	written map[K]map[UK]int64
 }
 
 // MapOption configures a map state (see MapOf and DecodeMapState). Build it
@@ -495,6 +547,10 @@ func (ms *MapState[K, UK, V]) Get(uk UK) (V, bool) {
 		return ms.diskGet(uk)
 	}
 	x, ok := ms.m[ms.setup.cur.key][uk]
+	if ok && ms.ttl > 0 && ms.expire(ms.setup.cur.key, uk) {
+		var zero V
+		return zero, false
+	}
 	if ok && ms.readMarks {
 		ms.setup.markDirty()
 	}
@@ -508,6 +564,9 @@ func (ms *MapState[K, UK, V]) Put(uk UK, x V) {
 		return
 	}
 	ms.put(ms.setup.cur.key, uk, x)
+	if ms.ttl > 0 {
+		ms.setWritten(ms.setup.cur.key, uk, ms.setup.now)
+	}
 	ms.setup.markDirty()
 }
 
@@ -537,6 +596,9 @@ func (ms *MapState[K, UK, V]) Delete(uk UK) {
 	if len(inner) == 0 {
 		delete(ms.m, k)
 	}
+	if ms.ttl > 0 {
+		ms.dropWritten(k, uk)
+	}
 	ms.setup.markDirty()
 }
 
@@ -545,6 +607,9 @@ func (ms *MapState[K, UK, V]) Delete(uk UK) {
 func (ms *MapState[K, UK, V]) Len() int {
 	if ms.d != nil {
 		return ms.diskLen()
+	}
+	if ms.ttl > 0 {
+		return ms.liveLen()
 	}
 	return len(ms.m[ms.setup.cur.key])
 }
@@ -561,6 +626,9 @@ func (ms *MapState[K, UK, V]) All(yield func(UK, V) bool) {
 		ms.setup.markDirty()
 	}
 	for uk, x := range inner {
+		if ms.ttl > 0 && ms.expire(ms.setup.cur.key, uk) {
+			continue
+		}
 		if !yield(uk, x) {
 			return
 		}
@@ -584,6 +652,14 @@ func (ms *MapState[K, UK, V]) appendEntries(b *snapshotBuilder) error {
 		arena = ms.setup.codec.append(arena, k)
 		kb := arena[start:len(arena):len(arena)]
 		for uk, x := range inner {
+			var written int64
+			if ms.ttl > 0 {
+				if written = ms.written[k][uk]; b.now-written >= ms.ttl {
+					delete(inner, uk) // expired: cleaned up, and not stored
+					ms.dropWritten(k, uk)
+					continue
+				}
+			}
 			var err error
 			start = len(arena)
 			if arena, err = ms.keyCodec.Append(arena, uk); err != nil {
@@ -595,8 +671,11 @@ func (ms *MapState[K, UK, V]) appendEntries(b *snapshotBuilder) error {
 				return fmt.Errorf("state %q: %w", ms.name, err)
 			}
 			e := slab.take()
-			e.Key, e.MapKey, e.Value = kb, ukb, arena[start:len(arena):len(arena)]
+			e.Key, e.MapKey, e.Value, e.WrittenAt = kb, ukb, arena[start:len(arena):len(arena)], written
 			ns.Entries = append(ns.Entries, e)
+		}
+		if len(inner) == 0 { // every entry expired
+			delete(ms.m, k)
 		}
 	}
 	return nil
@@ -617,6 +696,13 @@ func (ms *MapState[K, UK, V]) restoreEntry(kg int, e *messages.StateEntry) error
 	x, err := ms.codec.Decode(e.Value)
 	if err != nil {
 		return err
+	}
+	if ms.ttl > 0 {
+		written, live := ms.setup.restoredWrite(ms.ttl, e)
+		if !live {
+			return nil
+		}
+		ms.setWritten(k, uk, written)
 	}
 	ms.put(k, uk, x)
 	return nil
