@@ -40,6 +40,7 @@ const (
 	phaseEnv     = "SNAPFLOW_CHAOS_PHASE"
 	secretEnv    = "SNAPFLOW_CHAOS_SECRET"
 	nEnv         = "SNAPFLOW_CHAOS_N"
+	diskEnv      = "SNAPFLOW_CHAOS_DISK" // set: phase 1 keeps its keyed state on disk
 	clusterRate  = 2_000.0 // records/s per source task: a phase lasts seconds
 	clusterJob   = "cluster-eventtime"
 	clusterSlots = 12 // one worker can run the whole job
@@ -126,6 +127,9 @@ func coordinatorMain() int {
 		})}
 	if phase == "1" {
 		opts = append(opts, actors.WithSavepoint("half"))
+		if os.Getenv(diskEnv) != "" {
+			opts = append(opts, actors.WithDiskState(actors.DiskState{}))
+		}
 	}
 	ctx := context.Background()
 	j, err := actors.Start(ctx, eventTimeJob(p, os.Getenv(rowsEnv))(), opts...)
@@ -278,13 +282,25 @@ func (p *proc) wait(t *testing.T, killed bool) {
 // phase have completed, a new one having joined (once in make test, 6
 // times with SNAPFLOW_SOAK=full). The rows the exactly-once file sink
 // committed must equal the reference.
-func TestClusterEventTime(t *testing.T) {
+func TestClusterEventTime(t *testing.T) { clusterEventTime(t, false) }
+
+// TestClusterEventTimeOnDisk is TestClusterEventTime with phase 1's keyed
+// state on the workers' disks (actors.WithDiskState): the savepoint of
+// phase 0, on the heap, moves the job to disk, at another parallelism,
+// and a worker holding tasks is SIGKILLed while checkpoints run.
+func TestClusterEventTimeOnDisk(t *testing.T) { clusterEventTime(t, true) }
+
+func clusterEventTime(t *testing.T, disk bool) {
 	store, rows := t.TempDir(), t.TempDir()
 	n, kills := int64(16_000), 1
 	if os.Getenv("SNAPFLOW_SOAK") == "full" {
 		n, kills = 96_000, 6
 	}
 	env := []string{storeEnv + "=" + store, rowsEnv + "=" + rows, secretEnv + "=chaos-cluster-event-time", nEnv + "=" + strconv.FormatInt(n, 10)}
+	tmp := t.TempDir() // the nodes' temporary directory: where the disk backend keeps its databases
+	if disk {
+		env = append(env, diskEnv+"=1", "TMPDIR="+tmp)
+	}
 	coordinator := func(phase, p int) (*proc, string) {
 		c := startProc(t, fmt.Sprintf("coordinator-%d", phase), append(env, roleEnv+"=coordinator", phaseEnv+"="+strconv.Itoa(phase), parEnv+"="+strconv.Itoa(p))...)
 		return c, c.await(t, "listening ")
@@ -353,6 +369,9 @@ func TestClusterEventTime(t *testing.T) {
 	}
 	if err := verifyEventTime(filepath.Join(rows, "rows"), n, &res); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "snapflow-state")); disk == os.IsNotExist(err) {
+		t.Fatalf("on disk %t, but the workers' state directory: %v", disk, err)
 	}
 	t.Logf("cluster: savepoint %s with %d pending timers; phase 1 restored checkpoints %v after %d worker kills; %d event-time and %d processing-time timers fired, %d late records",
 		id, res.PendingAtSavepoints, restored, kills, res.TimersFired, res.ProcTimersFired, res.Late)
