@@ -144,7 +144,17 @@ func (m *MinIO) List(ctx context.Context, prefix string) ([]string, error) {
 				keys = append(keys, key)
 			}
 		}
-		return nil
+		if len(keys) > 0 {
+			return nil
+		}
+		// MinIO can list a bucket removed a moment before as empty: an
+		// empty listing is confirmed, so that a deleted bucket is never
+		// taken for a store without checkpoints.
+		exists, err := m.client.BucketExists(ctx, m.bucket)
+		if err == nil && !exists {
+			err = minio.ErrorResponse{Code: minio.NoSuchBucket, StatusCode: http.StatusNotFound, BucketName: m.bucket, Message: "The specified bucket does not exist"}
+		}
+		return err
 	})
 	if err != nil {
 		return nil, err

@@ -23,8 +23,10 @@ import (
 	"github.com/snapflow/snapflow/internal/nodeauth"
 	"github.com/snapflow/snapflow/snapshots"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 )
 
 // Cluster runs a job's tasks on worker processes (see ServeWorker) over
@@ -225,7 +227,7 @@ func startNode(system *actor.ActorSystem, spec nodeSpec) (*node, error) {
 		spec.log.Warn("refused a connection from outside the cluster", "peer", peer, "reason", reason, "refused_so_far", nodeauth.Rejected.Load())
 	}
 	cfg := remote.Configure(host, port,
-		remote.WithServerOptions(append(nodeauth.ServerOptions(spec.secret, rejected), grpc.MaxRecvMsgSize(maxWireMessage), grpc.Creds(creds))...),
+		remote.WithServerOptions(append(nodeauth.ServerOptions(spec.secret, rejected), grpc.ChainStreamInterceptor(survivePanics(spec.log)), grpc.MaxRecvMsgSize(maxWireMessage), grpc.Creds(creds))...),
 		remote.WithDialOptions(grpc.WithTransportCredentials(dialCreds), nodeauth.DialOption(spec.secret),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxWireMessage), grpc.MaxCallSendMsgSize(maxWireMessage))),
 		remote.WithEndpointWriterBatchSize(wireWriterBatch),
@@ -281,6 +283,24 @@ func (t *TLS) configs() (server, client *tls.Config, err error) {
 	server = &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS13}
 	client = &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, ServerName: t.ServerName, MinVersion: tls.VersionTLS13}
 	return server, client, nil
+}
+
+// survivePanics is a stream interceptor that ends a stream whose handler
+// panics with an error, instead of the process. protoactor-go's endpoint
+// reader panics when a peer's message arrives while the node shuts down:
+// its endpoint manager checks a stopped flag, then reads the connections
+// that Shutdown has set to nil in between (a nil *sync.Map), in the gRPC
+// handler's goroutine, where nothing of ours could recover it.
+func survivePanics(log *slog.Logger) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				log.Warn("a remote stream's handler panicked; the stream is closed", "method", info.FullMethod, "panic", fmt.Sprint(p))
+				err = status.Errorf(codes.Internal, "snapflow: the stream's handler panicked: %v", p)
+			}
+		}()
+		return h(srv, ss)
+	}
 }
 
 // shutdownGrace bounds the wait for a node's graceful shutdown.
