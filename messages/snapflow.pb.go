@@ -577,7 +577,12 @@ type StateHandle struct {
 	// state_size is the size of the task's whole state: the bytes of its own
 	// object plus those of the key-group sections it references in earlier
 	// objects (see KeyGroupSection.key). 0 means size: nothing referenced.
-	StateSize     uint64 `protobuf:"varint,7,opt,name=state_size,json=stateSize,proto3" json:"state_size,omitempty"`
+	StateSize uint64 `protobuf:"varint,7,opt,name=state_size,json=stateSize,proto3" json:"state_size,omitempty"`
+	// disk is the task's on-disk keyed state as database files (see
+	// DiskCheckpoint), when its operator keeps state on disk and the
+	// checkpoint is not a savepoint: those states are then absent from the
+	// object's key groups.
+	Disk          *DiskCheckpoint `protobuf:"bytes,8,opt,name=disk,proto3" json:"disk,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -661,6 +666,224 @@ func (x *StateHandle) GetStateSize() uint64 {
 	return 0
 }
 
+func (x *StateHandle) GetDisk() *DiskCheckpoint {
+	if x != nil {
+		return x.Disk
+	}
+	return nil
+}
+
+// DiskCheckpoint is a task's on-disk state database at a checkpoint: the
+// files of a checkpoint of the database, each stored as its own object.
+// Files are immutable: a later checkpoint references the objects of those
+// it still holds, as an incremental state references key-group sections.
+type DiskCheckpoint struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The key groups [key_group_start, key_group_end) that the database
+	// holds: every key begins with its key group (2 bytes, big-endian).
+	KeyGroupStart uint32       `protobuf:"varint,1,opt,name=key_group_start,json=keyGroupStart,proto3" json:"key_group_start,omitempty"`
+	KeyGroupEnd   uint32       `protobuf:"varint,2,opt,name=key_group_end,json=keyGroupEnd,proto3" json:"key_group_end,omitempty"`
+	Files         []*StateFile `protobuf:"bytes,3,rep,name=files,proto3" json:"files,omitempty"`
+	// states names the states whose keys the database holds: a key's 2
+	// bytes after its key group are the id of its state.
+	States        []*DiskStateID `protobuf:"bytes,4,rep,name=states,proto3" json:"states,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DiskCheckpoint) Reset() {
+	*x = DiskCheckpoint{}
+	mi := &file_messages_snapflow_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DiskCheckpoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DiskCheckpoint) ProtoMessage() {}
+
+func (x *DiskCheckpoint) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_snapflow_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DiskCheckpoint.ProtoReflect.Descriptor instead.
+func (*DiskCheckpoint) Descriptor() ([]byte, []int) {
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *DiskCheckpoint) GetKeyGroupStart() uint32 {
+	if x != nil {
+		return x.KeyGroupStart
+	}
+	return 0
+}
+
+func (x *DiskCheckpoint) GetKeyGroupEnd() uint32 {
+	if x != nil {
+		return x.KeyGroupEnd
+	}
+	return 0
+}
+
+func (x *DiskCheckpoint) GetFiles() []*StateFile {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+func (x *DiskCheckpoint) GetStates() []*DiskStateID {
+	if x != nil {
+		return x.States
+	}
+	return nil
+}
+
+// DiskStateID names the state of id in a DiskCheckpoint's keys; timed
+// says that its values begin with their write time (8 bytes, a state with
+// a time-to-live).
+type DiskStateID struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint32                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Timed         bool                   `protobuf:"varint,3,opt,name=timed,proto3" json:"timed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DiskStateID) Reset() {
+	*x = DiskStateID{}
+	mi := &file_messages_snapflow_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DiskStateID) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DiskStateID) ProtoMessage() {}
+
+func (x *DiskStateID) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_snapflow_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DiskStateID.ProtoReflect.Descriptor instead.
+func (*DiskStateID) Descriptor() ([]byte, []int) {
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *DiskStateID) GetId() uint32 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *DiskStateID) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DiskStateID) GetTimed() bool {
+	if x != nil {
+		return x.Timed
+	}
+	return false
+}
+
+// StateFile is one file of a DiskCheckpoint: name is its name in the
+// database's directory; key is the object that holds its bytes; size and
+// crc32c (Castagnoli) describe those bytes, which are stored as they are,
+// without an envelope.
+type StateFile struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Key           string                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	Size          uint64                 `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
+	Crc32C        uint32                 `protobuf:"varint,4,opt,name=crc32c,proto3" json:"crc32c,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StateFile) Reset() {
+	*x = StateFile{}
+	mi := &file_messages_snapflow_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StateFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StateFile) ProtoMessage() {}
+
+func (x *StateFile) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_snapflow_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StateFile.ProtoReflect.Descriptor instead.
+func (*StateFile) Descriptor() ([]byte, []int) {
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *StateFile) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *StateFile) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *StateFile) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *StateFile) GetCrc32C() uint32 {
+	if x != nil {
+		return x.Crc32C
+	}
+	return 0
+}
+
 // KeyGroupSection is where one key group's serialised KeyGroupState lies in
 // a stored object: length bytes at offset, whose CRC-32C is crc32c.
 type KeyGroupSection struct {
@@ -680,7 +903,7 @@ type KeyGroupSection struct {
 
 func (x *KeyGroupSection) Reset() {
 	*x = KeyGroupSection{}
-	mi := &file_messages_snapflow_proto_msgTypes[7]
+	mi := &file_messages_snapflow_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -692,7 +915,7 @@ func (x *KeyGroupSection) String() string {
 func (*KeyGroupSection) ProtoMessage() {}
 
 func (x *KeyGroupSection) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[7]
+	mi := &file_messages_snapflow_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -705,7 +928,7 @@ func (x *KeyGroupSection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyGroupSection.ProtoReflect.Descriptor instead.
 func (*KeyGroupSection) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{7}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *KeyGroupSection) GetKeyGroup() uint32 {
@@ -768,7 +991,7 @@ type AckCheckpoint struct {
 
 func (x *AckCheckpoint) Reset() {
 	*x = AckCheckpoint{}
-	mi := &file_messages_snapflow_proto_msgTypes[8]
+	mi := &file_messages_snapflow_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -780,7 +1003,7 @@ func (x *AckCheckpoint) String() string {
 func (*AckCheckpoint) ProtoMessage() {}
 
 func (x *AckCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[8]
+	mi := &file_messages_snapflow_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -793,7 +1016,7 @@ func (x *AckCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckCheckpoint.ProtoReflect.Descriptor instead.
 func (*AckCheckpoint) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{8}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *AckCheckpoint) GetEpoch() uint64 {
@@ -881,7 +1104,7 @@ type DeclineCheckpoint struct {
 
 func (x *DeclineCheckpoint) Reset() {
 	*x = DeclineCheckpoint{}
-	mi := &file_messages_snapflow_proto_msgTypes[9]
+	mi := &file_messages_snapflow_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -893,7 +1116,7 @@ func (x *DeclineCheckpoint) String() string {
 func (*DeclineCheckpoint) ProtoMessage() {}
 
 func (x *DeclineCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[9]
+	mi := &file_messages_snapflow_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -906,7 +1129,7 @@ func (x *DeclineCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeclineCheckpoint.ProtoReflect.Descriptor instead.
 func (*DeclineCheckpoint) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{9}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DeclineCheckpoint) GetEpoch() uint64 {
@@ -965,7 +1188,7 @@ type CompleteCheckpoint struct {
 
 func (x *CompleteCheckpoint) Reset() {
 	*x = CompleteCheckpoint{}
-	mi := &file_messages_snapflow_proto_msgTypes[10]
+	mi := &file_messages_snapflow_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -977,7 +1200,7 @@ func (x *CompleteCheckpoint) String() string {
 func (*CompleteCheckpoint) ProtoMessage() {}
 
 func (x *CompleteCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[10]
+	mi := &file_messages_snapflow_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -990,7 +1213,7 @@ func (x *CompleteCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteCheckpoint.ProtoReflect.Descriptor instead.
 func (*CompleteCheckpoint) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{10}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CompleteCheckpoint) GetEpoch() uint64 {
@@ -1034,7 +1257,7 @@ type CheckpointCommitted struct {
 
 func (x *CheckpointCommitted) Reset() {
 	*x = CheckpointCommitted{}
-	mi := &file_messages_snapflow_proto_msgTypes[11]
+	mi := &file_messages_snapflow_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1046,7 +1269,7 @@ func (x *CheckpointCommitted) String() string {
 func (*CheckpointCommitted) ProtoMessage() {}
 
 func (x *CheckpointCommitted) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[11]
+	mi := &file_messages_snapflow_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1059,7 +1282,7 @@ func (x *CheckpointCommitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointCommitted.ProtoReflect.Descriptor instead.
 func (*CheckpointCommitted) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{11}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CheckpointCommitted) GetEpoch() uint64 {
@@ -1095,7 +1318,7 @@ type AbortCheckpoint struct {
 
 func (x *AbortCheckpoint) Reset() {
 	*x = AbortCheckpoint{}
-	mi := &file_messages_snapflow_proto_msgTypes[12]
+	mi := &file_messages_snapflow_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1107,7 +1330,7 @@ func (x *AbortCheckpoint) String() string {
 func (*AbortCheckpoint) ProtoMessage() {}
 
 func (x *AbortCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[12]
+	mi := &file_messages_snapflow_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1120,7 +1343,7 @@ func (x *AbortCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortCheckpoint.ProtoReflect.Descriptor instead.
 func (*AbortCheckpoint) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{12}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *AbortCheckpoint) GetEpoch() uint64 {
@@ -1157,7 +1380,7 @@ type Restore struct {
 
 func (x *Restore) Reset() {
 	*x = Restore{}
-	mi := &file_messages_snapflow_proto_msgTypes[13]
+	mi := &file_messages_snapflow_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1169,7 +1392,7 @@ func (x *Restore) String() string {
 func (*Restore) ProtoMessage() {}
 
 func (x *Restore) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[13]
+	mi := &file_messages_snapflow_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1182,7 +1405,7 @@ func (x *Restore) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Restore.ProtoReflect.Descriptor instead.
 func (*Restore) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{13}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Restore) GetEpoch() uint64 {
@@ -1229,7 +1452,7 @@ type TaskStateEntry struct {
 
 func (x *TaskStateEntry) Reset() {
 	*x = TaskStateEntry{}
-	mi := &file_messages_snapflow_proto_msgTypes[14]
+	mi := &file_messages_snapflow_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1241,7 +1464,7 @@ func (x *TaskStateEntry) String() string {
 func (*TaskStateEntry) ProtoMessage() {}
 
 func (x *TaskStateEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[14]
+	mi := &file_messages_snapflow_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1254,7 +1477,7 @@ func (x *TaskStateEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStateEntry.ProtoReflect.Descriptor instead.
 func (*TaskStateEntry) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{14}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *TaskStateEntry) GetTaskId() string {
@@ -1335,7 +1558,7 @@ type OperatorEntry struct {
 
 func (x *OperatorEntry) Reset() {
 	*x = OperatorEntry{}
-	mi := &file_messages_snapflow_proto_msgTypes[15]
+	mi := &file_messages_snapflow_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1347,7 +1570,7 @@ func (x *OperatorEntry) String() string {
 func (*OperatorEntry) ProtoMessage() {}
 
 func (x *OperatorEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[15]
+	mi := &file_messages_snapflow_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1360,7 +1583,7 @@ func (x *OperatorEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OperatorEntry.ProtoReflect.Descriptor instead.
 func (*OperatorEntry) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{15}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *OperatorEntry) GetOperatorId() string {
@@ -1439,7 +1662,7 @@ type Manifest struct {
 
 func (x *Manifest) Reset() {
 	*x = Manifest{}
-	mi := &file_messages_snapflow_proto_msgTypes[16]
+	mi := &file_messages_snapflow_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1451,7 +1674,7 @@ func (x *Manifest) String() string {
 func (*Manifest) ProtoMessage() {}
 
 func (x *Manifest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[16]
+	mi := &file_messages_snapflow_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1464,7 +1687,7 @@ func (x *Manifest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Manifest.ProtoReflect.Descriptor instead.
 func (*Manifest) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{16}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Manifest) GetJob() string {
@@ -1553,7 +1776,7 @@ type StateEntry struct {
 
 func (x *StateEntry) Reset() {
 	*x = StateEntry{}
-	mi := &file_messages_snapflow_proto_msgTypes[17]
+	mi := &file_messages_snapflow_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1565,7 +1788,7 @@ func (x *StateEntry) String() string {
 func (*StateEntry) ProtoMessage() {}
 
 func (x *StateEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[17]
+	mi := &file_messages_snapflow_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1578,7 +1801,7 @@ func (x *StateEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateEntry.ProtoReflect.Descriptor instead.
 func (*StateEntry) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{17}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StateEntry) GetKey() []byte {
@@ -1620,7 +1843,7 @@ type NamedState struct {
 
 func (x *NamedState) Reset() {
 	*x = NamedState{}
-	mi := &file_messages_snapflow_proto_msgTypes[18]
+	mi := &file_messages_snapflow_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1632,7 +1855,7 @@ func (x *NamedState) String() string {
 func (*NamedState) ProtoMessage() {}
 
 func (x *NamedState) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[18]
+	mi := &file_messages_snapflow_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1645,7 +1868,7 @@ func (x *NamedState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamedState.ProtoReflect.Descriptor instead.
 func (*NamedState) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{18}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *NamedState) GetName() string {
@@ -1673,7 +1896,7 @@ type KeyGroupState struct {
 
 func (x *KeyGroupState) Reset() {
 	*x = KeyGroupState{}
-	mi := &file_messages_snapflow_proto_msgTypes[19]
+	mi := &file_messages_snapflow_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1685,7 +1908,7 @@ func (x *KeyGroupState) String() string {
 func (*KeyGroupState) ProtoMessage() {}
 
 func (x *KeyGroupState) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[19]
+	mi := &file_messages_snapflow_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1698,7 +1921,7 @@ func (x *KeyGroupState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyGroupState.ProtoReflect.Descriptor instead.
 func (*KeyGroupState) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{19}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *KeyGroupState) GetKeyGroup() uint32 {
@@ -1768,7 +1991,7 @@ type TaskState struct {
 
 func (x *TaskState) Reset() {
 	*x = TaskState{}
-	mi := &file_messages_snapflow_proto_msgTypes[20]
+	mi := &file_messages_snapflow_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1780,7 +2003,7 @@ func (x *TaskState) String() string {
 func (*TaskState) ProtoMessage() {}
 
 func (x *TaskState) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[20]
+	mi := &file_messages_snapflow_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1793,7 +2016,7 @@ func (x *TaskState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskState.ProtoReflect.Descriptor instead.
 func (*TaskState) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{20}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *TaskState) GetJob() string {
@@ -1940,7 +2163,7 @@ type SourceEventTime struct {
 
 func (x *SourceEventTime) Reset() {
 	*x = SourceEventTime{}
-	mi := &file_messages_snapflow_proto_msgTypes[21]
+	mi := &file_messages_snapflow_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1952,7 +2175,7 @@ func (x *SourceEventTime) String() string {
 func (*SourceEventTime) ProtoMessage() {}
 
 func (x *SourceEventTime) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[21]
+	mi := &file_messages_snapflow_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1965,7 +2188,7 @@ func (x *SourceEventTime) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SourceEventTime.ProtoReflect.Descriptor instead.
 func (*SourceEventTime) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{21}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SourceEventTime) GetMaxTimestamp() int64 {
@@ -1996,7 +2219,7 @@ type Transaction struct {
 
 func (x *Transaction) Reset() {
 	*x = Transaction{}
-	mi := &file_messages_snapflow_proto_msgTypes[22]
+	mi := &file_messages_snapflow_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2008,7 +2231,7 @@ func (x *Transaction) String() string {
 func (*Transaction) ProtoMessage() {}
 
 func (x *Transaction) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[22]
+	mi := &file_messages_snapflow_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2021,7 +2244,7 @@ func (x *Transaction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transaction.ProtoReflect.Descriptor instead.
 func (*Transaction) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{22}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Transaction) GetCheckpointId() uint64 {
@@ -2063,7 +2286,7 @@ type StateDescriptor struct {
 
 func (x *StateDescriptor) Reset() {
 	*x = StateDescriptor{}
-	mi := &file_messages_snapflow_proto_msgTypes[23]
+	mi := &file_messages_snapflow_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2075,7 +2298,7 @@ func (x *StateDescriptor) String() string {
 func (*StateDescriptor) ProtoMessage() {}
 
 func (x *StateDescriptor) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[23]
+	mi := &file_messages_snapflow_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2088,7 +2311,7 @@ func (x *StateDescriptor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateDescriptor.ProtoReflect.Descriptor instead.
 func (*StateDescriptor) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{23}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *StateDescriptor) GetName() string {
@@ -2161,7 +2384,7 @@ type StoredObject struct {
 
 func (x *StoredObject) Reset() {
 	*x = StoredObject{}
-	mi := &file_messages_snapflow_proto_msgTypes[24]
+	mi := &file_messages_snapflow_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2173,7 +2396,7 @@ func (x *StoredObject) String() string {
 func (*StoredObject) ProtoMessage() {}
 
 func (x *StoredObject) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[24]
+	mi := &file_messages_snapflow_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2186,7 +2409,7 @@ func (x *StoredObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoredObject.ProtoReflect.Descriptor instead.
 func (*StoredObject) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{24}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *StoredObject) GetKind() string {
@@ -2234,7 +2457,7 @@ type Origin struct {
 
 func (x *Origin) Reset() {
 	*x = Origin{}
-	mi := &file_messages_snapflow_proto_msgTypes[25]
+	mi := &file_messages_snapflow_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2246,7 +2469,7 @@ func (x *Origin) String() string {
 func (*Origin) ProtoMessage() {}
 
 func (x *Origin) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[25]
+	mi := &file_messages_snapflow_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2259,7 +2482,7 @@ func (x *Origin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Origin.ProtoReflect.Descriptor instead.
 func (*Origin) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{25}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Origin) GetSavepoint() string {
@@ -2339,7 +2562,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_messages_snapflow_proto_msgTypes[26]
+	mi := &file_messages_snapflow_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2351,7 +2574,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[26]
+	mi := &file_messages_snapflow_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2364,7 +2587,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{26}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Lease) GetHolder() string {
@@ -2471,7 +2694,7 @@ type LeaseSeal struct {
 
 func (x *LeaseSeal) Reset() {
 	*x = LeaseSeal{}
-	mi := &file_messages_snapflow_proto_msgTypes[27]
+	mi := &file_messages_snapflow_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2483,7 +2706,7 @@ func (x *LeaseSeal) String() string {
 func (*LeaseSeal) ProtoMessage() {}
 
 func (x *LeaseSeal) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[27]
+	mi := &file_messages_snapflow_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2496,7 +2719,7 @@ func (x *LeaseSeal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseSeal.ProtoReflect.Descriptor instead.
 func (*LeaseSeal) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{27}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *LeaseSeal) GetGeneration() uint64 {
@@ -2557,7 +2780,7 @@ type LeaseRenewal struct {
 
 func (x *LeaseRenewal) Reset() {
 	*x = LeaseRenewal{}
-	mi := &file_messages_snapflow_proto_msgTypes[28]
+	mi := &file_messages_snapflow_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2569,7 +2792,7 @@ func (x *LeaseRenewal) String() string {
 func (*LeaseRenewal) ProtoMessage() {}
 
 func (x *LeaseRenewal) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[28]
+	mi := &file_messages_snapflow_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2582,7 +2805,7 @@ func (x *LeaseRenewal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRenewal.ProtoReflect.Descriptor instead.
 func (*LeaseRenewal) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{28}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *LeaseRenewal) GetGeneration() uint64 {
@@ -2668,7 +2891,7 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\x13timestamp_unix_nano\x18\x03 \x01(\x03R\x11timestampUnixNano\x12\x1c\n" +
 	"\tsavepoint\x18\x04 \x01(\tR\tsavepoint\x12\x12\n" +
 	"\x04stop\x18\x05 \x01(\bR\x04stop\x12,\n" +
-	"\x12base_checkpoint_id\x18\x06 \x01(\x04R\x10baseCheckpointId\"\xd9\x01\n" +
+	"\x12base_checkpoint_id\x18\x06 \x01(\x04R\x10baseCheckpointId\"\x8a\x02\n" +
 	"\vStateHandle\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x16\n" +
@@ -2678,7 +2901,22 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\aindexed\x18\x05 \x01(\bR\aindexed\x12\x16\n" +
 	"\x06inline\x18\x06 \x01(\fR\x06inline\x12\x1d\n" +
 	"\n" +
-	"state_size\x18\a \x01(\x04R\tstateSize\"\x88\x01\n" +
+	"state_size\x18\a \x01(\x04R\tstateSize\x12/\n" +
+	"\x04disk\x18\b \x01(\v2\x1b.snapflow.v1.DiskCheckpointR\x04disk\"\xbc\x01\n" +
+	"\x0eDiskCheckpoint\x12&\n" +
+	"\x0fkey_group_start\x18\x01 \x01(\rR\rkeyGroupStart\x12\"\n" +
+	"\rkey_group_end\x18\x02 \x01(\rR\vkeyGroupEnd\x12,\n" +
+	"\x05files\x18\x03 \x03(\v2\x16.snapflow.v1.StateFileR\x05files\x120\n" +
+	"\x06states\x18\x04 \x03(\v2\x18.snapflow.v1.DiskStateIDR\x06states\"G\n" +
+	"\vDiskStateID\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\rR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
+	"\x05timed\x18\x03 \x01(\bR\x05timed\"]\n" +
+	"\tStateFile\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\x12\x12\n" +
+	"\x04size\x18\x03 \x01(\x04R\x04size\x12\x16\n" +
+	"\x06crc32c\x18\x04 \x01(\rR\x06crc32c\"\x88\x01\n" +
 	"\x0fKeyGroupSection\x12\x1b\n" +
 	"\tkey_group\x18\x01 \x01(\rR\bkeyGroup\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x04R\x06offset\x12\x16\n" +
@@ -2871,7 +3109,7 @@ func file_messages_snapflow_proto_rawDescGZIP() []byte {
 	return file_messages_snapflow_proto_rawDescData
 }
 
-var file_messages_snapflow_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_messages_snapflow_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_messages_snapflow_proto_goTypes = []any{
 	(*RecordBatch)(nil),         // 0: snapflow.v1.RecordBatch
 	(*Watermark)(nil),           // 1: snapflow.v1.Watermark
@@ -2880,49 +3118,55 @@ var file_messages_snapflow_proto_goTypes = []any{
 	(*Credit)(nil),              // 4: snapflow.v1.Credit
 	(*TriggerCheckpoint)(nil),   // 5: snapflow.v1.TriggerCheckpoint
 	(*StateHandle)(nil),         // 6: snapflow.v1.StateHandle
-	(*KeyGroupSection)(nil),     // 7: snapflow.v1.KeyGroupSection
-	(*AckCheckpoint)(nil),       // 8: snapflow.v1.AckCheckpoint
-	(*DeclineCheckpoint)(nil),   // 9: snapflow.v1.DeclineCheckpoint
-	(*CompleteCheckpoint)(nil),  // 10: snapflow.v1.CompleteCheckpoint
-	(*CheckpointCommitted)(nil), // 11: snapflow.v1.CheckpointCommitted
-	(*AbortCheckpoint)(nil),     // 12: snapflow.v1.AbortCheckpoint
-	(*Restore)(nil),             // 13: snapflow.v1.Restore
-	(*TaskStateEntry)(nil),      // 14: snapflow.v1.TaskStateEntry
-	(*OperatorEntry)(nil),       // 15: snapflow.v1.OperatorEntry
-	(*Manifest)(nil),            // 16: snapflow.v1.Manifest
-	(*StateEntry)(nil),          // 17: snapflow.v1.StateEntry
-	(*NamedState)(nil),          // 18: snapflow.v1.NamedState
-	(*KeyGroupState)(nil),       // 19: snapflow.v1.KeyGroupState
-	(*TaskState)(nil),           // 20: snapflow.v1.TaskState
-	(*SourceEventTime)(nil),     // 21: snapflow.v1.SourceEventTime
-	(*Transaction)(nil),         // 22: snapflow.v1.Transaction
-	(*StateDescriptor)(nil),     // 23: snapflow.v1.StateDescriptor
-	(*StoredObject)(nil),        // 24: snapflow.v1.StoredObject
-	(*Origin)(nil),              // 25: snapflow.v1.Origin
-	(*Lease)(nil),               // 26: snapflow.v1.Lease
-	(*LeaseSeal)(nil),           // 27: snapflow.v1.LeaseSeal
-	(*LeaseRenewal)(nil),        // 28: snapflow.v1.LeaseRenewal
+	(*DiskCheckpoint)(nil),      // 7: snapflow.v1.DiskCheckpoint
+	(*DiskStateID)(nil),         // 8: snapflow.v1.DiskStateID
+	(*StateFile)(nil),           // 9: snapflow.v1.StateFile
+	(*KeyGroupSection)(nil),     // 10: snapflow.v1.KeyGroupSection
+	(*AckCheckpoint)(nil),       // 11: snapflow.v1.AckCheckpoint
+	(*DeclineCheckpoint)(nil),   // 12: snapflow.v1.DeclineCheckpoint
+	(*CompleteCheckpoint)(nil),  // 13: snapflow.v1.CompleteCheckpoint
+	(*CheckpointCommitted)(nil), // 14: snapflow.v1.CheckpointCommitted
+	(*AbortCheckpoint)(nil),     // 15: snapflow.v1.AbortCheckpoint
+	(*Restore)(nil),             // 16: snapflow.v1.Restore
+	(*TaskStateEntry)(nil),      // 17: snapflow.v1.TaskStateEntry
+	(*OperatorEntry)(nil),       // 18: snapflow.v1.OperatorEntry
+	(*Manifest)(nil),            // 19: snapflow.v1.Manifest
+	(*StateEntry)(nil),          // 20: snapflow.v1.StateEntry
+	(*NamedState)(nil),          // 21: snapflow.v1.NamedState
+	(*KeyGroupState)(nil),       // 22: snapflow.v1.KeyGroupState
+	(*TaskState)(nil),           // 23: snapflow.v1.TaskState
+	(*SourceEventTime)(nil),     // 24: snapflow.v1.SourceEventTime
+	(*Transaction)(nil),         // 25: snapflow.v1.Transaction
+	(*StateDescriptor)(nil),     // 26: snapflow.v1.StateDescriptor
+	(*StoredObject)(nil),        // 27: snapflow.v1.StoredObject
+	(*Origin)(nil),              // 28: snapflow.v1.Origin
+	(*Lease)(nil),               // 29: snapflow.v1.Lease
+	(*LeaseSeal)(nil),           // 30: snapflow.v1.LeaseSeal
+	(*LeaseRenewal)(nil),        // 31: snapflow.v1.LeaseRenewal
 }
 var file_messages_snapflow_proto_depIdxs = []int32{
-	7,  // 0: snapflow.v1.StateHandle.key_groups:type_name -> snapflow.v1.KeyGroupSection
-	6,  // 1: snapflow.v1.AckCheckpoint.state:type_name -> snapflow.v1.StateHandle
-	6,  // 2: snapflow.v1.Restore.state:type_name -> snapflow.v1.StateHandle
-	6,  // 3: snapflow.v1.TaskStateEntry.state:type_name -> snapflow.v1.StateHandle
-	23, // 4: snapflow.v1.OperatorEntry.states:type_name -> snapflow.v1.StateDescriptor
-	14, // 5: snapflow.v1.Manifest.tasks:type_name -> snapflow.v1.TaskStateEntry
-	15, // 6: snapflow.v1.Manifest.operators:type_name -> snapflow.v1.OperatorEntry
-	17, // 7: snapflow.v1.NamedState.entries:type_name -> snapflow.v1.StateEntry
-	18, // 8: snapflow.v1.KeyGroupState.states:type_name -> snapflow.v1.NamedState
-	19, // 9: snapflow.v1.TaskState.key_groups:type_name -> snapflow.v1.KeyGroupState
-	23, // 10: snapflow.v1.TaskState.state_descriptors:type_name -> snapflow.v1.StateDescriptor
-	22, // 11: snapflow.v1.TaskState.transactions:type_name -> snapflow.v1.Transaction
-	21, // 12: snapflow.v1.TaskState.event_time:type_name -> snapflow.v1.SourceEventTime
-	25, // 13: snapflow.v1.LeaseSeal.origin:type_name -> snapflow.v1.Origin
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	10, // 0: snapflow.v1.StateHandle.key_groups:type_name -> snapflow.v1.KeyGroupSection
+	7,  // 1: snapflow.v1.StateHandle.disk:type_name -> snapflow.v1.DiskCheckpoint
+	9,  // 2: snapflow.v1.DiskCheckpoint.files:type_name -> snapflow.v1.StateFile
+	8,  // 3: snapflow.v1.DiskCheckpoint.states:type_name -> snapflow.v1.DiskStateID
+	6,  // 4: snapflow.v1.AckCheckpoint.state:type_name -> snapflow.v1.StateHandle
+	6,  // 5: snapflow.v1.Restore.state:type_name -> snapflow.v1.StateHandle
+	6,  // 6: snapflow.v1.TaskStateEntry.state:type_name -> snapflow.v1.StateHandle
+	26, // 7: snapflow.v1.OperatorEntry.states:type_name -> snapflow.v1.StateDescriptor
+	17, // 8: snapflow.v1.Manifest.tasks:type_name -> snapflow.v1.TaskStateEntry
+	18, // 9: snapflow.v1.Manifest.operators:type_name -> snapflow.v1.OperatorEntry
+	20, // 10: snapflow.v1.NamedState.entries:type_name -> snapflow.v1.StateEntry
+	21, // 11: snapflow.v1.KeyGroupState.states:type_name -> snapflow.v1.NamedState
+	22, // 12: snapflow.v1.TaskState.key_groups:type_name -> snapflow.v1.KeyGroupState
+	26, // 13: snapflow.v1.TaskState.state_descriptors:type_name -> snapflow.v1.StateDescriptor
+	25, // 14: snapflow.v1.TaskState.transactions:type_name -> snapflow.v1.Transaction
+	24, // 15: snapflow.v1.TaskState.event_time:type_name -> snapflow.v1.SourceEventTime
+	28, // 16: snapflow.v1.LeaseSeal.origin:type_name -> snapflow.v1.Origin
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_messages_snapflow_proto_init() }
@@ -2930,14 +3174,14 @@ func file_messages_snapflow_proto_init() {
 	if File_messages_snapflow_proto != nil {
 		return
 	}
-	file_messages_snapflow_proto_msgTypes[20].OneofWrappers = []any{}
+	file_messages_snapflow_proto_msgTypes[23].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_snapflow_proto_rawDesc), len(file_messages_snapflow_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   29,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -352,6 +352,11 @@ func (c *Checkpoints) readEntry(ctx context.Context, t *messages.TaskStateEntry,
 	if err != nil {
 		return nil, err
 	}
+	if !heads {
+		if err := c.verifyDisk(ctx, t.GetState()); err != nil {
+			return nil, err
+		}
+	}
 	if heads && len(st.GetKeyGroups()) == 0 { // the key groups, listed empty
 		for _, s := range t.GetState().GetKeyGroups() {
 			st.KeyGroups = append(st.KeyGroups, &messages.KeyGroupState{KeyGroup: s.GetKeyGroup()})

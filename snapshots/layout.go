@@ -67,14 +67,17 @@ func parseStateName(name string) (epoch uint64, task string, ok bool) {
 	return epoch, task, ok && task != ""
 }
 
-// keyEpoch returns the epoch of the state object under key of job's
-// checkpoints (0 when it names none, or is no state object).
+// keyEpoch returns the epoch of the state object or state file under key
+// of job's checkpoints (0 when it names none, or is neither).
 func keyEpoch(job, key string) uint64 {
 	_, name, ok := parseCheckpointKey(job, key)
 	if !ok {
 		return 0
 	}
-	e, _, _ := parseStateName(name)
+	if e, _, ok := parseStateName(name); ok {
+		return e
+	}
+	e, _, _, _ := parseFileName(name)
 	return e
 }
 

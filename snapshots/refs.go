@@ -32,6 +32,17 @@ import (
 //
 // PutTaskState is PutTaskStateRefs without refs.
 func (c *Checkpoints) PutTaskStateRefs(ctx context.Context, id uint64, st *messages.TaskState, refs []*messages.KeyGroupSection) (*messages.StateHandle, error) {
+	return c.PutTaskStateDisk(ctx, id, st, refs, nil)
+}
+
+// PutTaskStateDisk is PutTaskStateRefs for a task whose on-disk state is
+// disk, the files of its database (stored with PutStateFile, by this
+// checkpoint or an earlier one): the handle carries disk, its StateSize
+// counts the files, and a manifest holding it makes Retain keep their
+// objects. It refuses, before any write and with an error wrapping
+// ErrInvalidKey, a file whose key is not a state file of a checkpoint of
+// this job up to id, or that does not hold the file of its name.
+func (c *Checkpoints) PutTaskStateDisk(ctx context.Context, id uint64, st *messages.TaskState, refs []*messages.KeyGroupSection, disk *messages.DiskCheckpoint) (*messages.StateHandle, error) {
 	if err := validateTaskID(st.GetTaskId()); err != nil {
 		return nil, err
 	}
@@ -39,14 +50,25 @@ func (c *Checkpoints) PutTaskStateRefs(ctx context.Context, id uint64, st *messa
 	if err := c.validateRefs(id, st, refs); err != nil {
 		return nil, fmt.Errorf("snapshots: put %s: %w", key, err)
 	}
+	if err := c.validateDisk(id, disk); err != nil {
+		return nil, fmt.Errorf("snapshots: put %s: %w", key, err)
+	}
 	// A state that references earlier ones is never inline: the next
 	// incremental state builds on its object, and an inline state has
 	// none, so every other checkpoint would be full.
-	h, err := c.putState(ctx, key, st, len(refs) == 0)
-	if err != nil || len(refs) == 0 {
-		return h, err
+	h, err := c.putState(ctx, key, st, len(refs) == 0 && disk == nil)
+	if err != nil {
+		return nil, err
 	}
-	size := h.GetSize()
+	if disk != nil {
+		h.Disk = disk
+		total, _ := diskSize(h)
+		h.StateSize = h.GetSize() + total
+	}
+	if len(refs) == 0 {
+		return h, nil
+	}
+	size := max(h.GetSize(), h.GetStateSize())
 	for _, r := range refs {
 		h.KeyGroups = append(h.KeyGroups, &messages.KeyGroupSection{
 			KeyGroup: r.GetKeyGroup(), Offset: r.GetOffset(), Length: r.GetLength(), Crc32C: r.GetCrc32C(), Key: r.GetKey(),
@@ -130,7 +152,8 @@ func Sections(h *messages.StateHandle) (secs []*messages.KeyGroupSection, ok boo
 
 // StateSize returns the size of the whole state h points at: its own
 // object's bytes plus those of the sections it references in earlier
-// objects (StateHandle.state_size, or size when that is 0).
+// objects and of its disk state's files (StateHandle.state_size, or size
+// when that is 0).
 func StateSize(h *messages.StateHandle) uint64 {
 	if n := h.GetStateSize(); n != 0 {
 		return n
@@ -139,21 +162,26 @@ func StateSize(h *messages.StateHandle) uint64 {
 }
 
 // UploadedSize returns the bytes that storing h took in the store: its own
-// object's size, or 0 for an inline state, which travels in the manifest.
+// object's size (0 for an inline state, which travels in the manifest)
+// plus those of its disk state's files that its checkpoint stored.
 func UploadedSize(h *messages.StateHandle) uint64 {
+	_, own := diskSize(h)
 	if len(h.GetInline()) > 0 {
-		return 0
+		return own
 	}
-	return h.GetSize()
+	return h.GetSize() + own
 }
 
 // referencedKeys returns the keys of the objects h references besides its
-// own (sections with a key).
+// own (sections with a key, and its disk state's files).
 func referencedKeys(h *messages.StateHandle, into []string) []string {
 	for _, s := range h.GetKeyGroups() {
 		if k := s.GetKey(); k != "" && (len(into) == 0 || into[len(into)-1] != k) {
 			into = append(into, k)
 		}
+	}
+	for _, f := range h.GetDisk().GetFiles() {
+		into = append(into, f.GetKey())
 	}
 	return into
 }

@@ -36,7 +36,7 @@ func Run(t *testing.T, newStore func(t *testing.T) snapshots.Store) {
 	for _, group := range []struct {
 		name  string
 		tests []test
-	}{{"Store", storeTests}, {"Create", createTests}, {"Checkpoints", checkpointTests}, {"Lease", leaseTests}, {"Savepoints", savepointTests}, {"KeyGroups", append(keyGroupTests, streamTests...)}, {"Incremental", incrementalTests}, {"Inline", inlineTests}} {
+	}{{"Store", storeTests}, {"Create", createTests}, {"Checkpoints", checkpointTests}, {"Lease", leaseTests}, {"Savepoints", savepointTests}, {"KeyGroups", append(keyGroupTests, streamTests...)}, {"Incremental", incrementalTests}, {"Inline", inlineTests}, {"DiskFiles", diskFileTests}} {
 		t.Run(group.name, func(t *testing.T) {
 			for _, tc := range group.tests {
 				t.Run(tc.name, func(t *testing.T) {
