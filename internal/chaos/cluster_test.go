@@ -41,7 +41,7 @@ const (
 	secretEnv    = "SNAPFLOW_CHAOS_SECRET"
 	nEnv         = "SNAPFLOW_CHAOS_N"
 	diskEnv      = "SNAPFLOW_CHAOS_DISK" // set: phase 1 keeps its keyed state on disk
-	clusterRate  = 2_000.0 // records/s per source task: a phase lasts seconds
+	clusterRate  = 2_000.0               // records/s per source task: a phase lasts seconds
 	clusterJob   = "cluster-eventtime"
 	clusterSlots = 12 // one worker can run the whole job
 )

@@ -295,6 +295,9 @@ func (d *DB) Close() error {
 	if rerr := os.RemoveAll(d.dir); err == nil && rerr != nil {
 		err = rerr
 	}
+	if rerr := os.RemoveAll(d.checkpointsDir()); err == nil && rerr != nil {
+		err = rerr
+	}
 	if err != nil {
 		return fmt.Errorf("disk state: close %s: %w", d.dir, err)
 	}

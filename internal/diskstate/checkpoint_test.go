@@ -1,0 +1,120 @@
+package diskstate
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// restoreCopy copies checkpoint c's files into a new directory, as a
+// download would, and opens them.
+func restoreCopy(t *testing.T, d *DB, c *Checkpoint, name string) *Reader {
+	t.Helper()
+	dir, err := d.PrepareRestore(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range c.Files {
+		data, err := os.ReadFile(filepath.Join(c.Dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := OpenReader(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func put(t *testing.T, d *DB, from, to int, v byte) {
+	t.Helper()
+	b := d.NewBatch()
+	for i := from; i < to; i++ {
+		if err := b.Set(Prefix(nil, i, 1), []byte{v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Apply(b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func scanAll(t *testing.T, scan func([]byte, []byte, func(k, v []byte) error) error) map[int]byte {
+	t.Helper()
+	got := map[int]byte{}
+	if err := scan(nil, nil, func(k, v []byte) error {
+		kg, _, _, _ := Split(k)
+		got[kg] = v[0]
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestCheckpointIsConsistentAndShared: a checkpoint holds the writes made
+// before it, memtable included, and none after; the next one shares the
+// tables that did not change, byte for byte, under the same names.
+func TestCheckpointIsConsistentAndShared(t *testing.T) {
+	d := open(t)
+	defer d.Close()
+	put(t, d, 0, 1000, 1)
+	c1, err := d.Checkpoint("1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, d, 500, 1500, 2) // after the checkpoint
+	c2, err := d.Checkpoint("2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1 := restoreCopy(t, d, c1, "1")
+	got := scanAll(t, r1.Scan)
+	if len(got) != 1000 || got[0] != 1 || got[999] != 1 {
+		t.Fatalf("checkpoint 1 holds %d keys (key 999 = %d), want 1000 written as 1", len(got), got[999])
+	}
+	got = scanAll(t, restoreCopy(t, d, c2, "2").Scan)
+	if len(got) != 1500 || got[0] != 1 || got[500] != 2 || got[1499] != 2 {
+		t.Fatalf("checkpoint 2 holds %d keys, want 1500 with 500.. written as 2", len(got))
+	}
+	var tables1, shared []string
+	for _, f := range c1.Files {
+		if IsTable(f) {
+			tables1 = append(tables1, f)
+			if slices.Contains(c2.Files, f) {
+				a, _ := os.ReadFile(filepath.Join(c1.Dir, f))
+				b, _ := os.ReadFile(filepath.Join(c2.Dir, f))
+				if !bytes.Equal(a, b) {
+					t.Errorf("table %s differs between the checkpoints", f)
+				}
+				shared = append(shared, f)
+			}
+		}
+	}
+	if len(tables1) == 0 || len(shared) == 0 {
+		t.Errorf("checkpoint 1's tables %v, shared with 2: %v; want some shared", tables1, shared)
+	}
+	if err := c1.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(c1.Dir); !os.IsNotExist(err) {
+		t.Errorf("the removed checkpoint's directory: %v", err)
+	}
+	dir := d.checkpointsDir()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("Close left the checkpoints' directory: %v", err)
+	}
+	if _, err := d.Checkpoint("3"); err != ErrClosed {
+		t.Errorf("Checkpoint after Close = %v, want ErrClosed", err)
+	}
+}
