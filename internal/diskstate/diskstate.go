@@ -67,6 +67,7 @@ type DB struct {
 	db  *pebble.DB
 	dir string
 	wo  *pebble.WriteOptions
+	id  uint64
 
 	// mu guards closed against the snapshots' readers: Close takes it
 	// for writing, a snapshot being read holds it for reading. smu guards
@@ -112,8 +113,7 @@ func Open(c Config, name string) (*DB, error) {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("disk state: open %s: %w", dir, err)
 	}
-	opened.Add(1)
-	return &DB{db: db, dir: dir, wo: pebble.NoSync, snaps: map[*Snapshot]struct{}{}}, nil
+	return &DB{db: db, dir: dir, wo: pebble.NoSync, id: uint64(opened.Add(1)), snaps: map[*Snapshot]struct{}{}}, nil
 }
 
 // opened counts the databases Open made in this process.
@@ -144,6 +144,9 @@ func sanitize(name string) string {
 	}
 	return name
 }
+
+// ID tells the databases Open made in this process apart.
+func (d *DB) ID() uint64 { return d.id }
 
 // Dir is the database's directory.
 func (d *DB) Dir() string { return d.dir }

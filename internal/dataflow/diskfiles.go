@@ -1,0 +1,202 @@
+package dataflow
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/snapflow/snapflow/internal/diskstate"
+	"github.com/snapflow/snapflow/messages"
+)
+
+// DiskCheckpointer is implemented by instances that may keep keyed state
+// in a database on disk (see actors.WithDiskState). When they do, a
+// checkpoint stores that state as the files of a checkpoint of the
+// database, which later checkpoints share while the files last, instead
+// of encoding its entries: SnapshotFiles replaces SnapshotAsync, and
+// RestoreFiles follows Restore. A savepoint still stores the entries (see
+// SnapshotAsync): it is self-contained and readable by either backend.
+type DiskCheckpointer interface {
+	// OnDisk reports whether the instance holds state on disk.
+	OnDisk() bool
+	// SnapshotFiles is SnapshotAsync for the states on the heap (timers,
+	// for one) and the watermark, of the key groups of groups (all when
+	// full), with the descriptors of every state; the states on disk are
+	// captured as a checkpoint of the database, named name. st is
+	// complete on return.
+	SnapshotFiles(st *messages.TaskState, groups []uint64, full bool, name string) (*DiskFiles, error)
+	// PrepareRestore returns a new empty directory, removed when the
+	// instance closes, to put a stored checkpoint's files into.
+	PrepareRestore(name string) (string, error)
+	// RestoreFiles loads, after Restore, the entries of the task's key
+	// groups that the database in dir, a checkpoint that d describes,
+	// holds. It fails, with ErrIncompatibleState, for a state that the
+	// operator does not keep on disk.
+	RestoreFiles(dir string, d *messages.DiskCheckpoint) error
+}
+
+// DiskFiles is a checkpoint of a task's database: the directory of its
+// files, and what a messages.DiskCheckpoint says of it but its files.
+type DiskFiles struct {
+	*diskstate.Checkpoint
+	// Desc holds the key groups and the states; the runtime adds the
+	// stored files.
+	Desc *messages.DiskCheckpoint
+	// DB identifies the database the files are of: file names are unique
+	// within one database only.
+	DB uint64
+}
+
+// OnDisk implements DiskCheckpointer.
+func (p *processInstance[K, I, O]) OnDisk() bool {
+	return p.setup.disk != nil && p.setup.disk.db != nil
+}
+
+// SnapshotFiles implements DiskCheckpointer.
+func (p *processInstance[K, I, O]) SnapshotFiles(st *messages.TaskState, groups []uint64, full bool, name string) (*DiskFiles, error) {
+	if !p.OnDisk() {
+		return nil, fmt.Errorf("topology: operator %q keeps no state on disk", p.setup.task.Operator)
+	}
+	if full {
+		groups = nil
+	} else if groups == nil {
+		groups = []uint64{}
+	}
+	p.snapshotWatermark(st)
+	return p.setup.snapshotFiles(st, groups, name)
+}
+
+// PrepareRestore implements DiskCheckpointer.
+func (p *processInstance[K, I, O]) PrepareRestore(name string) (string, error) {
+	if !p.OnDisk() {
+		return "", fmt.Errorf("topology: operator %q keeps no state on disk", p.setup.task.Operator)
+	}
+	return p.setup.disk.db.PrepareRestore(name)
+}
+
+// RestoreFiles implements DiskCheckpointer.
+func (p *processInstance[K, I, O]) RestoreFiles(dir string, d *messages.DiskCheckpoint) error {
+	return p.setup.restoreFiles(dir, d)
+}
+
+// snapshotFiles writes the heap states' entries of the key groups only
+// selects and every descriptor into st, and takes a checkpoint of the
+// database.
+func (s *KeyedSetup[K]) snapshotFiles(st *messages.TaskState, only groupSet, name string) (*DiskFiles, error) {
+	s.tick()
+	if err := s.flushState(); err != nil {
+		return nil, err
+	}
+	b := newSnapshotBuilder(s.task, only)
+	b.now = s.now
+	desc := &messages.DiskCheckpoint{KeyGroupStart: uint32(s.task.KeyGroupStart), KeyGroupEnd: uint32(s.task.KeyGroupEnd)}
+	for _, ks := range s.states {
+		if _, onDisk := ks.(diskState); onDisk {
+			continue
+		}
+		if err := ks.appendEntries(b); err != nil {
+			return nil, fmt.Errorf("topology: operator %q: %w", s.task.Operator, err)
+		}
+	}
+	for id, ds := range s.disk.states {
+		desc.States = append(desc.States, &messages.DiskStateID{Id: uint32(id), Name: ds.descriptor().GetName(), Timed: ds.ttlNanos() > 0})
+	}
+	b.appendTo(st)
+	st.StateDescriptors = append(st.StateDescriptors, s.descriptors()...)
+	c, err := s.disk.db.Checkpoint(name)
+	if err != nil {
+		return nil, fmt.Errorf("topology: operator %q: %w", s.task.Operator, err)
+	}
+	return &DiskFiles{Checkpoint: c, Desc: desc, DB: s.disk.db.ID()}, nil
+}
+
+// restoreFiles copies the entries of the task's key groups from the
+// database in dir into the task's, under the ids its states have now,
+// adding or dropping write times where a state's time-to-live came or
+// went, and leaving out the entries expired now.
+func (s *KeyedSetup[K]) restoreFiles(dir string, desc *messages.DiskCheckpoint) error {
+	op := s.task.Operator
+	if s.byName == nil {
+		return &stateError{msg: fmt.Sprintf("topology: operator %q: a disk checkpoint given before Restore checked the checkpoint's state descriptors", op), sentinel: ErrRestoreRefused}
+	}
+	start := max(s.task.KeyGroupStart, int(desc.GetKeyGroupStart()))
+	end := min(s.task.KeyGroupEnd, int(desc.GetKeyGroupEnd()))
+	if start >= end {
+		return nil
+	}
+	if s.disk == nil || s.disk.db == nil {
+		names := make([]string, len(desc.GetStates()))
+		for i, id := range desc.GetStates() {
+			names[i] = id.GetName()
+		}
+		return &stateError{msg: fmt.Sprintf("topology: operator %q: the checkpoint holds states %q in a database on disk, and the operator keeps none there (restore from a savepoint to change backends)", op, names), sentinel: ErrIncompatibleState}
+	}
+	type mapping struct {
+		to           uint16
+		timed, timer bool // the stored values carry write times / the state's will
+		ttl          int64
+	}
+	ids := map[uint32]mapping{}
+	for _, id := range desc.GetStates() {
+		ks := s.byName[id.GetName()]
+		ds, ok := ks.(diskState)
+		if !ok || ks == nil {
+			return &stateError{msg: fmt.Sprintf("topology: operator %q: the checkpoint holds state %q on disk, which the operator does not declare on disk (its entries would be lost)", op, id.GetName()), sentinel: ErrIncompatibleState}
+		}
+		sid, ok := s.disk.idOf(ds)
+		if !ok {
+			return fmt.Errorf("topology: operator %q: state %q has no id on disk", op, id.GetName())
+		}
+		ids[id.GetId()] = mapping{to: sid, timed: id.GetTimed(), timer: ds.ttlNanos() > 0, ttl: ds.ttlNanos()}
+	}
+	s.tick()
+	r, err := diskstate.OpenReader(dir)
+	if err != nil {
+		return fmt.Errorf("topology: operator %q: restore: %w", op, err)
+	}
+	defer r.Close()
+	d := s.disk
+	var key, val []byte
+	lower := diskstate.GroupStart(nil, start)
+	upper := diskstate.GroupEnd(nil, end-1)
+	if len(upper) == 0 {
+		upper = nil
+	}
+	err = r.Scan(lower, upper, func(k, v []byte) error {
+		kg, sid, rest, ok := diskstate.Split(k)
+		m, known := ids[uint32(sid)]
+		if !ok || !known {
+			return fmt.Errorf("a stored key of %d bytes in key group %d names state id %d, which the checkpoint does not list", len(k), kg, sid)
+		}
+		key = append(diskstate.Prefix(key[:0], kg, m.to), rest...)
+		written, value := s.now, v
+		if m.timed {
+			w, rest, ok := splitWritten(v)
+			if !ok {
+				return fmt.Errorf("a stored value of %d bytes has no write time", len(v))
+			}
+			written, value = w, rest
+		}
+		if m.timer {
+			if s.now-written >= m.ttl {
+				return nil // expired
+			}
+			val = append(binary.BigEndian.AppendUint64(val[:0], uint64(written)), value...)
+			value = val
+		}
+		return d.restoreWrite(key, value)
+	})
+	if err != nil {
+		return fmt.Errorf("topology: operator %q: restore from disk checkpoint: %w", op, err)
+	}
+	return s.applyRestored()
+}
+
+// idOf returns the id of a state kept on disk.
+func (d *diskKeyed) idOf(ds diskState) (uint16, bool) {
+	for i, x := range d.states {
+		if x == ds {
+			return uint16(i), true
+		}
+	}
+	return 0, false
+}
