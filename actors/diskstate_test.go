@@ -2,8 +2,11 @@ package actors_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +15,9 @@ import (
 	"github.com/snapflow/snapflow/actors/restart"
 	"github.com/snapflow/snapflow/internal/diskstate"
 	"github.com/snapflow/snapflow/internal/testsrc"
+	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
+	"github.com/snapflow/snapflow/topology"
 )
 
 // TestSavepointMovesBetweenBackends runs a job in four phases ended by
@@ -60,7 +65,11 @@ func TestSavepointMovesBetweenBackends(t *testing.T) {
 			t.Fatalf("phase %d (on disk: %t): %d task databases opened", i, onDisk, opened)
 		}
 	}
-	rp, err := snapshots.NewCheckpoints(store, shape.job, nil).LoadLatest(context.Background())
+	cps := snapshots.NewCheckpoints(store, shape.job, nil)
+	rp, err := cps.LoadLatest(context.Background())
+	if err == nil {
+		err = topology.ExpandDiskState(context.Background(), cps, rp, t.TempDir())
+	}
 	if err != nil || rp == nil || !rp.Manifest.Final {
 		t.Fatalf("the final checkpoint: %v, %v", rp, err)
 	}
@@ -71,5 +80,155 @@ func TestSavepointMovesBetweenBackends(t *testing.T) {
 	left, err := os.ReadDir(dir)
 	if err != nil || len(left) != 0 {
 		t.Fatalf("task databases left behind: %v %v", left, err)
+	}
+}
+
+// diskSums reads the sum of every key out of checkpoint m of a job whose
+// sums are on disk, through their database files.
+func diskSums(t *testing.T, cps *snapshots.Checkpoints, m *messages.Manifest) map[int64]int64 {
+	t.Helper()
+	rp := &snapshots.Restorable{Manifest: m, States: map[string]*messages.TaskState{}}
+	for _, e := range m.GetTasks() {
+		st, err := cps.ReadTaskState(context.Background(), e.GetState())
+		if err != nil {
+			t.Fatalf("read the state of %s: %v", e.GetTaskId(), err)
+		}
+		rp.States[e.GetTaskId()] = st
+		if e.GetOperator() == "sum" {
+			if _, err := topology.DecodeValueState[int64, int64](st, "sum"); !errors.Is(err, topology.ErrDiskStateNotExpanded) {
+				t.Fatalf("decoding %s before its files are read: %v, want ErrDiskStateNotExpanded", e.GetTaskId(), err)
+			}
+		}
+	}
+	if err := topology.ExpandDiskState(context.Background(), cps, rp, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	got := map[int64]int64{}
+	for _, st := range rp.States {
+		if st.GetOperator() != "sum" {
+			continue
+		}
+		part, err := topology.DecodeValueState[int64, int64](st, "sum")
+		if err != nil {
+			t.Fatal(err)
+		}
+		maps.Copy(got, part)
+	}
+	return got
+}
+
+// TestDiskCheckpointFiles: on disk, with incremental checkpoints, a task's
+// state is stored as its database's files: a checkpoint stores the files
+// its base does not hold and references the others, which retention keeps
+// past their checkpoint's deletion; a failure restores from the files; and
+// the state read back from every checkpoint, and the final one, is exact.
+func TestDiskCheckpointFiles(t *testing.T) {
+	const n, keys = 6000, 1000
+	gate := testsrc.NewGate(2000)
+	completed := make(chan actors.Event, 64)
+	restored := make(chan uint64, 8)
+	store := snapshots.NewMem()
+	j, err := actors.Start(context.Background(), incrementalJob(n, keys, gate, 5000), actors.WithStore(store),
+		actors.WithLogger(testLogger(t)), actors.WithCheckpointInterval(0), actors.WithIncrementalCheckpoints(1000),
+		actors.WithInlineStateLimit(0), actors.WithRetainedCheckpoints(1),
+		actors.WithDiskState(actors.DiskState{Dir: t.TempDir()}),
+		actors.WithListener(func(e actors.Event) {
+			switch e.Kind {
+			case actors.EventCheckpointCompleted:
+				completed <- e
+			case actors.EventRestoring:
+				restored <- e.Checkpoint
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Stop()
+	cps := j.Checkpoints()
+	checkpoint := func(limit int64) *messages.Manifest {
+		t.Helper()
+		gate.SetLimit(limit)
+		gate.WaitReached(t, limit)
+		id, err := j.Checkpoint(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := <-completed; e.Checkpoint != id {
+			t.Fatalf("completed %d, want %d", e.Checkpoint, id)
+		}
+		m, err := cps.ReadManifest(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := diskSums(t, cps, m), wantSums(limit, keys); !maps.Equal(got, want) {
+			t.Fatalf("checkpoint %d: the sums read back differ from those of records 1..%d (%d keys, want %d)", id, limit, len(got), len(want))
+		}
+		return m
+	}
+	// files returns the files of the sum tasks' databases in m, and those
+	// stored by an earlier checkpoint.
+	files := func(m *messages.Manifest) (all, earlier []*messages.StateFile) {
+		for _, e := range m.GetTasks() {
+			if e.GetOperator() != "sum" {
+				continue
+			}
+			d := e.GetState().GetDisk()
+			if d == nil || len(d.GetFiles()) == 0 {
+				t.Fatalf("checkpoint %d: task %s has no database files", m.GetCheckpointId(), e.GetTaskId())
+			}
+			for _, f := range d.GetFiles() {
+				all = append(all, f)
+				if id, ok := snapshots.StateFileCheckpoint("incremental", f.GetKey()); ok && id < m.GetCheckpointId() {
+					earlier = append(earlier, f)
+				}
+			}
+		}
+		return all, earlier
+	}
+	m1 := checkpoint(2000)
+	if _, earlier := files(m1); len(earlier) != 0 {
+		t.Fatalf("the first checkpoint references %d files of earlier ones", len(earlier))
+	}
+	m2 := checkpoint(2000) // nothing changed: every table is referenced
+	all2, earlier2 := files(m2)
+	tables := 0
+	for _, f := range all2 {
+		if strings.HasSuffix(f.GetName(), ".sst") {
+			tables++
+		}
+	}
+	if tables == 0 || len(earlier2) != tables {
+		t.Fatalf("with nothing changed, checkpoint 2 references %d of its %d tables from checkpoint 1", len(earlier2), tables)
+	}
+	m3 := checkpoint(3000)
+	_, earlier3 := files(m3)
+	if len(earlier3) == 0 {
+		t.Fatal("checkpoint 3 references no table of an earlier checkpoint")
+	}
+	// Retention keeps one checkpoint (and a fallback that shares no object
+	// with it, once there is one): the earlier files 3 references stay.
+	for _, f := range earlier3 {
+		if _, err := store.Get(context.Background(), f.GetKey()); err != nil {
+			t.Errorf("file %s, referenced by checkpoint 3: %v", f.GetKey(), err)
+		}
+	}
+	gate.SetLimit(n) // record 5000 fails the sum once: recovery restores checkpoint 3 from its files
+	if err := waitJob(t, j); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case id := <-restored:
+		if id != m3.GetCheckpointId() {
+			t.Fatalf("recovery restored checkpoint %d, want %d", id, m3.GetCheckpointId())
+		}
+	default:
+		t.Fatal("the injected failure caused no restore")
+	}
+	r, err := cps.LoadLatest(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := diskSums(t, cps, r.Manifest); !maps.Equal(got, wantSums(n, keys)) {
+		t.Fatal("the final checkpoint's sums differ from those of a failure-free run")
 	}
 }

@@ -170,7 +170,11 @@ func waitFor(t testing.TB, c chan actors.Event, what string, ok func(actors.Even
 // newest complete checkpoint, which must be the final one.
 func finalTotals(t testing.TB, store snapshots.Store, job, operator string) map[int64]int64 {
 	t.Helper()
-	rp, err := snapshots.NewCheckpoints(store, job, nil).LoadLatest(context.Background())
+	cps := snapshots.NewCheckpoints(store, job, nil)
+	rp, err := cps.LoadLatest(context.Background())
+	if err == nil {
+		err = topology.ExpandDiskState(context.Background(), cps, rp, t.TempDir())
+	}
 	if err != nil || rp == nil {
 		t.Fatalf("load the final checkpoint: %v (%v)", err, rp)
 	}

@@ -1984,7 +1984,11 @@ type TaskState struct {
 	// took the snapshot (unset: none yet, or a state that predates it). A
 	// restored task resumes from it, so that a window or timer that had fired
 	// before the checkpoint does not fire again for a record that was late.
-	Watermark     *int64 `protobuf:"varint,18,opt,name=watermark,proto3,oneof" json:"watermark,omitempty"`
+	Watermark *int64 `protobuf:"varint,18,opt,name=watermark,proto3,oneof" json:"watermark,omitempty"`
+	// disk_states names the states whose entries are not in key_groups: the
+	// on-disk backend stored them as the files of its database (see
+	// StateHandle.disk).
+	DiskStates    []string `protobuf:"bytes,19,rep,name=disk_states,json=diskStates,proto3" json:"disk_states,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2143,6 +2147,13 @@ func (x *TaskState) GetWatermark() int64 {
 		return *x.Watermark
 	}
 	return 0
+}
+
+func (x *TaskState) GetDiskStates() []string {
+	if x != nil {
+		return x.DiskStates
+	}
+	return nil
 }
 
 // SourceEventTime is a source task's position in event time.
@@ -3005,7 +3016,7 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\aentries\x18\x02 \x03(\v2\x17.snapflow.v1.StateEntryR\aentries\"]\n" +
 	"\rKeyGroupState\x12\x1b\n" +
 	"\tkey_group\x18\x01 \x01(\rR\bkeyGroup\x12/\n" +
-	"\x06states\x18\x02 \x03(\v2\x17.snapflow.v1.NamedStateR\x06states\"\xbf\x05\n" +
+	"\x06states\x18\x02 \x03(\v2\x17.snapflow.v1.NamedStateR\x06states\"\xe0\x05\n" +
 	"\tTaskState\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x1a\n" +
@@ -3029,7 +3040,9 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\x05epoch\x18\x10 \x01(\x04R\x05epoch\x12;\n" +
 	"\n" +
 	"event_time\x18\x11 \x01(\v2\x1c.snapflow.v1.SourceEventTimeR\teventTime\x12!\n" +
-	"\twatermark\x18\x12 \x01(\x03H\x00R\twatermark\x88\x01\x01B\f\n" +
+	"\twatermark\x18\x12 \x01(\x03H\x00R\twatermark\x88\x01\x01\x12\x1f\n" +
+	"\vdisk_states\x18\x13 \x03(\tR\n" +
+	"diskStatesB\f\n" +
 	"\n" +
 	"_watermark\"h\n" +
 	"\x0fSourceEventTime\x12#\n" +

@@ -28,6 +28,17 @@ func StateFileKey(job string, id, epoch uint64, taskID, name string) string {
 	return CheckpointPrefix(job, id) + epochDir(epoch) + taskID + filesSuffix + name
 }
 
+// StateFileCheckpoint returns the id of the checkpoint that stored the
+// state file under key, a key of job's state files (StateFileKey).
+func StateFileCheckpoint(job, key string) (uint64, bool) {
+	id, name, ok := parseCheckpointKey(job, key)
+	if !ok {
+		return 0, false
+	}
+	_, _, _, ok = parseFileName(name)
+	return id, ok
+}
+
 // validateFileName checks the name of a state file: a database's file
 // name, of letters, digits, '.', '_' and '-'.
 func validateFileName(name string) error {

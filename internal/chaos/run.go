@@ -183,7 +183,11 @@ func verify(ctx context.Context, rc RunConfig, job string, sink *Sink, v *Violat
 	if err := v.Err(); err != nil {
 		errs = append(errs, err)
 	}
-	rp, err := snapshots.NewCheckpoints(rc.Store, job, nil).LoadLatest(ctx)
+	cps := snapshots.NewCheckpoints(rc.Store, job, nil)
+	rp, err := cps.LoadLatest(ctx)
+	if err == nil {
+		err = topology.ExpandDiskState(ctx, cps, rp, "") // states on disk
+	}
 	if err != nil || rp == nil || !rp.Manifest.Final {
 		errs = append(errs, fmt.Errorf("final checkpoint: %v (found %v)", err, rp != nil))
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/snapflow/snapflow/messages"
@@ -13,6 +14,11 @@ import (
 // decode stored keyed state into a declaration it does not match: another
 // kind, key type, value type or codec, or a state no longer declared.
 var ErrIncompatibleState = errors.New("topology: incompatible state")
+
+// ErrDiskStateNotExpanded is wrapped by the errors of decoding a state
+// that a checkpoint holds as the files of an on-disk database (see
+// ExpandDiskState).
+var ErrDiskStateNotExpanded = errors.New("topology: on-disk state not read from its files")
 
 // ErrInvalidState is wrapped by the errors of a keyed operator's setup
 // function: a state declared twice or without a name, a type the default
@@ -163,6 +169,13 @@ func orNone(s string) string {
 // the caller's choice and are not compared: a tool may read a state with
 // another codec of the same encoding.
 func checkDecoding(st *messages.TaskState, want *messages.StateDescriptor) error {
+	if slices.Contains(st.GetDiskStates(), want.GetName()) {
+		return &stateError{
+			msg: fmt.Sprintf("topology: task %s: state %q is stored as the files of an on-disk database, not in the task's state: "+
+				"read them into it first (topology.ExpandDiskState)", orNone(st.GetTaskId()), want.GetName()),
+			sentinel: ErrDiskStateNotExpanded,
+		}
+	}
 	for _, d := range st.GetStateDescriptors() {
 		if d.GetName() != want.GetName() {
 			continue

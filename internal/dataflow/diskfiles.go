@@ -99,6 +99,7 @@ func (s *KeyedSetup[K]) snapshotFiles(st *messages.TaskState, only groupSet, nam
 	}
 	for id, ds := range s.disk.states {
 		desc.States = append(desc.States, &messages.DiskStateID{Id: uint32(id), Name: ds.descriptor().GetName(), Timed: ds.ttlNanos() > 0})
+		st.DiskStates = append(st.DiskStates, ds.descriptor().GetName())
 	}
 	b.appendTo(st)
 	st.StateDescriptors = append(st.StateDescriptors, s.descriptors()...)

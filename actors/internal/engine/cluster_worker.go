@@ -564,6 +564,7 @@ func (h *workerHost) startTasks(ctx actor.Context, m *deployLoaded) {
 	inc := m.dep.inc.Load()
 	if len(m.states) > 0 {
 		inc.restore = &snapshots.Restorable{Manifest: &messages.Manifest{Job: h.plan.Job, CheckpointId: m.deploy.CheckpointId}, States: m.states}
+		inc.disk = deployedDisk(h.plan, m.deploy.Tasks)
 	}
 	h.tasks = map[string]*actor.PID{}
 	var placed []string
@@ -655,6 +656,26 @@ func loadDeployed(ctx context.Context, cps *snapshots.Checkpoints, plan *dataflo
 		}
 	}
 	return states, "", nil
+}
+
+// deployedDisk returns the database checkpoints that each deployed task
+// restores its on-disk state from: its stored state's, or, rescaled, its
+// parts'.
+func deployedDisk(plan *dataflow.Plan, tasks []*messages.DeployTask) map[string][]*messages.DiskCheckpoint {
+	out := map[string][]*messages.DiskCheckpoint{}
+	for _, dt := range tasks {
+		id := plan.Tasks[dt.Task].ID
+		handles := dt.Parts
+		if !dt.Rescaled {
+			handles = []*messages.StateHandle{dt.State}
+		}
+		for _, h := range handles {
+			if d := h.GetDisk(); d != nil {
+				out[id] = append(out[id], d)
+			}
+		}
+	}
+	return out
 }
 
 // damageOf classifies an error of a restore for TaskFailed.Damage.

@@ -44,6 +44,7 @@ type wakeMsg struct{ epoch uint64 }
 type uploadedMsg struct {
 	epoch, id uint64
 	handle    *messages.StateHandle
+	db        uint64 // the database whose files handle.Disk lists
 }
 
 // lingerMsg asks a task to flush its partly filled batches.

@@ -111,6 +111,9 @@ type incarnation struct {
 	// task restores the state stored under its own id (a worker's tasks,
 	// whose states the worker has built).
 	assign *dataflow.Restore
+	// disk holds, for a worker's tasks, the database checkpoints each
+	// restores its on-disk state from, by task id (nil: see diskSources).
+	disk   map[string][]*messages.DiskCheckpoint
 	ctx    context.Context
 	cancel context.CancelFunc
 }

@@ -77,7 +77,10 @@ type task struct {
 	barrierBase uint64
 	// incr decides what an incremental snapshot uploads; nil when
 	// checkpoints are full or the operator keeps no keyed state.
-	incr     *incremental.Tracker
+	incr *incremental.Tracker
+	// disk records where the files of the task's database are stored,
+	// when it keeps state on disk and checkpoints are incremental.
+	disk     *diskBook
 	keyed    keyGroupSnapshotter
 	dirtyBuf []uint64
 	// savepointName names the savepoint that checkpoint savepointID is, as
@@ -184,6 +187,9 @@ func (t *task) Receive(ctx actor.Context) {
 	case *uploadedMsg:
 		if m.epoch == t.epoch && t.incr != nil {
 			t.incr.Uploaded(m.id, m.handle)
+			if d := m.handle.GetDisk(); d != nil {
+				t.disk.uploaded(m.db, m.id, d.GetFiles())
+			}
 		}
 	case *wakeMsg:
 		if m.epoch == t.epoch {
@@ -451,6 +457,7 @@ func (t *task) setupIncremental(inc *incarnation) {
 		t.fail(err)
 	}
 	t.incr, t.keyed, t.dirtyBuf = tr, ks, make([]uint64, tr.Words())
+	t.disk = newDiskBook(t.sh.job, t.sh.cfg.rewriteEvery)
 	if inc.restore == nil || inc.assign != nil || inc.restore.Manifest.GetSavepoint() != "" {
 		return
 	}
@@ -470,6 +477,14 @@ func (t *task) setupIncremental(inc *incarnation) {
 // state the task's state comes from, checked and decoded in parallel,
 // never the whole state at once.
 func (t *task) restore(inc *incarnation, st *messages.TaskState) error {
+	if err := t.restoreHeap(inc, st); err != nil {
+		return err
+	}
+	return t.restoreDisk(inc)
+}
+
+// restoreHeap is restore but for the states stored as database files.
+func (t *task) restoreHeap(inc *incarnation, st *messages.TaskState) error {
 	if !inc.restore.Heads {
 		return t.inst.Restore(st)
 	}

@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
-	"github.com/snapflow/snapflow/internal/dataflow"
+	"strconv"
 	"time"
+
+	"github.com/snapflow/snapflow/internal/dataflow"
 
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
@@ -28,7 +30,11 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 	if t.savepointID == id {
 		savepoint = t.savepointName
 	}
-	refs, finish, err := t.takeSnapshot(id, st, savepoint != "")
+	refs, finish, files, err := t.takeSnapshot(id, st, savepoint != "")
+	var reuse map[string]*messages.StateFile
+	if files != nil && t.incr != nil {
+		reuse = t.disk.reuse(files.DB, id, t.barrierBase, files.Files, nil)
+	}
 	t.flush()
 	t.sendControl(outItem{barrier: &messages.Barrier{Epoch: t.epoch, CheckpointId: id, TimestampUnixNano: t.barrierTS, Savepoint: savepoint,
 		BaseCheckpointId: t.barrierBase}})
@@ -41,6 +47,15 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 	sh, epoch, taskID, root, self, tracked := t.sh, t.epoch, t.plan.ID, t.root, t.self, t.incr != nil
 	upload := func(ctx context.Context) { // retries of the store end with the checkpoint
 		t0 := time.Now()
+		var disk *messages.DiskCheckpoint
+		if files != nil { // the database's checkpoint: store the files the base does not hold
+			defer files.Remove()
+			var err error
+			if disk, err = uploadDisk(ctx, sh.cps, id, epoch, taskID, files, reuse); err != nil {
+				root.Send(sh.jobPID, &messages.DeclineCheckpoint{Epoch: epoch, CheckpointId: id, TaskId: taskID, Reason: "upload: " + err.Error(), WorkerId: sh.worker})
+				return
+			}
+		}
 		if finish != nil { // the encoding of a state captured in the synchronous phase
 			if err := finish(); err != nil {
 				root.Send(sh.jobPID, &messages.DeclineCheckpoint{Epoch: epoch, CheckpointId: id, TaskId: taskID, Reason: "snapshot: " + err.Error(), WorkerId: sh.worker})
@@ -52,6 +67,8 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 		switch {
 		case savepoint != "":
 			h, err = sh.cps.PutSavepointState(ctx, savepoint, st)
+		case disk != nil:
+			h, err = sh.cps.PutTaskStateDisk(ctx, id, st, refs, disk)
 		case refs != nil:
 			h, err = sh.cps.PutTaskStateRefs(ctx, id, st, refs)
 		default:
@@ -62,7 +79,11 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 			return
 		}
 		if tracked && savepoint == "" {
-			root.Send(self, &uploadedMsg{epoch: epoch, id: id, handle: h})
+			msg := &uploadedMsg{epoch: epoch, id: id, handle: h}
+			if files != nil {
+				msg.db = files.DB
+			}
+			root.Send(self, msg)
 		}
 		root.Send(sh.jobPID, &messages.AckCheckpoint{
 			Epoch: epoch, CheckpointId: id, TaskId: taskID, State: h, StateBytes: snapshots.StateSize(h), UploadedBytes: snapshots.UploadedSize(h),
@@ -89,32 +110,46 @@ func (t *task) decline(id uint64, reason string) {
 // key groups to upload, with refs (non-nil) the sections of the others.
 // An instance that captures its state now and encodes it later
 // (dataflow.AsyncSnapshotter) returns finish, which completes st off the
-// task's goroutine; nil means st is complete.
-func (t *task) takeSnapshot(id uint64, st *messages.TaskState, savepoint bool) (refs []*messages.KeyGroupSection, finish func() error, err error) {
+// task's goroutine; nil means st is complete. An instance that keeps state
+// on disk returns, but for a savepoint, files: a checkpoint of its
+// database, whose files the upload stores, and st without those states.
+func (t *task) takeSnapshot(id uint64, st *messages.TaskState, savepoint bool) (refs []*messages.KeyGroupSection, finish func() error, files *dataflow.DiskFiles, err error) {
 	as, _ := t.inst.(dataflow.AsyncSnapshotter)
-	full := func() (func() error, error) {
-		if as != nil {
-			return as.SnapshotAsync(st, nil, true)
+	dc, _ := t.inst.(dataflow.DiskCheckpointer)
+	onDisk := dc != nil && !savepoint && dc.OnDisk()
+	name := strconv.FormatUint(id, 10)
+	full := func() (func() error, *dataflow.DiskFiles, error) {
+		switch {
+		case onDisk:
+			files, err := dc.SnapshotFiles(st, nil, true, name)
+			return nil, files, err
+		case as != nil:
+			finish, err := as.SnapshotAsync(st, nil, true)
+			return finish, nil, err
 		}
-		return nil, t.inst.Snapshot(st)
+		return nil, nil, t.inst.Snapshot(st)
 	}
 	if t.incr == nil {
-		finish, err = full()
-		return nil, finish, err
+		finish, files, err = full()
+		return nil, finish, files, err
 	}
 	clear(t.dirtyBuf)
 	t.keyed.TakeDirtyKeyGroups(t.dirtyBuf)
 	p := t.incr.Snapshot(id, t.barrierBase, t.dirtyBuf, savepoint)
 	if p.Full {
-		finish, err = full()
-		return nil, finish, err
+		finish, files, err = full()
+		return nil, finish, files, err
 	}
 	if p.Refs == nil {
 		p.Refs = []*messages.KeyGroupSection{}
 	}
-	if as != nil {
+	switch {
+	case onDisk:
+		files, err = dc.SnapshotFiles(st, p.Upload, false, name)
+		return p.Refs, nil, files, err
+	case as != nil:
 		finish, err = as.SnapshotAsync(st, p.Upload, false)
-		return p.Refs, finish, err
+		return p.Refs, finish, nil, err
 	}
-	return p.Refs, nil, t.keyed.SnapshotKeyGroups(st, p.Upload)
+	return p.Refs, nil, nil, t.keyed.SnapshotKeyGroups(st, p.Upload)
 }

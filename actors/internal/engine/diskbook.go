@@ -1,0 +1,122 @@
+package engine
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/snapflow/snapflow/internal/diskstate"
+	"github.com/snapflow/snapflow/messages"
+	"github.com/snapflow/snapflow/snapshots"
+	"github.com/snapflow/snapflow/snapshots/incremental"
+)
+
+// diskBook is a task's record of where the files of its on-disk state
+// database are stored, so that an incremental checkpoint references the
+// files its base already holds instead of storing them again. It is pure
+// bookkeeping, used on the task's goroutine.
+//
+// File names are unique within one database only: what the book records
+// for one database is never used for another (a restarted task opens a
+// new one). A file is referenced only where the base's own handle lists
+// it: retention keeps the base's objects while a checkpoint that builds
+// on it can complete. And like the key groups of the heap backend (see
+// snapshots/incremental), a file whose object is every or more
+// checkpoints old is stored again, at most ceil(n/every) of the n
+// referenced per checkpoint, oldest first, so that an old checkpoint
+// stops sharing objects with the newest and retention can delete it.
+type diskBook struct {
+	job   string
+	every int
+	db    uint64
+	// uploads holds the files of the newest uploads, by checkpoint id.
+	uploads map[uint64][]*messages.StateFile
+}
+
+// diskBookKeeps bounds the uploads a diskBook remembers.
+const diskBookKeeps = 8
+
+// newDiskBook returns the book of a task of job whose files are stored
+// again after every checkpoints (incremental.DefaultRewriteEvery when
+// every < 1).
+func newDiskBook(job string, every int) *diskBook {
+	if every < 1 {
+		every = incremental.DefaultRewriteEvery
+	}
+	return &diskBook{job: job, every: every, uploads: map[uint64][]*messages.StateFile{}}
+}
+
+// reuse returns the stored files to reference, by name, for a checkpoint
+// of database db, whose files are names, that builds on checkpoint base
+// (0: none); the others are to be stored. sizes, when not nil, gives each
+// file's size: a stored file of another size is not reused.
+func (b *diskBook) reuse(db, id, base uint64, names []string, sizes map[string]int64) map[string]*messages.StateFile {
+	if b == nil || db != b.db || base == 0 {
+		return nil
+	}
+	prev := b.uploads[base]
+	if len(prev) == 0 {
+		return nil
+	}
+	byName := make(map[string]*messages.StateFile, len(prev))
+	for _, f := range prev {
+		byName[f.GetName()] = f
+	}
+	type cand struct {
+		f      *messages.StateFile
+		stored uint64
+	}
+	var cands []cand
+	for _, name := range names {
+		f := byName[name]
+		if f == nil || !diskstate.IsTable(name) {
+			continue
+		}
+		if sz, ok := sizes[name]; sizes != nil && (!ok || uint64(sz) != f.GetSize()) {
+			continue
+		}
+		stored, ok := storedIn(b.job, f.GetKey())
+		if !ok {
+			continue
+		}
+		cands = append(cands, cand{f, stored})
+	}
+	slices.SortFunc(cands, func(x, y cand) int {
+		return cmp.Or(cmp.Compare(x.stored, y.stored), cmp.Compare(x.f.GetName(), y.f.GetName()))
+	})
+	rewrite := (len(cands) + b.every - 1) / b.every
+	out := make(map[string]*messages.StateFile, len(cands))
+	for _, c := range cands {
+		if rewrite > 0 && id >= c.stored+uint64(b.every) {
+			rewrite--
+			continue // stored again
+		}
+		out[c.f.GetName()] = c.f
+	}
+	return out
+}
+
+// uploaded records the files of database db stored for checkpoint id.
+func (b *diskBook) uploaded(db, id uint64, files []*messages.StateFile) {
+	if b == nil {
+		return
+	}
+	if db != b.db {
+		b.db = db
+		clear(b.uploads)
+	}
+	b.uploads[id] = files
+	for len(b.uploads) > diskBookKeeps {
+		delete(b.uploads, slices.Min(keysOf(b.uploads)))
+	}
+}
+
+func keysOf[V any](m map[uint64]V) []uint64 {
+	out := make([]uint64, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// storedIn is the checkpoint that stored the state file under key.
+func storedIn(job, key string) (uint64, bool) { return snapshots.StateFileCheckpoint(job, key) }

@@ -1,0 +1,163 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"github.com/snapflow/snapflow/internal/dataflow"
+	"github.com/snapflow/snapflow/messages"
+	"github.com/snapflow/snapflow/snapshots"
+)
+
+// diskTransfers bounds the files of one task stored or read at once: each
+// is held in memory whole while it moves.
+const diskTransfers = 2
+
+// uploadDisk stores the files of the database checkpoint c that reuse
+// (stored files by name) does not hold, for checkpoint id, and returns the
+// disk checkpoint that lists all of them.
+func uploadDisk(ctx context.Context, cps *snapshots.Checkpoints, id, epoch uint64, task string, c *dataflow.DiskFiles, reuse map[string]*messages.StateFile) (*messages.DiskCheckpoint, error) {
+	d := &messages.DiskCheckpoint{KeyGroupStart: c.Desc.GetKeyGroupStart(), KeyGroupEnd: c.Desc.GetKeyGroupEnd(), States: c.Desc.GetStates()}
+	d.Files = make([]*messages.StateFile, len(c.Files))
+	var todo []int
+	for i, name := range c.Files {
+		if f := reuse[name]; f != nil {
+			if fi, err := os.Stat(filepath.Join(c.Dir, name)); err == nil && uint64(fi.Size()) == f.GetSize() {
+				d.Files[i] = f
+				continue
+			}
+		}
+		todo = append(todo, i)
+	}
+	err := parallel(ctx, len(todo), diskTransfers, func(ctx context.Context, k int) error {
+		i := todo[k]
+		data, err := os.ReadFile(filepath.Join(c.Dir, c.Files[i]))
+		if err != nil {
+			return fmt.Errorf("disk state: %w", err)
+		}
+		f, err := cps.PutStateFile(ctx, id, epoch, task, c.Files[i], data)
+		d.Files[i] = f
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// parallel runs fn for 0..n-1, at most width at once, and returns the
+// first error, after which it starts no more.
+func parallel(ctx context.Context, n, width int, fn func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		next  = make(chan int)
+	)
+	for range min(n, width) {
+		wg.Go(func() {
+			for i := range next {
+				if err := fn(ctx, i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+					cancel()
+				}
+			}
+		})
+	}
+feed:
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
+}
+
+// diskSources returns the disk checkpoints that task t's state is restored
+// from: those of the stored states its state comes from (its own, or its
+// parts after a rescale).
+func (t *task) diskSources(inc *incarnation) []*messages.DiskCheckpoint {
+	if inc.disk != nil { // a worker's task: the deployment names them
+		return inc.disk[t.plan.ID]
+	}
+	parts := []string{t.plan.ID}
+	if inc.assign != nil {
+		parts = inc.assign.Task(t.idx).Parts
+	}
+	handles := make(map[string]*messages.StateHandle, len(inc.restore.Manifest.GetTasks()))
+	for _, e := range inc.restore.Manifest.GetTasks() {
+		handles[e.GetTaskId()] = e.GetState()
+	}
+	var out []*messages.DiskCheckpoint
+	for _, id := range parts {
+		if d := handles[id].GetDisk(); d != nil {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// restoreDisk restores, after the rest of the task's state, the on-disk
+// states from the database checkpoints they were stored as: the files of
+// each one that holds key groups of the task's range are read from the
+// store (each checked against its size and checksum) into a directory of
+// the task's, and the key groups of its range copied into its database.
+func (t *task) restoreDisk(inc *incarnation) error {
+	sources := t.diskSources(inc)
+	if len(sources) == 0 {
+		return nil
+	}
+	dc, ok := t.inst.(dataflow.DiskCheckpointer)
+	if !ok {
+		return fmt.Errorf("the checkpoint holds on-disk state for task %s, whose operator keeps no keyed state", t.plan.ID)
+	}
+	ctx, cancel := context.WithTimeout(inc.ctx, t.sh.timeout())
+	defer cancel()
+	for i, d := range sources {
+		if int(d.GetKeyGroupEnd()) <= t.plan.KeyGroupStart || int(d.GetKeyGroupStart()) >= t.plan.KeyGroupEnd {
+			continue
+		}
+		if !dc.OnDisk() {
+			return dc.RestoreFiles("", d) // says why not
+		}
+		dir, err := dc.PrepareRestore(strconv.Itoa(i))
+		if err != nil {
+			return err
+		}
+		files := d.GetFiles()
+		err = parallel(ctx, len(files), diskTransfers, func(ctx context.Context, k int) error {
+			data, err := t.sh.cps.ReadStateFile(ctx, files[k])
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(dir, files[k].GetName()), data, 0o644)
+		})
+		if err == nil {
+			err = dc.RestoreFiles(dir, d)
+		}
+		if rerr := os.RemoveAll(dir); err == nil && rerr != nil {
+			err = fmt.Errorf("disk state: %w", rerr)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
