@@ -232,3 +232,103 @@ func TestDiskCheckpointFiles(t *testing.T) {
 		t.Fatal("the final checkpoint's sums differ from those of a failure-free run")
 	}
 }
+
+// TestRestoreFallsBackOnDamagedDiskFile: a database file of the newest
+// checkpoint that is corrupt or missing (its manifest and state heads
+// intact) fails the restore when the file is read, and recovery falls
+// back to the checkpoint before, without counting a failure against the
+// restart strategy: the job ends with a failure-free run's state.
+func TestRestoreFallsBackOnDamagedDiskFile(t *testing.T) {
+	for _, damage := range []string{"corrupt", "missing"} {
+		t.Run(damage, func(t *testing.T) {
+			ctx := context.Background()
+			const n, keys = 3000, 1000
+			store := snapshots.NewMem()
+			gate := testsrc.NewGate(1000)
+			disk := actors.WithDiskState(actors.DiskState{Dir: t.TempDir()})
+			j, err := actors.Start(ctx, incrementalJob(n, keys, gate, 0), actors.WithStore(store), actors.WithLogger(testLogger(t)),
+				actors.WithCheckpointInterval(0), actors.WithInlineStateLimit(0), disk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gate.WaitReached(t, 1000)
+			if _, err := j.Checkpoint(ctx); err != nil {
+				t.Fatal(err)
+			}
+			gate.SetLimit(2000)
+			gate.WaitReached(t, 2000)
+			newest, err := j.Checkpoint(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := j.Stop(); !errors.Is(err, actors.ErrStopped) {
+				t.Fatalf("Stop: %v", err)
+			}
+			m, err := j.Checkpoints().ReadManifest(ctx, newest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var f *messages.StateFile
+			for _, e := range m.GetTasks() {
+				if e.GetTaskId() != "sum#1" {
+					continue
+				}
+				for _, x := range e.GetState().GetDisk().GetFiles() {
+					if strings.HasSuffix(x.GetName(), ".sst") {
+						f = x
+					}
+				}
+			}
+			if f == nil {
+				t.Fatalf("checkpoint %d holds no table file for sum#1", newest)
+			}
+			if damage == "missing" {
+				if err := store.Delete(ctx, f.GetKey()); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				data, err := store.Get(ctx, f.GetKey())
+				if err != nil {
+					t.Fatal(err)
+				}
+				data = append([]byte(nil), data...)
+				data[len(data)/2] ^= 0xff
+				if err := store.Put(ctx, f.GetKey(), data); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var ev events
+			j2, err := actors.Start(ctx, incrementalJob(n, keys, testsrc.NewGate(n), 0), actors.WithStore(store), actors.WithLogger(testLogger(t)),
+				actors.WithCheckpointInterval(0), actors.WithInlineStateLimit(0), actors.WithListener(ev.listen), disk,
+				actors.WithRestartPolicy(restart.Policy{MaxFailures: restart.NoRestarts}))
+			if err != nil {
+				t.Fatalf("Start: %v (the manifest and the heads are intact: the damage shows when the files are read)", err)
+			}
+			if err := waitJob(t, j2); err != nil {
+				t.Fatal(err)
+			}
+			var from []uint64
+			for _, e := range ev.of(actors.EventRestoring) {
+				from = append(from, e.Checkpoint)
+			}
+			if len(from) == 0 || from[len(from)-1] != newest-1 {
+				t.Fatalf("restores from checkpoints %v; want the last from %d, the one before the damaged %d", from, newest-1, newest)
+			}
+			want := snapshots.ErrCorrupt
+			if damage == "missing" {
+				want = snapshots.ErrNotFound
+			}
+			failed := ev.of(actors.EventTaskFailed)
+			if len(failed) == 0 || failed[0].Cause != actors.CauseRestore || !errors.Is(failed[0].Err, want) || !strings.Contains(failed[0].Err.Error(), f.GetKey()) {
+				t.Fatalf("failures %+v; want a restore failure wrapping %v and naming %s first", failed, want, f.GetKey())
+			}
+			r, err := j2.Checkpoints().LoadLatest(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := diskSums(t, j2.Checkpoints(), r.Manifest); !maps.Equal(got, wantSums(n, keys)) {
+				t.Fatal("after falling back, the final sums differ from those of a failure-free run")
+			}
+		})
+	}
+}

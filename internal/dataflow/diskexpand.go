@@ -28,7 +28,7 @@ func ExpandDiskState(ctx context.Context, st *messages.TaskState, d *messages.Di
 		kinds[desc.GetName()] = desc.GetKind()
 	}
 	type named struct {
-		name        string
+		name         string
 		isMap, timed bool
 	}
 	ids := map[uint16]named{}

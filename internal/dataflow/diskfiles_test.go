@@ -99,4 +99,3 @@ func TestDiskFilesRestore(t *testing.T) {
 		t.Errorf("RestoreFiles on the heap = %v, want ErrIncompatibleState", err)
 	}
 }
-
