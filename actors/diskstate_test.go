@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -328,6 +329,97 @@ func TestRestoreFallsBackOnDamagedDiskFile(t *testing.T) {
 			}
 			if got := diskSums(t, j2.Checkpoints(), r.Manifest); !maps.Equal(got, wantSums(n, keys)) {
 				t.Fatal("after falling back, the final sums differ from those of a failure-free run")
+			}
+		})
+	}
+}
+
+// TestDiskLocalRecovery: a task restores its on-disk state from the local
+// copies of the checkpoints its process uploaded, reading none of the
+// files from the store, unless local recovery is off or a copy does not
+// verify against the manifest (it is then downloaded); the state is exact
+// either way, and the copies are gone once the job has ended.
+func TestDiskLocalRecovery(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		off, tampered bool
+	}{{"local", false, false}, {"off", true, false}, {"tampered", false, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			const n, keys = 4000, 1000
+			gate := testsrc.NewGate(2000)
+			dir := t.TempDir()
+			j, err := actors.Start(context.Background(), incrementalJob(n, keys, gate, 3000), actors.WithStore(snapshots.NewMem()),
+				actors.WithLogger(testLogger(t)), actors.WithCheckpointInterval(0), actors.WithIncrementalCheckpoints(1000),
+				actors.WithInlineStateLimit(0), actors.WithDiskState(actors.DiskState{Dir: dir, NoLocalRecovery: c.off}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.Stop()
+			gate.WaitReached(t, 2000)
+			id, err := j.Checkpoint(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := j.Checkpoints().ReadManifest(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var total int64
+			for _, e := range m.GetTasks() {
+				for _, f := range e.GetState().GetDisk().GetFiles() {
+					total += int64(f.GetSize())
+				}
+			}
+			local := filepath.Join(dir, "local")
+			var copies []string
+			_ = filepath.WalkDir(local, func(p string, d os.DirEntry, err error) error {
+				if err == nil && strings.HasSuffix(p, ".sst") {
+					copies = append(copies, p)
+				}
+				return nil
+			})
+			if c.off != (len(copies) == 0) {
+				t.Fatalf("local recovery off: %t, but %d tables are kept locally", c.off, len(copies))
+			}
+			if c.tampered { // a new file in each copy's place: the database's own is another
+				for _, p := range copies {
+					data, err := os.ReadFile(p)
+					if err != nil {
+						t.Fatal(err)
+					}
+					data[len(data)/2] ^= 0xff
+					if err := os.WriteFile(p+".new", data, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.Rename(p+".new", p); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			gate.SetLimit(n) // record 3000 fails a sum task: both restore checkpoint id
+			if err := waitJob(t, j); err != nil {
+				t.Fatal(err)
+			}
+			got, downloaded := j.DiskRestoreBytes()
+			switch {
+			case c.off || c.tampered:
+				if downloaded < total/2 || (c.off && got != 0) {
+					t.Errorf("restored %d bytes from local copies and downloaded %d, want about the %d of the files downloaded", got, downloaded, total)
+				}
+			default:
+				if downloaded != 0 || got < total/2 {
+					t.Errorf("restored %d bytes from local copies and downloaded %d, want about the %d of the files from local copies", got, downloaded, total)
+				}
+			}
+			r, err := j.Checkpoints().LoadLatest(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sums := diskSums(t, j.Checkpoints(), r.Manifest); !maps.Equal(sums, wantSums(n, keys)) {
+				t.Fatal("the final sums differ from those of a failure-free run")
+			}
+			if _, err := os.Stat(local); !os.IsNotExist(err) {
+				t.Errorf("the local copies outlive the job: %v", err)
 			}
 		})
 	}

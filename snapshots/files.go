@@ -31,12 +31,19 @@ func StateFileKey(job string, id, epoch uint64, taskID, name string) string {
 // StateFileCheckpoint returns the id of the checkpoint that stored the
 // state file under key, a key of job's state files (StateFileKey).
 func StateFileCheckpoint(job, key string) (uint64, bool) {
+	id, _, ok := ParseStateFileKey(job, key)
+	return id, ok
+}
+
+// ParseStateFileKey returns the checkpoint and the task that stored the
+// state file under key, a key of job's state files (StateFileKey).
+func ParseStateFileKey(job, key string) (id uint64, task string, ok bool) {
 	id, name, ok := parseCheckpointKey(job, key)
 	if !ok {
-		return 0, false
+		return 0, "", false
 	}
-	_, _, _, ok = parseFileName(name)
-	return id, ok
+	_, task, _, ok = parseFileName(name)
+	return id, task, ok
 }
 
 // validateFileName checks the name of a state file: a database's file

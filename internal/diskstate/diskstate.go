@@ -29,6 +29,10 @@ type Config struct {
 	MemTableBytes int64
 	// Logger takes the database's messages (nil: discarded).
 	Logger *slog.Logger
+	// NoLocalRecovery turns task-local recovery off: a restore then reads
+	// every file from the snapshot store, never a local copy (see
+	// KeepLocal).
+	NoLocalRecovery bool
 }
 
 const (
@@ -408,3 +412,6 @@ func (c *Config) GetMemTableBytes() int64 {
 	}
 	return c.MemTableBytes
 }
+
+// GetNoLocalRecovery is c's NoLocalRecovery, false for a nil c.
+func (c *Config) GetNoLocalRecovery() bool { return c != nil && c.NoLocalRecovery }

@@ -82,6 +82,7 @@ func newClusterCoord(j *jobActor, id string) *clusterCoord {
 			SynchronousSnapshots: c.syncSnapshots,
 			Incremental:          c.incremental, RewriteEvery: uint32(c.rewriteEvery), InlineLimit: uint64(c.inlineLimit(j.sh.plan)),
 			DiskState: c.diskState != nil, DiskCacheBytes: c.diskState.GetCacheBytes(), DiskMemtableBytes: c.diskState.GetMemTableBytes(),
+			DiskNoLocalRecovery:    c.diskState.GetNoLocalRecovery(),
 			HeartbeatIntervalNanos: spec.HeartbeatInterval.Nanoseconds(), HeartbeatTimeoutNanos: spec.HeartbeatTimeout.Nanoseconds(),
 		},
 	}

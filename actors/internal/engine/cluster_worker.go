@@ -449,7 +449,7 @@ func workerRuntime(s *messages.RuntimeSettings, log *slog.Logger, store snapshot
 	c.incremental, c.rewriteEvery = s.GetIncremental(), int(s.GetRewriteEvery())
 	c.inline, c.inlineSet = int(s.GetInlineLimit()), true
 	if s.GetDiskState() {
-		c.diskState = &diskstate.Config{CacheBytes: s.GetDiskCacheBytes(), MemTableBytes: s.GetDiskMemtableBytes()}
+		c.diskState = &diskstate.Config{CacheBytes: s.GetDiskCacheBytes(), MemTableBytes: s.GetDiskMemtableBytes(), NoLocalRecovery: s.GetDiskNoLocalRecovery()}
 	}
 	c.logger, c.store = log, store
 	c.linkInterval = time.Duration(s.GetHeartbeatIntervalNanos())

@@ -197,6 +197,11 @@ func (j *Job) release(ctx context.Context, ja *jobActor) {
 	j.sh.releaseLease()
 	j.sh.node.shutdown()
 	j.system.Shutdown()
+	if d := j.sh.cfg.diskState; d != nil { // the job has ended: its local copies go
+		if err := d.RemoveLocal(j.sh.job); err != nil {
+			j.sh.log.Warn("could not remove the local copies of the on-disk state", "err", err)
+		}
+	}
 	j.closeStore()
 	j.err = ja.result
 	close(j.done)
@@ -348,3 +353,11 @@ func PlanOf(j *Job) *dataflow.Plan { return j.sh.plan }
 
 // Checkpoints gives access to the job's checkpoints in its store.
 func (j *Job) Checkpoints() *snapshots.Checkpoints { return j.sh.cps }
+
+// DiskRestoreBytes returns the bytes of on-disk state files (see
+// WithDiskState) that the restores of this process's tasks have read so
+// far: from the local copies of earlier checkpoints (task-local recovery)
+// and from the snapshot store.
+func (j *Job) DiskRestoreBytes() (local, downloaded int64) {
+	return j.sh.diskLocalBytes.Load(), j.sh.diskDownloadedBytes.Load()
+}

@@ -20,6 +20,10 @@ import (
 // are written before the tasks that read them are spawned or run, except inc,
 // which the job actor publishes before restarting the tasks.
 type shared struct {
+	// diskLocalBytes and diskDownloadedBytes count the bytes of database
+	// files that restores took from local copies and from the store.
+	diskLocalBytes, diskDownloadedBytes atomic.Int64
+
 	job    string
 	plan   *dataflow.Plan
 	cfg    *config

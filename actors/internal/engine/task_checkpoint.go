@@ -49,7 +49,17 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 		t0 := time.Now()
 		var disk *messages.DiskCheckpoint
 		if files != nil { // the database's checkpoint: store the files the base does not hold
-			defer files.Remove()
+			kept := false
+			defer func() {
+				if !kept {
+					_ = files.Remove()
+				}
+			}()
+			defer func() { // once stored, the files stay on this machine for a restore here
+				if disk != nil && sh.cfg.diskState != nil && !sh.cfg.diskState.NoLocalRecovery {
+					kept = sh.cfg.diskState.KeepLocal(sh.job, taskID, id, files.Checkpoint) == nil
+				}
+			}()
 			var err error
 			if disk, err = uploadDisk(ctx, sh.cps, id, epoch, taskID, files, reuse); err != nil {
 				root.Send(sh.jobPID, &messages.DeclineCheckpoint{Epoch: epoch, CheckpointId: id, TaskId: taskID, Reason: "upload: " + err.Error(), WorkerId: sh.worker})
@@ -69,6 +79,9 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 			h, err = sh.cps.PutSavepointState(ctx, savepoint, st)
 		case disk != nil:
 			h, err = sh.cps.PutTaskStateDisk(ctx, id, st, refs, disk)
+			if err != nil {
+				disk = nil // not stored: nothing to keep
+			}
 		case refs != nil:
 			h, err = sh.cps.PutTaskStateRefs(ctx, id, st, refs)
 		default:

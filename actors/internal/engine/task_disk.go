@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/snapflow/snapflow/internal/dataflow"
 	"github.com/snapflow/snapflow/messages"
@@ -142,13 +143,33 @@ func (t *task) restoreDisk(inc *incarnation) error {
 			return err
 		}
 		files := d.GetFiles()
+		var local, downloaded atomic.Int64
+		lc := t.sh.cfg.diskState
 		err = parallel(ctx, len(files), diskTransfers, func(ctx context.Context, k int) error {
-			data, err := t.sh.cps.ReadStateFile(ctx, files[k])
+			f := files[k]
+			if _, task, ok := snapshots.ParseStateFileKey(t.sh.job, f.GetKey()); ok && !lc.GetNoLocalRecovery() && lc != nil {
+				found, err := lc.TakeLocal(t.sh.job, task, f.GetName(), int64(f.GetSize()), f.GetCrc32C(), dir)
+				if err != nil {
+					return err
+				}
+				if found {
+					local.Add(int64(f.GetSize()))
+					return nil
+				}
+			}
+			data, err := t.sh.cps.ReadStateFile(ctx, f)
 			if err != nil {
 				return err
 			}
-			return os.WriteFile(filepath.Join(dir, files[k].GetName()), data, 0o644)
+			downloaded.Add(int64(len(data)))
+			return os.WriteFile(filepath.Join(dir, f.GetName()), data, 0o644)
 		})
+		if err == nil {
+			t.log.Info("restoring the on-disk state from its database files", "checkpoint", inc.restore.Manifest.GetCheckpointId(),
+				"files", len(files), "local_bytes", local.Load(), "downloaded_bytes", downloaded.Load())
+			t.sh.diskLocalBytes.Add(local.Load())
+			t.sh.diskDownloadedBytes.Add(downloaded.Load())
+		}
 		if err == nil {
 			err = dc.RestoreFiles(dir, d)
 		}
