@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -231,6 +232,16 @@ func TestDiskCheckpointFiles(t *testing.T) {
 	}
 	if got := diskSums(t, cps, r.Manifest); !maps.Equal(got, wantSums(n, keys)) {
 		t.Fatal("the final checkpoint's sums differ from those of a failure-free run")
+	}
+	// The restore took checkpoint 3's files over as the tasks' databases:
+	// the final checkpoint references some of them rather than storing
+	// the state again.
+	_, earlierFinal := files(r.Manifest)
+	if !slices.ContainsFunc(earlierFinal, func(f *messages.StateFile) bool {
+		id, _ := snapshots.StateFileCheckpoint("incremental", f.GetKey())
+		return id <= m3.GetCheckpointId()
+	}) {
+		t.Errorf("the final checkpoint %d references no file of checkpoint %d or before, which recovery restored", r.Manifest.GetCheckpointId(), m3.GetCheckpointId())
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -143,7 +144,14 @@ func sourceTasks(topo string) int {
 func sumStage(s topology.KeyedStream[benchwork.Record, uint64], name string, par int, rc rowConfig, p *probe) topology.Stream[benchwork.Output] {
 	blob := ""
 	if rc.StateSize > 0 {
-		blob = strings.Repeat("s", rc.StateSize)
+		// Random bytes: the on-disk backend compresses its files, and a
+		// value of one repeated byte would shrink to almost nothing.
+		b := make([]byte, rc.StateSize)
+		rng := rand.New(rand.NewPCG(uint64(rc.StateSize), 7))
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		blob = string(b)
 	}
 	return topology.Process(s, name, func(ks *topology.KeyedSetup[uint64]) topology.ProcessFunc[uint64, benchwork.Record, benchwork.Output] {
 		sum := topology.Value[uint64](ks, "sum")

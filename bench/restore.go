@@ -154,6 +154,10 @@ func checkpointReads(ctx context.Context, s snapshots.Store, job string, id uint
 				secs = append(secs, sec)
 			}
 		}
+		for _, f := range h.GetDisk().GetFiles() { // the on-disk backend's database files
+			ops = append(ops, readOp{key: f.GetKey(), length: -1})
+			total += int64(f.GetSize())
+		}
 	}
 	slices.SortFunc(secs, func(a, b *messages.KeyGroupSection) int {
 		return cmp.Or(cmp.Compare(a.GetKey(), b.GetKey()), cmp.Compare(a.GetOffset(), b.GetOffset()))

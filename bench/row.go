@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/snapflow/snapflow/actors"
@@ -271,6 +272,11 @@ func runSnapflow(ctx context.Context, rc rowConfig) (_ Row, err error) {
 	sweepRow := rc.Checkpointing != "" && interval > 0 && rc.Records == 0
 	wholeState := rc.Keys * uint64(rc.StateSize)
 	filled, inWindow := make(chan struct{}, 1), make(chan struct{}, 1)
+	// On disk the state's stored size is its database's compressed
+	// files: a checkpoint holds the whole state when it was triggered
+	// after every key had been written once (the sink had seen a record
+	// per key when the checkpoint before it completed).
+	var keysSeenBy atomic.Uint64
 	opts := []actors.Option{
 		actors.WithStore(store.store()), actors.WithCheckpointInterval(interval), actors.WithCheckpointTimeout(time.Minute),
 		actors.WithRestartPolicy(restart.Policy{InitialBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond}),
@@ -279,8 +285,11 @@ func runSnapflow(ctx context.Context, rc rowConfig) (_ Row, err error) {
 			case actors.EventCheckpointCompleted:
 				in := p.window.Load()
 				stats.completed(e, store.written(), in)
-				if !e.Final && e.Bytes >= wholeState {
+				if by := keysSeenBy.Load(); !e.Final && (e.Bytes >= wholeState || (by != 0 && e.Checkpoint > by)) {
 					notify(filled)
+				}
+				if keysSeenBy.Load() == 0 && p.records.Load() >= int64(rc.Keys) {
+					keysSeenBy.Store(e.Checkpoint)
 				}
 				if !e.Final && in {
 					notify(inWindow)

@@ -190,7 +190,7 @@ func restoreNote(rows []Row) string {
 			return `restore ms: after the window the job is stopped and started again, restoring its newest checkpoint: from
 actors.Start to running; restore read B: all it read from the store meanwhile (manifests, state heads, the tasks'
 streamed key groups); ckpt B: the bytes of the checkpoint restored (manifest, state objects, sections of earlier
-objects referenced); raw read ms: reading those from the same store, with as many reads at once as the restore
+objects referenced, database files of the on-disk backend); raw read ms: reading those from the same store, with as many reads at once as the restore
 had; restore % of raw: the restore's throughput against the raw reads' (raw read ms / restore ms).
 `
 		}

@@ -18,6 +18,8 @@ import (
 type DiskCheckpointer interface {
 	// OnDisk reports whether the instance holds state on disk.
 	OnDisk() bool
+	// DatabaseID identifies the instance's database (see DiskFiles.DB).
+	DatabaseID() uint64
 	// SnapshotFiles is SnapshotAsync for the states on the heap (timers,
 	// for one) and the watermark, of the key groups of groups (all when
 	// full), with the descriptors of every state; the states on disk are
@@ -30,8 +32,12 @@ type DiskCheckpointer interface {
 	// RestoreFiles loads, after Restore, the entries of the task's key
 	// groups that the database in dir, a checkpoint that d describes,
 	// holds. It fails, with ErrIncompatibleState, for a state that the
-	// operator does not keep on disk.
-	RestoreFiles(dir string, d *messages.DiskCheckpoint) error
+	// operator does not keep on disk. When d is the only source of the
+	// task's state (only) and holds the task's key groups exactly, under
+	// the same state ids and formats, the database becomes the files in
+	// dir, without a copy, and adopted is true: its files are then those
+	// d lists.
+	RestoreFiles(dir string, d *messages.DiskCheckpoint, only bool) (adopted bool, err error)
 }
 
 // DiskFiles is a checkpoint of a task's database: the directory of its
@@ -49,6 +55,14 @@ type DiskFiles struct {
 // OnDisk implements DiskCheckpointer.
 func (p *processInstance[K, I, O]) OnDisk() bool {
 	return p.setup.disk != nil && p.setup.disk.db != nil
+}
+
+// DatabaseID implements DiskCheckpointer.
+func (p *processInstance[K, I, O]) DatabaseID() uint64 {
+	if !p.OnDisk() {
+		return 0
+	}
+	return p.setup.disk.db.ID()
 }
 
 // SnapshotFiles implements DiskCheckpointer.
@@ -74,8 +88,8 @@ func (p *processInstance[K, I, O]) PrepareRestore(name string) (string, error) {
 }
 
 // RestoreFiles implements DiskCheckpointer.
-func (p *processInstance[K, I, O]) RestoreFiles(dir string, d *messages.DiskCheckpoint) error {
-	return p.setup.restoreFiles(dir, d)
+func (p *processInstance[K, I, O]) RestoreFiles(dir string, d *messages.DiskCheckpoint, only bool) (bool, error) {
+	return p.setup.restoreFiles(dir, d, only)
 }
 
 // snapshotFiles writes the heap states' entries of the key groups only
@@ -114,22 +128,22 @@ func (s *KeyedSetup[K]) snapshotFiles(st *messages.TaskState, only groupSet, nam
 // database in dir into the task's, under the ids its states have now,
 // adding or dropping write times where a state's time-to-live came or
 // went, and leaving out the entries expired now.
-func (s *KeyedSetup[K]) restoreFiles(dir string, desc *messages.DiskCheckpoint) error {
+func (s *KeyedSetup[K]) restoreFiles(dir string, desc *messages.DiskCheckpoint, only bool) (adopted bool, err error) {
 	op := s.task.Operator
 	if s.byName == nil {
-		return &stateError{msg: fmt.Sprintf("topology: operator %q: a disk checkpoint given before Restore checked the checkpoint's state descriptors", op), sentinel: ErrRestoreRefused}
+		return false, &stateError{msg: fmt.Sprintf("topology: operator %q: a disk checkpoint given before Restore checked the checkpoint's state descriptors", op), sentinel: ErrRestoreRefused}
 	}
 	start := max(s.task.KeyGroupStart, int(desc.GetKeyGroupStart()))
 	end := min(s.task.KeyGroupEnd, int(desc.GetKeyGroupEnd()))
 	if start >= end {
-		return nil
+		return false, nil
 	}
 	if s.disk == nil || s.disk.db == nil {
 		names := make([]string, len(desc.GetStates()))
 		for i, id := range desc.GetStates() {
 			names[i] = id.GetName()
 		}
-		return &stateError{msg: fmt.Sprintf("topology: operator %q: the checkpoint holds states %q in a database on disk, and the operator keeps none there (restore from a savepoint to change backends)", op, names), sentinel: ErrIncompatibleState}
+		return false, &stateError{msg: fmt.Sprintf("topology: operator %q: the checkpoint holds states %q in a database on disk, and the operator keeps none there (restore from a savepoint to change backends)", op, names), sentinel: ErrIncompatibleState}
 	}
 	type mapping struct {
 		to           uint16
@@ -141,18 +155,30 @@ func (s *KeyedSetup[K]) restoreFiles(dir string, desc *messages.DiskCheckpoint) 
 		ks := s.byName[id.GetName()]
 		ds, ok := ks.(diskState)
 		if !ok || ks == nil {
-			return &stateError{msg: fmt.Sprintf("topology: operator %q: the checkpoint holds state %q on disk, which the operator does not declare on disk (its entries would be lost)", op, id.GetName()), sentinel: ErrIncompatibleState}
+			return false, &stateError{msg: fmt.Sprintf("topology: operator %q: the checkpoint holds state %q on disk, which the operator does not declare on disk (its entries would be lost)", op, id.GetName()), sentinel: ErrIncompatibleState}
 		}
 		sid, ok := s.disk.idOf(ds)
 		if !ok {
-			return fmt.Errorf("topology: operator %q: state %q has no id on disk", op, id.GetName())
+			return false, fmt.Errorf("topology: operator %q: state %q has no id on disk", op, id.GetName())
 		}
 		ids[id.GetId()] = mapping{to: sid, timed: id.GetTimed(), timer: ds.ttlNanos() > 0, ttl: ds.ttlNanos()}
 	}
 	s.tick()
+	same := only && start == int(desc.GetKeyGroupStart()) && end == int(desc.GetKeyGroupEnd()) &&
+		start == s.task.KeyGroupStart && end == s.task.KeyGroupEnd
+	for id, m := range ids {
+		same = same && uint32(m.to) == id && m.timed == m.timer
+	}
+	if same && !s.disk.written {
+		if err := s.disk.db.Adopt(dir); err != nil {
+			return false, fmt.Errorf("topology: operator %q: restore: %w", op, err)
+		}
+		s.disk.batch = s.disk.db.NewBatch() // a batch belongs to the database it was made by
+		return true, nil
+	}
 	r, err := diskstate.OpenReader(dir)
 	if err != nil {
-		return fmt.Errorf("topology: operator %q: restore: %w", op, err)
+		return false, fmt.Errorf("topology: operator %q: restore: %w", op, err)
 	}
 	defer r.Close()
 	d := s.disk
@@ -187,9 +213,9 @@ func (s *KeyedSetup[K]) restoreFiles(dir string, desc *messages.DiskCheckpoint) 
 		return d.restoreWrite(key, value)
 	})
 	if err != nil {
-		return fmt.Errorf("topology: operator %q: restore from disk checkpoint: %w", op, err)
+		return false, fmt.Errorf("topology: operator %q: restore from disk checkpoint: %w", op, err)
 	}
-	return s.applyRestored()
+	return false, s.applyRestored()
 }
 
 // idOf returns the id of a state kept on disk.

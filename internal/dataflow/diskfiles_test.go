@@ -62,17 +62,25 @@ func TestDiskFilesRestore(t *testing.T) {
 		reg2 := map[string]*aggStates{}
 		p2 := mustPlan(t, aggGraph(n, reg2))
 		gotSum, gotParity := map[string]int64{}, map[string]map[string]int64{}
+		var insts1 Instance
 		for _, task := range p2.Tasks {
 			if task.Operator != "agg" {
 				continue
 			}
 			in2 := mustInstance(t, p2, task.ID, 8, noopSender{})
+			if n == 1 {
+				insts1 = in2
+			}
 			if err := in2.Restore(wireRoundTrip(t, &st)); err != nil {
 				t.Fatal(err)
 			}
 			dir := copyFiles(t, in2, c, "agg#0")
-			if err := in2.(DiskCheckpointer).RestoreFiles(dir, c.Desc); err != nil {
+			adopted, err := in2.(DiskCheckpointer).RestoreFiles(dir, c.Desc, true)
+			if err != nil {
 				t.Fatalf("parallelism %d: %s: RestoreFiles: %v", n, task.ID, err)
+			}
+			if adopted != (n == 1) { // the same key groups: the files become the database
+				t.Errorf("parallelism %d: %s: adopted the files: %t", n, task.ID, adopted)
 			}
 			for k, v := range valuesOf(reg2[task.ID].sum) {
 				if kg := int(HashString(k) % aggMaxP); kg < task.KeyGroupStart || kg >= task.KeyGroupEnd {
@@ -82,8 +90,14 @@ func TestDiskFilesRestore(t *testing.T) {
 			}
 			maps.Copy(gotParity, mapsOf(reg2[task.ID].parity))
 		}
+		if n == 1 { // the adopted database goes on: a write, then a read
+			if err := insts1.ProcessBatch(0, []event{{User: "user-5", N: 1000}}, nil); err != nil {
+				t.Fatal(err)
+			}
+			gotSum["user-5"] = valuesOf(reg2["agg#0"].sum)["user-5"] - 1000
+		}
 		if !maps.Equal(gotSum, wantSum) {
-			t.Errorf("parallelism %d: restored %d sums, want the %d of the checkpoint", n, len(gotSum), len(wantSum))
+			t.Errorf("parallelism %d: restored %d sums, want the %d of the checkpoint: %v, want %v", n, len(gotSum), len(wantSum), gotSum, wantSum)
 		}
 		if !maps.EqualFunc(gotParity, wantParity, maps.Equal) {
 			t.Errorf("parallelism %d: restored parities differ from the checkpoint's", n)
@@ -95,7 +109,7 @@ func TestDiskFilesRestore(t *testing.T) {
 	if err := in3.Restore(wireRoundTrip(t, &st)); err != nil {
 		t.Fatal(err)
 	}
-	if err := in3.(DiskCheckpointer).RestoreFiles(c.Dir, c.Desc); !errors.Is(err, ErrIncompatibleState) {
+	if _, err := in3.(DiskCheckpointer).RestoreFiles(c.Dir, c.Desc, true); !errors.Is(err, ErrIncompatibleState) {
 		t.Errorf("RestoreFiles on the heap = %v, want ErrIncompatibleState", err)
 	}
 }

@@ -30,6 +30,9 @@ type diskKeyed struct {
 	// ttlCursor is where the incremental clean-up of expired entries
 	// goes on (nil: from the start).
 	ttlCursor []byte
+	// written says that something was written to the database: a restore
+	// can no longer replace it with a checkpoint's files.
+	written bool
 }
 
 // flushEvery bounds the entries pending between two flushes while timers
@@ -139,6 +142,7 @@ func (s *KeyedSetup[K]) writePending(keep bool) error {
 	if !keep {
 		d.pending = 0
 	}
+	d.written = true
 	if err := d.db.Apply(d.batch); err != nil {
 		return fmt.Errorf("topology: operator %q: %w", s.task.Operator, err)
 	}
@@ -246,6 +250,7 @@ func (d *diskKeyed) snapshotDisk(b *snapshotBuilder, snap *diskstate.Snapshot, m
 // restoreDisk writes the entries of a stored key group's state into the
 // batch, applying it when it grows large.
 func (d *diskKeyed) restoreWrite(key, value []byte) error {
+	d.written = true
 	if err := d.batch.Set(key, value); err != nil {
 		return err
 	}

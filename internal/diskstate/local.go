@@ -86,7 +86,9 @@ func (c Config) TakeLocal(job, task, name string, size int64, sum uint32, dir st
 			continue
 		}
 		_ = os.Remove(to)
-		if err := os.Link(from, to); err != nil {
+		// A table is immutable and can be shared; any other file may be
+		// written to by a database opened on it, so it is copied.
+		if !IsTable(name) || os.Link(from, to) != nil {
 			if err := copyFile(from, to); err != nil {
 				continue
 			}

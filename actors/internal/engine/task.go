@@ -80,7 +80,10 @@ type task struct {
 	incr *incremental.Tracker
 	// disk records where the files of the task's database are stored,
 	// when it keeps state on disk and checkpoints are incremental.
-	disk     *diskBook
+	disk *diskBook
+	// adopted is the disk checkpoint whose files became the task's
+	// database at its restore, if any.
+	adopted  *messages.DiskCheckpoint
 	keyed    keyGroupSnapshotter
 	dirtyBuf []uint64
 	// savepointName names the savepoint that checkpoint savepointID is, as
@@ -458,14 +461,24 @@ func (t *task) setupIncremental(inc *incarnation) {
 	}
 	t.incr, t.keyed, t.dirtyBuf = tr, ks, make([]uint64, tr.Words())
 	t.disk = newDiskBook(t.sh.job, t.sh.cfg.rewriteEvery)
-	if inc.restore == nil || inc.assign != nil || inc.restore.Manifest.GetSavepoint() != "" {
+	if inc.restore == nil || inc.restore.Manifest.GetSavepoint() != "" {
 		return
+	}
+	if inc.assign != nil { // only a task that restores its own state as it is
+		if tr := inc.assign.Task(t.idx); tr.Rescaled || len(tr.Parts) != 1 || tr.Parts[0] != t.plan.ID {
+			return
+		}
 	}
 	for _, e := range inc.restore.Manifest.GetTasks() {
 		// A checkpoint written from a savepoint holds the savepoint's
 		// objects, which a checkpoint must never reference.
 		if e.GetTaskId() == t.plan.ID && strings.HasPrefix(e.GetState().GetKey(), snapshots.CheckpointsPrefix(t.sh.job)) {
 			tr.Restored(inc.restore.Manifest.GetCheckpointId(), e.GetState())
+			if d := e.GetState().GetDisk(); d != nil && d == t.adopted {
+				if dc, ok := t.inst.(dataflow.DiskCheckpointer); ok {
+					t.disk.uploaded(dc.DatabaseID(), inc.restore.Manifest.GetCheckpointId(), d.GetFiles())
+				}
+			}
 		}
 	}
 }

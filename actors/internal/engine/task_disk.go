@@ -136,7 +136,8 @@ func (t *task) restoreDisk(inc *incarnation) error {
 			continue
 		}
 		if !dc.OnDisk() {
-			return dc.RestoreFiles("", d) // says why not
+			_, err := dc.RestoreFiles("", d, false) // says why not
+			return err
 		}
 		dir, err := dc.PrepareRestore(strconv.Itoa(i))
 		if err != nil {
@@ -171,7 +172,10 @@ func (t *task) restoreDisk(inc *incarnation) error {
 			t.sh.diskDownloadedBytes.Add(downloaded.Load())
 		}
 		if err == nil {
-			err = dc.RestoreFiles(dir, d)
+			var adopted bool
+			if adopted, err = dc.RestoreFiles(dir, d, len(sources) == 1); adopted {
+				t.adopted = d // its files are the database's: the next checkpoint may reference them
+			}
 		}
 		if rerr := os.RemoveAll(dir); err == nil && rerr != nil {
 			err = fmt.Errorf("disk state: %w", rerr)
