@@ -158,7 +158,8 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 		"(0: enough for 3.5M records/s through the warm-up, -duration and the tail)")
 	fs.StringVar(&f.queries, "queries", "all", "-topology nexmark: the queries to run, comma-separated (q0,q1,q2,q3,q4,q5,q7,q8,q11)")
 	fs.IntVar(&f.parallelism, "parallelism", 2, "parallelism of the keyed sum")
-	fs.StringVar(&f.backend, "backend", "", "where keyed state lives in the rows: heap (the default) or disk (actors.WithDiskState);\n"+
+	fs.StringVar(&f.backend, "backend", "", "where keyed state lives in the rows: heap (the default), disk (actors.WithDiskState)\n"+
+		"or disk-nolocal (on disk, without task-local recovery); "+
 		"-sweep statebackend runs both")
 	fs.IntVar(&f.maxPar, "max-parallelism", 0, "key groups of the job's keyed state (0: max(128, -parallelism)); changes are tracked per\n"+
 		"key group, so with hashed keys this bounds how little an incremental checkpoint can upload")
@@ -511,10 +512,10 @@ func plan(f flags) ([]rowConfig, error) {
 	base.MaxParallelism = f.maxPar
 	switch f.backend {
 	case "", "heap":
-	case "disk":
-		base.Backend = "disk"
+	case "disk", "disk-nolocal":
+		base.Backend = f.backend
 	default:
-		return nil, fmt.Errorf("%w: -backend %q: want heap or disk", errUsage, f.backend)
+		return nil, fmt.Errorf("%w: -backend %q: want heap, disk or disk-nolocal", errUsage, f.backend)
 	}
 	if f.recordSize < 16 || f.parallelism < 1 || f.keys < 1 || f.duration <= 0 || f.stateSize < 0 || f.rate < 0 || f.records < 0 || f.repeat < 1 || f.backlog < 0 {
 		return nil, fmt.Errorf("%w: want -record-size >= 16, -parallelism >= 1, -keys >= 1, -duration > 0, -state-size >= 0, -rate >= 0, -records >= 0, -repeat >= 1, -backlog >= 0", errUsage)
@@ -613,6 +614,15 @@ func plan(f flags) ([]rowConfig, error) {
 					})
 				}
 			}
+		}
+		// Recovery from a failure, incremental checkpoints at the first
+		// interval: on disk with task-local recovery and without.
+		iv := strings.TrimSpace(strings.Split(intervals, ",")[0])
+		for _, b := range []string{"", "disk", "disk-nolocal"} {
+			add(func(rc *rowConfig) {
+				rc.Mode, rc.Interval, rc.Checkpointing, rc.Backend, rc.Recovery = "abs", iv, "incremental", b, true
+				rc.RewriteEvery = f.rewrite
+			})
 		}
 		return out, nil
 	case "parallelism": // throughput against parallelism, checkpoints off

@@ -83,7 +83,7 @@ func fullRow(rows []Row, r Row) (Row, bool) {
 	for _, o := range rows {
 		if o.Checkpointing == "full" && o.Mode == r.Mode && o.Interval == r.Interval && o.Topology == r.Topology &&
 			o.Parallelism == r.Parallelism && o.StateSize == r.StateSize && o.Keys == r.Keys && o.UpdateFraction == r.UpdateFraction &&
-			o.MaxParallelism == r.MaxParallelism && o.Store == r.Store && o.Rate == r.Rate && o.SinkRate == r.SinkRate && o.Backend == r.Backend {
+			o.MaxParallelism == r.MaxParallelism && o.Store == r.Store && o.Rate == r.Rate && o.SinkRate == r.SinkRate && o.Backend == r.Backend && !o.Recovery {
 			return o, true
 		}
 	}
@@ -109,7 +109,7 @@ func twinRate(rows []Row, r Row, twin func(Row) bool) (v float64, ok bool) {
 // rows hold one.
 func heapRow(rows []Row, r Row) (Row, bool) {
 	for _, o := range rows {
-		if o.Backend == "" && o.Checkpointing == r.Checkpointing && o.Mode == r.Mode && o.Interval == r.Interval && o.Topology == r.Topology &&
+		if o.Backend == "" && o.Recovery == r.Recovery && o.Checkpointing == r.Checkpointing && o.Mode == r.Mode && o.Interval == r.Interval && o.Topology == r.Topology &&
 			o.Parallelism == r.Parallelism && o.StateSize == r.StateSize && o.Keys == r.Keys && o.UpdateFraction == r.UpdateFraction &&
 			o.MaxParallelism == r.MaxParallelism && o.Store == r.Store && o.Rate == r.Rate && o.SinkRate == r.SinkRate {
 			return o, true

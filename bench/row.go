@@ -135,6 +135,11 @@ type Row struct {
 	LatencyP99Ms           metric `json:"latency_p99_ms"`
 	PeakRSSBytes           int64  `json:"peak_rss_bytes"` // 0: not measured (no /proc)
 	RecoveryMs             metric `json:"recovery_ms"`
+	// RecoveryLocalBytes and RecoveryDownloadedBytes are, for a recovery
+	// row on disk, the bytes of database files its restore took from
+	// local copies (task-local recovery) and from the store.
+	RecoveryLocalBytes      metric `json:"recovery_local_bytes"`
+	RecoveryDownloadedBytes metric `json:"recovery_downloaded_bytes"`
 	// WireBytesPerRecord is, for a cluster row, the bytes of records the
 	// workers encoded for another node per record that reached the sink.
 	WireBytesPerRecord metric `json:"wire_bytes_per_record"`
@@ -335,6 +340,7 @@ func runSnapflow(ctx context.Context, rc rowConfig) (_ Row, err error) {
 		}()
 	}
 	start := time.Now()
+	var localB, downloadedB int64 // of a recovery on disk: state files from local copies, from the store
 	var counted int64
 	var elapsed time.Duration
 	if rc.Records > 0 {
@@ -371,6 +377,7 @@ func runSnapflow(ctx context.Context, rc rowConfig) (_ Row, err error) {
 			case <-time.After(time.Minute):
 				return Row{}, fmt.Errorf("bench: recovery: the job was not running again within a minute of the injected failure")
 			}
+			localB, downloadedB = job.DiskRestoreBytes()
 		}
 		if stopErr := job.Stop(); stopErr != nil && !isStopped(stopErr) {
 			err = stopErr
@@ -384,6 +391,9 @@ func runSnapflow(ctx context.Context, rc rowConfig) (_ Row, err error) {
 	row.LatencyP50Ms, row.LatencyP99Ms = latencies(&p.latency)
 	if rc.Recovery && !runningAt.IsZero() {
 		row.RecoveryMs = msOf(runningAt.Sub(failedAt))
+		if strings.HasPrefix(rc.Backend, "disk") {
+			row.RecoveryLocalBytes, row.RecoveryDownloadedBytes = measured(float64(localB)), measured(float64(downloadedB))
+		}
 	}
 	if sweepRow && row.Checkpoints > 0 {
 		rf, err := measureRestore(ctx, store, name, rc)
@@ -522,8 +532,11 @@ func peakRSS() int64 {
 // backendOptions are the job options of rc's state backend: the on-disk
 // one keeps its task databases under the system's temporary directory.
 func backendOptions(rc rowConfig) []actors.Option {
-	if rc.Backend != "disk" {
-		return nil
+	switch rc.Backend {
+	case "disk":
+		return []actors.Option{actors.WithDiskState(actors.DiskState{})}
+	case "disk-nolocal":
+		return []actors.Option{actors.WithDiskState(actors.DiskState{NoLocalRecovery: true})}
 	}
-	return []actors.Option{actors.WithDiskState(actors.DiskState{})}
+	return nil
 }

@@ -74,6 +74,8 @@ var columns = []column{
 	{"CPU µs/record", func(r Row) string { return r.CPUPerRecordUs.cell(2) }},
 	{"peak RSS MiB", rssCell},
 	{"recovery ms", func(r Row) string { return r.RecoveryMs.cell(1) }},
+	{"recovery local B", func(r Row) string { return r.RecoveryLocalBytes.cell(0) }},
+	{"recovery downloaded B", func(r Row) string { return r.RecoveryDownloadedBytes.cell(0) }},
 	{"restore ms", func(r Row) string { return r.RestoreMs.cell(1) }},
 	{"restore read B", func(r Row) string { return r.RestoreReadBytes.cell(0) }},
 	{"ckpt B", func(r Row) string { return r.RestoredCkptBytes.cell(0) }},
@@ -82,7 +84,7 @@ var columns = []column{
 }
 
 // optional columns are printed only when some row has a value in them.
-var optional = map[string]bool{"backend": true, "sync p50/p99 ms": true, "sync % of heap": true, "% of heap": true, "key groups": true, "updated/s": true, "ckpt kind": true, "state B": true, "uploaded B/ckpt": true, "% uploaded": true, "p99 % of full": true, "restore ms": true, "restore read B": true, "ckpt B": true, "raw read ms": true, "restore % of raw": true, "offered/s": true, "sink limit/s": true, "recovery ms": true, "% of in-proc off": true, "wire B/record": true, "% of loop": true, "CPU µs/record": true, "% of unmonitored": true}
+var optional = map[string]bool{"backend": true, "sync p50/p99 ms": true, "sync % of heap": true, "% of heap": true, "key groups": true, "updated/s": true, "ckpt kind": true, "state B": true, "uploaded B/ckpt": true, "% uploaded": true, "p99 % of full": true, "restore ms": true, "restore read B": true, "ckpt B": true, "raw read ms": true, "restore % of raw": true, "offered/s": true, "sink limit/s": true, "recovery ms": true, "recovery local B": true, "recovery downloaded B": true, "% of in-proc off": true, "wire B/record": true, "% of loop": true, "CPU µs/record": true, "% of unmonitored": true}
 
 // tableNote explains the table's symbols and relative columns.
 const tableNote = `–: does not apply to the row, or was not measured (no record, no checkpoint, no time).

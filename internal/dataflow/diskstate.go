@@ -247,18 +247,29 @@ func (d *diskKeyed) snapshotDisk(b *snapshotBuilder, snap *diskstate.Snapshot, m
 	return nil
 }
 
-// restoreDisk writes the entries of a stored key group's state into the
-// batch, applying it when it grows large.
-func (d *diskKeyed) restoreWrite(key, value []byte) error {
+// applyBytes bounds a batch of writes: a larger one is applied at once,
+// so that a batch of input records that writes large values holds at most
+// this much besides them.
+const applyBytes = 8 << 20
+
+// write adds a write of key (a delete, or a set to value) to the batch,
+// applying it when it grows large.
+func (d *diskKeyed) write(key, value []byte, del bool) error {
 	d.written = true
-	if err := d.batch.Set(key, value); err != nil {
-		return err
+	var err error
+	if del {
+		err = d.batch.Delete(key)
+	} else {
+		err = d.batch.Set(key, value)
 	}
-	if d.batch.Len() >= 8<<20 {
-		return d.db.Apply(d.batch)
+	if err == nil && d.batch.Len() >= applyBytes {
+		err = d.db.Apply(d.batch)
 	}
-	return nil
+	return err
 }
+
+// restoreWrite writes a restored entry.
+func (d *diskKeyed) restoreWrite(key, value []byte) error { return d.write(key, value, false) }
 
 // arena copies the bytes of snapshot entries into large chunks.
 type arena struct{ buf []byte }
@@ -345,7 +356,7 @@ func (v *ValueState[K, V]) flushPending(d *diskKeyed, keep bool) error {
 	for k, p := range v.d.pend {
 		key := s.diskKey(v.d.sid, k)
 		if p.del {
-			if err := d.batch.Delete(key); err != nil {
+			if err := d.write(key, nil, true); err != nil {
 				return err
 			}
 			continue
@@ -354,7 +365,7 @@ func (v *ValueState[K, V]) flushPending(d *diskKeyed, keep bool) error {
 		if d.val, err = v.codec.Append(storedPrefix(d.val[:0], v.ttl, p.written), p.v); err != nil {
 			return fmt.Errorf("state %q: %w", v.name, err)
 		}
-		if err := d.batch.Set(key, d.val); err != nil {
+		if err := d.write(key, d.val, false); err != nil {
 			return err
 		}
 	}
@@ -550,7 +561,7 @@ func (ms *MapState[K, UK, V]) flushPending(d *diskKeyed, keep bool) error {
 				return err
 			}
 			if pv.del {
-				if err := d.batch.Delete(key); err != nil {
+				if err := d.write(key, nil, true); err != nil {
 					return err
 				}
 				continue
@@ -558,7 +569,7 @@ func (ms *MapState[K, UK, V]) flushPending(d *diskKeyed, keep bool) error {
 			if d.val, err = ms.codec.Append(storedPrefix(d.val[:0], ms.ttl, pv.written), pv.v); err != nil {
 				return fmt.Errorf("state %q: %w", ms.name, err)
 			}
-			if err := d.batch.Set(key, d.val); err != nil {
+			if err := d.write(key, d.val, false); err != nil {
 				return err
 			}
 		}
