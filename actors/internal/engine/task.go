@@ -473,11 +473,17 @@ func (t *task) setupIncremental(inc *incarnation) {
 		// A checkpoint written from a savepoint holds the savepoint's
 		// objects, which a checkpoint must never reference.
 		if e.GetTaskId() == t.plan.ID && strings.HasPrefix(e.GetState().GetKey(), snapshots.CheckpointsPrefix(t.sh.job)) {
+			// A checkpoint of the other backend holds the states in
+			// another form (key groups, or database files): the next
+			// checkpoint must not build on it, or an entry deleted since
+			// would come back from the sections it references.
+			dc, ok := t.inst.(dataflow.DiskCheckpointer)
+			if (e.GetState().GetDisk() != nil) != (ok && dc.OnDisk()) {
+				continue
+			}
 			tr.Restored(inc.restore.Manifest.GetCheckpointId(), e.GetState())
 			if d := e.GetState().GetDisk(); d != nil && d == t.adopted {
-				if dc, ok := t.inst.(dataflow.DiskCheckpointer); ok {
-					t.disk.uploaded(dc.DatabaseID(), inc.restore.Manifest.GetCheckpointId(), d.GetFiles())
-				}
+				t.disk.uploaded(dc.DatabaseID(), inc.restore.Manifest.GetCheckpointId(), d.GetFiles())
 			}
 		}
 	}

@@ -48,16 +48,11 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 	upload := func(ctx context.Context) { // retries of the store end with the checkpoint
 		t0 := time.Now()
 		var disk *messages.DiskCheckpoint
+		kept := false // the files moved to the local copies
 		if files != nil { // the database's checkpoint: store the files the base does not hold
-			kept := false
 			defer func() {
 				if !kept {
 					_ = files.Remove()
-				}
-			}()
-			defer func() { // once stored, the files stay on this machine for a restore here
-				if disk != nil && sh.cfg.diskState != nil && !sh.cfg.diskState.NoLocalRecovery {
-					kept = sh.cfg.diskState.KeepLocal(sh.job, taskID, id, files.Checkpoint) == nil
 				}
 			}()
 			var err error
@@ -79,8 +74,13 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 			h, err = sh.cps.PutSavepointState(ctx, savepoint, st)
 		case disk != nil:
 			h, err = sh.cps.PutTaskStateDisk(ctx, id, st, refs, disk)
-			if err != nil {
-				disk = nil // not stored: nothing to keep
+			// Once stored, the files stay on this machine for a restore
+			// here, before the ack: a checkpoint complete has its copies.
+			if dcfg := sh.cfg.diskState; err == nil && dcfg != nil && !dcfg.NoLocalRecovery {
+				kerr := dcfg.KeepLocal(sh.job, taskID, id, files.Checkpoint)
+				if kept = kerr == nil; !kept {
+					sh.log.Warn("could not keep a local copy of the checkpoint's database files", "task", taskID, "checkpoint", id, "err", kerr)
+				}
 			}
 		case refs != nil:
 			h, err = sh.cps.PutTaskStateRefs(ctx, id, st, refs)

@@ -139,11 +139,19 @@ func (t *task) restoreDisk(inc *incarnation) error {
 			_, err := dc.RestoreFiles("", d, false) // says why not
 			return err
 		}
+		files := d.GetFiles()
+		names := make(map[string]bool, len(files))
+		for _, f := range files { // a manifest's names become paths here
+			n := f.GetName()
+			if n == "" || n == "." || n == ".." || filepath.Base(n) != n || names[n] {
+				return fmt.Errorf("the checkpoint lists a database file named %q (empty, a path, or twice): %w", n, snapshots.ErrCorrupt)
+			}
+			names[n] = true
+		}
 		dir, err := dc.PrepareRestore(strconv.Itoa(i))
 		if err != nil {
 			return err
 		}
-		files := d.GetFiles()
 		var local, downloaded atomic.Int64
 		lc := t.sh.cfg.diskState
 		err = parallel(ctx, len(files), diskTransfers, func(ctx context.Context, k int) error {
