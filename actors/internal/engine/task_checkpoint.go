@@ -48,7 +48,7 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 	upload := func(ctx context.Context) { // retries of the store end with the checkpoint
 		t0 := time.Now()
 		var disk *messages.DiskCheckpoint
-		kept := false // the files moved to the local copies
+		kept := false     // the files moved to the local copies
 		if files != nil { // the database's checkpoint: store the files the base does not hold
 			defer func() {
 				if !kept {
