@@ -114,12 +114,7 @@ func (c *Checkpoints) putState(ctx context.Context, key string, st *messages.Tas
 	if err := c.store.Put(ctx, key, data); err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	if c.good == nil {
-		c.good = map[string]bool{}
-	}
-	c.good[key] = true
-	c.mu.Unlock()
+	c.markGood(key)
 	return h, nil
 }
 
@@ -476,4 +471,14 @@ func (c *Checkpoints) ownObject(ctx context.Context, h *messages.StateHandle) ([
 		return nil, fmt.Errorf("snapshots: state %s: crc32c %08x, want %08x: %w", key, got, h.GetCrc32C(), ErrCorrupt)
 	}
 	return data, nil
+}
+
+// markGood records that c stored the object under key, intact.
+func (c *Checkpoints) markGood(key string) {
+	c.mu.Lock()
+	if c.good == nil {
+		c.good = map[string]bool{}
+	}
+	c.good[key] = true
+	c.mu.Unlock()
 }

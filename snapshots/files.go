@@ -97,12 +97,7 @@ func (c *Checkpoints) PutStateFile(ctx context.Context, id, epoch uint64, taskID
 	if err := c.store.Put(ctx, key, data); err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	if c.good == nil {
-		c.good = map[string]bool{}
-	}
-	c.good[key] = true
-	c.mu.Unlock()
+	c.markGood(key)
 	return &messages.StateFile{Name: name, Key: key, Size: uint64(len(data)), Crc32C: Checksum(data)}, nil
 }
 

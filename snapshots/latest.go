@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
+	"github.com/snapflow/snapflow/internal/parallel"
 	"github.com/snapflow/snapflow/messages"
 )
 
@@ -287,47 +287,16 @@ func (e *stateError) Unwrap() error { return e.err }
 // i in into[i] when into is not nil (verification alone keeps nothing). The
 // first failure cancels the other reads and is returned as a *stateError.
 func (c *Checkpoints) eachState(ctx context.Context, tasks []*messages.TaskStateEntry, into []*messages.TaskState, heads bool) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		mu    sync.Mutex
-		first *stateError
-		wg    sync.WaitGroup
-		next  = make(chan int)
-	)
-	for range min(len(tasks), maxParallelReads) {
-		wg.Go(func() {
-			for i := range next {
-				st, err := c.readEntry(ctx, tasks[i], heads)
-				if err != nil {
-					mu.Lock()
-					if first == nil {
-						first = &stateError{key: faultyKey(tasks[i].GetState().GetKey(), err), err: err}
-					}
-					mu.Unlock()
-					cancel()
-					continue
-				}
-				if into != nil {
-					into[i] = st
-				}
-			}
-		})
-	}
-feed:
-	for i := range tasks {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
+	return parallel.For(ctx, len(tasks), maxParallelReads, func(ctx context.Context, i int) error {
+		st, err := c.readEntry(ctx, tasks[i], heads)
+		if err != nil {
+			return &stateError{key: faultyKey(tasks[i].GetState().GetKey(), err), err: err}
 		}
-	}
-	close(next)
-	wg.Wait()
-	if first != nil {
-		return first
-	}
-	return ctx.Err()
+		if into != nil {
+			into[i] = st
+		}
+		return nil
+	})
 }
 
 // faultyKey returns the key of the object that err, an error of reading

@@ -96,21 +96,11 @@ func (p *processInstance[K, I, O]) RestoreFiles(dir string, d *messages.DiskChec
 // selects and every descriptor into st, and takes a checkpoint of the
 // database.
 func (s *KeyedSetup[K]) snapshotFiles(st *messages.TaskState, only groupSet, name string) (*DiskFiles, error) {
-	s.tick()
-	if err := s.flushState(); err != nil {
+	b, err := s.snapshotHeap(only)
+	if err != nil {
 		return nil, err
 	}
-	b := newSnapshotBuilder(s.task, only)
-	b.now = s.now
 	desc := &messages.DiskCheckpoint{KeyGroupStart: uint32(s.task.KeyGroupStart), KeyGroupEnd: uint32(s.task.KeyGroupEnd)}
-	for _, ks := range s.states {
-		if _, onDisk := ks.(diskState); onDisk {
-			continue
-		}
-		if err := ks.appendEntries(b); err != nil {
-			return nil, fmt.Errorf("topology: operator %q: %w", s.task.Operator, err)
-		}
-	}
 	for id, ds := range s.disk.states {
 		desc.States = append(desc.States, &messages.DiskStateID{Id: uint32(id), Name: ds.descriptor().GetName(), Timed: ds.ttlNanos() > 0})
 		st.DiskStates = append(st.DiskStates, ds.descriptor().GetName())

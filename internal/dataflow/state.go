@@ -133,19 +133,9 @@ func (s *KeyedSetup[K]) snapshotKeyed(st *messages.TaskState, only groupSet) err
 // once, from any goroutine) adds the on-disk states' entries and completes
 // st. The task may go on writing state in between.
 func (s *KeyedSetup[K]) snapshotKeyedAsync(st *messages.TaskState, only groupSet) (finish func() error, err error) {
-	s.tick()
-	if err := s.flushState(); err != nil {
+	b, err := s.snapshotHeap(only)
+	if err != nil {
 		return nil, err
-	}
-	b := newSnapshotBuilder(s.task, only)
-	b.now = s.now
-	for _, ks := range s.states {
-		if _, onDisk := ks.(diskState); onDisk && s.disk != nil {
-			continue
-		}
-		if err := ks.appendEntries(b); err != nil {
-			return nil, fmt.Errorf("topology: operator %q: %w", s.task.Operator, err)
-		}
 	}
 	descs := s.descriptors()
 	done := func() error {
@@ -164,6 +154,27 @@ func (s *KeyedSetup[K]) snapshotKeyedAsync(st *messages.TaskState, only groupSet
 		}
 		return done()
 	}, nil
+}
+
+// snapshotHeap writes the pending entries of the on-disk states to their
+// database and returns a builder holding the entries of the heap states
+// (every state, on the heap backend) of the key groups only selects.
+func (s *KeyedSetup[K]) snapshotHeap(only groupSet) (*snapshotBuilder, error) {
+	s.tick()
+	if err := s.flushState(); err != nil {
+		return nil, err
+	}
+	b := newSnapshotBuilder(s.task, only)
+	b.now = s.now
+	for _, ks := range s.states {
+		if _, onDisk := ks.(diskState); onDisk && s.disk != nil {
+			continue
+		}
+		if err := ks.appendEntries(b); err != nil {
+			return nil, fmt.Errorf("topology: operator %q: %w", s.task.Operator, err)
+		}
+	}
+	return b, nil
 }
 
 // restoreKeyed checks st's state descriptors against the declared states,

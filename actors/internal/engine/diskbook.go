@@ -2,6 +2,7 @@ package engine
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 
 	"github.com/snapflow/snapflow/internal/diskstate"
@@ -74,7 +75,7 @@ func (b *diskBook) reuse(db, id, base uint64, names []string, sizes map[string]i
 		if sz, ok := sizes[name]; sizes != nil && (!ok || uint64(sz) != f.GetSize()) {
 			continue
 		}
-		stored, ok := storedIn(b.job, f.GetKey())
+		stored, ok := snapshots.StateFileCheckpoint(b.job, f.GetKey())
 		if !ok {
 			continue
 		}
@@ -106,17 +107,6 @@ func (b *diskBook) uploaded(db, id uint64, files []*messages.StateFile) {
 	}
 	b.uploads[id] = files
 	for len(b.uploads) > diskBookKeeps {
-		delete(b.uploads, slices.Min(keysOf(b.uploads)))
+		delete(b.uploads, slices.Min(slices.Collect(maps.Keys(b.uploads))))
 	}
 }
-
-func keysOf[V any](m map[uint64]V) []uint64 {
-	out := make([]uint64, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
-
-// storedIn is the checkpoint that stored the state file under key.
-func storedIn(job, key string) (uint64, bool) { return snapshots.StateFileCheckpoint(job, key) }

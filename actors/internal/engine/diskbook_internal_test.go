@@ -77,7 +77,7 @@ func TestDiskBookRewritesOld(t *testing.T) {
 		for _, n := range files {
 			if f := reuse[n]; f != nil {
 				now = append(now, f)
-				from, _ := storedIn("job", f.GetKey())
+				from, _ := snapshots.StateFileCheckpoint("job", f.GetKey())
 				maxAge = max(maxAge, id-from)
 			} else {
 				now = append(now, stored(id, n)...)
