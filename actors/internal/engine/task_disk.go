@@ -6,10 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"sync/atomic"
 
 	"github.com/snapflow/snapflow/internal/dataflow"
+	"github.com/snapflow/snapflow/internal/parallel"
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
 )
@@ -34,7 +34,7 @@ func uploadDisk(ctx context.Context, cps *snapshots.Checkpoints, id, epoch uint6
 		}
 		todo = append(todo, i)
 	}
-	err := parallel(ctx, len(todo), diskTransfers, func(ctx context.Context, k int) error {
+	err := parallel.For(ctx, len(todo), diskTransfers, func(ctx context.Context, k int) error {
 		i := todo[k]
 		data, err := os.ReadFile(filepath.Join(c.Dir, c.Files[i]))
 		if err != nil {
@@ -48,47 +48,6 @@ func uploadDisk(ctx context.Context, cps *snapshots.Checkpoints, id, epoch uint6
 		return nil, err
 	}
 	return d, nil
-}
-
-// parallel runs fn for 0..n-1, at most width at once, and returns the
-// first error, after which it starts no more.
-func parallel(ctx context.Context, n, width int, fn func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-		next  = make(chan int)
-	)
-	for range min(n, width) {
-		wg.Go(func() {
-			for i := range next {
-				if err := fn(ctx, i); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-					cancel()
-				}
-			}
-		})
-	}
-feed:
-	for i := range n {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(next)
-	wg.Wait()
-	if first != nil {
-		return first
-	}
-	return ctx.Err()
 }
 
 // diskSources returns the disk checkpoints that task t's state is restored
@@ -141,10 +100,13 @@ func (t *task) restoreDisk(inc *incarnation) error {
 		}
 		files := d.GetFiles()
 		names := make(map[string]bool, len(files))
-		for _, f := range files { // a manifest's names become paths here
+		for _, f := range files { // a manifest's names become paths here, and its keys reads
 			n := f.GetName()
 			if n == "" || n == "." || n == ".." || filepath.Base(n) != n || names[n] {
 				return fmt.Errorf("the checkpoint lists a database file named %q (empty, a path, or twice): %w", n, snapshots.ErrCorrupt)
+			}
+			if _, _, ok := snapshots.ParseStateFileKey(t.sh.job, f.GetKey()); !ok {
+				return fmt.Errorf("the checkpoint lists database file %q stored as %s, which is not a state file of job %q: %w", n, f.GetKey(), t.sh.job, snapshots.ErrCorrupt)
 			}
 			names[n] = true
 		}
@@ -154,9 +116,9 @@ func (t *task) restoreDisk(inc *incarnation) error {
 		}
 		var local, downloaded atomic.Int64
 		lc := t.sh.cfg.diskState
-		err = parallel(ctx, len(files), diskTransfers, func(ctx context.Context, k int) error {
+		err = parallel.For(ctx, len(files), diskTransfers, func(ctx context.Context, k int) error {
 			f := files[k]
-			if _, task, ok := snapshots.ParseStateFileKey(t.sh.job, f.GetKey()); ok && !lc.GetNoLocalRecovery() && lc != nil {
+			if _, task, _ := snapshots.ParseStateFileKey(t.sh.job, f.GetKey()); lc != nil && !lc.NoLocalRecovery {
 				found, err := lc.TakeLocal(t.sh.job, task, f.GetName(), int64(f.GetSize()), f.GetCrc32C(), dir)
 				if err != nil {
 					return err
