@@ -359,9 +359,11 @@ func TestDiskLocalRecovery(t *testing.T) {
 			const n, keys = 4000, 1000
 			gate := testsrc.NewGate(2000)
 			dir := t.TempDir()
+			var ev events
 			j, err := actors.Start(context.Background(), incrementalJob(n, keys, gate, 3000), actors.WithStore(snapshots.NewMem()),
 				actors.WithLogger(testLogger(t)), actors.WithCheckpointInterval(0), actors.WithIncrementalCheckpoints(1000),
-				actors.WithInlineStateLimit(0), actors.WithDiskState(actors.DiskState{Dir: dir, NoLocalRecovery: c.off}))
+				actors.WithInlineStateLimit(0), actors.WithDiskState(actors.DiskState{Dir: dir, NoLocalRecovery: c.off}),
+				actors.WithListener(ev.listen))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -409,7 +411,13 @@ func TestDiskLocalRecovery(t *testing.T) {
 					}
 				}
 			}
-			gate.SetLimit(n) // record 3000 fails a sum task: both restore checkpoint id
+			// Record 3000 fails a sum task: both restore checkpoint id. The
+			// source ends only after that, so that no later checkpoint
+			// (the final one) leaves copies of its own, which verify.
+			sub := ev.subscribe()
+			gate.SetLimit(3500)
+			waitFor(t, sub, "the job running again", func(e actors.Event) bool { return e.Kind == actors.EventRunning })
+			gate.SetLimit(n)
 			if err := waitJob(t, j); err != nil {
 				t.Fatal(err)
 			}

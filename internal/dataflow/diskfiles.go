@@ -23,8 +23,8 @@ type DiskCheckpointer interface {
 	// SnapshotFiles is SnapshotAsync for the states on the heap (timers,
 	// for one) and the watermark, of the key groups of groups (all when
 	// full), with the descriptors of every state; the states on disk are
-	// captured as a checkpoint of the database, named name. st is
-	// complete on return.
+	// captured as a checkpoint of the database, named name, begun now and
+	// taken by DiskFiles.Take later. st is complete on return.
 	SnapshotFiles(st *messages.TaskState, groups []uint64, full bool, name string) (*DiskFiles, error)
 	// PrepareRestore returns a new empty directory, removed when the
 	// instance closes, to put a stored checkpoint's files into.
@@ -41,9 +41,12 @@ type DiskCheckpointer interface {
 }
 
 // DiskFiles is a checkpoint of a task's database: the directory of its
-// files, and what a messages.DiskCheckpoint says of it but its files.
+// files once taken (see Take), and what a messages.DiskCheckpoint says of
+// it but its files.
 type DiskFiles struct {
+	// Checkpoint is nil until Take.
 	*diskstate.Checkpoint
+	pending *diskstate.Pending
 	// Desc holds the key groups and the states; the runtime adds the
 	// stored files.
 	Desc *messages.DiskCheckpoint
@@ -51,6 +54,20 @@ type DiskFiles struct {
 	// within one database only.
 	DB uint64
 }
+
+// Take takes the database's checkpoint, as it was in the synchronous
+// phase, off the task's goroutine: a flush of the memtable and a
+// directory of hard links. The task's writes are held in memory until
+// then. It is called once; Release gives the checkpoint up instead.
+func (f *DiskFiles) Take() error {
+	c, err := f.pending.Take()
+	f.Checkpoint = c
+	return err
+}
+
+// Release gives up the checkpoint if Take was not called, so that the
+// task's writes reach its database; it may follow Take.
+func (f *DiskFiles) Release() { f.pending.Release() }
 
 // OnDisk implements DiskCheckpointer.
 func (p *processInstance[K, I, O]) OnDisk() bool {
@@ -107,11 +124,11 @@ func (s *KeyedSetup[K]) snapshotFiles(st *messages.TaskState, only groupSet, nam
 	}
 	b.appendTo(st)
 	st.StateDescriptors = append(st.StateDescriptors, s.descriptors()...)
-	c, err := s.disk.db.Checkpoint(name)
+	p, err := s.disk.db.BeginCheckpoint(name)
 	if err != nil {
 		return nil, fmt.Errorf("topology: operator %q: %w", s.task.Operator, err)
 	}
-	return &DiskFiles{Checkpoint: c, Desc: desc, DB: s.disk.db.ID()}, nil
+	return &DiskFiles{pending: p, Desc: desc, DB: s.disk.db.ID()}, nil
 }
 
 // restoreFiles copies the entries of the task's key groups from the

@@ -55,7 +55,10 @@ func TestDiskFilesRestore(t *testing.T) {
 		t.Fatalf("the snapshot holds %d key groups, %d descriptors and %d states on disk; want 0, 3 and 3",
 			len(st.GetKeyGroups()), len(st.GetStateDescriptors()), len(c.Desc.GetStates()))
 	}
-	if err := inst.ProcessBatch(0, es[2000:], nil); err != nil { // after the checkpoint
+	if err := inst.ProcessBatch(0, es[2000:], nil); err != nil { // after the checkpoint began
+		t.Fatal(err)
+	}
+	if err := c.Take(); err != nil { // the database as it was at SnapshotFiles
 		t.Fatal(err)
 	}
 	for _, n := range []int{1, 2, 3} {

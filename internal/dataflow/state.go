@@ -146,7 +146,11 @@ func (s *KeyedSetup[K]) snapshotKeyedAsync(st *messages.TaskState, only groupSet
 	if s.disk == nil || s.disk.db == nil {
 		return done, nil
 	}
-	snap, d, maxP, op := s.disk.db.Snapshot(), s.disk, int(s.maxP), s.task.Operator
+	d, maxP, op := s.disk, int(s.maxP), s.task.Operator
+	snap, err := d.db.Snapshot()
+	if err != nil {
+		return nil, fmt.Errorf("topology: operator %q: %w", op, err)
+	}
 	return func() error {
 		defer snap.Close()
 		if err := d.snapshotDisk(b, snap, maxP); err != nil {

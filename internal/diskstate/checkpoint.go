@@ -1,10 +1,12 @@
 package diskstate
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -23,10 +25,73 @@ type Checkpoint struct {
 // checkpointsDir is the directory of d's checkpoints, beside its own.
 func (d *DB) checkpointsDir() string { return d.dir + ".checkpoints" }
 
-// Checkpoint flushes the memtable and takes a checkpoint of the database
-// under name (a checkpoint id, say). Remove it once it is read; Close
-// removes those left.
+// Checkpoint takes a checkpoint of the database now, under name (a
+// checkpoint id, say): BeginCheckpoint and Pending.Take at once. Remove
+// it once it is read; Close removes those left.
 func (d *DB) Checkpoint(name string) (*Checkpoint, error) {
+	p, err := d.BeginCheckpoint(name)
+	if err != nil {
+		return nil, err
+	}
+	return p.Take()
+}
+
+// Pending is a checkpoint of a database begun and not yet taken: the
+// database stays as it was at BeginCheckpoint until Take or Release,
+// while the writes made meanwhile are held in memory (see
+// BeginCheckpoint).
+type Pending struct {
+	d    *DB
+	name string
+	once sync.Once
+	done chan struct{}
+}
+
+// ErrReleased is returned by Take after Release or a first Take.
+var ErrReleased = errors.New("disk state: the pending checkpoint was already taken or released")
+
+// BeginCheckpoint begins a checkpoint of the database as it is now, under
+// name, in a moment: it copies nothing and flushes nothing. Until the
+// Pending is taken or released, Apply holds the writes in an indexed
+// batch that Get and Scan read through, so that nothing reaches the
+// database; the batch is applied once the checkpoint is taken (or, when
+// it grows to the memtable's size, Apply waits for that). It is called by
+// the DB's goroutine; a checkpoint still pending is waited for first.
+func (d *DB) BeginCheckpoint(name string) (*Pending, error) {
+	if err := d.settle(true); err != nil {
+		return nil, err
+	}
+	d.mu.RLock()
+	closed := d.closed
+	d.mu.RUnlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	p := &Pending{d: d, name: name, done: make(chan struct{})}
+	d.held, d.heldDone = d.db.NewIndexedBatch(), p.done
+	return p, nil
+}
+
+// Take flushes the memtable and takes the checkpoint: the database as it
+// was at BeginCheckpoint, in a directory of hard links. It is called
+// once, from any goroutine (the upload's, say); the writes held meanwhile
+// then reach the database.
+func (p *Pending) Take() (c *Checkpoint, err error) {
+	err = ErrReleased
+	p.once.Do(func() {
+		defer close(p.done)
+		c, err = p.d.takeCheckpoint(p.name)
+	})
+	return c, err
+}
+
+// Release gives up the checkpoint if it was not taken; the writes held
+// reach the database. It may be called more than once, and after Take.
+func (p *Pending) Release() { p.once.Do(func() { close(p.done) }) }
+
+// takeCheckpoint flushes the memtable and takes a checkpoint of the
+// database under name.
+func (d *DB) takeCheckpoint(name string) (*Checkpoint, error) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	if d.closed {
@@ -58,6 +123,30 @@ func (d *DB) Checkpoint(name string) (*Checkpoint, error) {
 	}
 	slices.Sort(c.Files)
 	return c, nil
+}
+
+// settle applies the writes held for a pending checkpoint once it is
+// taken or released; with wait, it waits for that.
+func (d *DB) settle(wait bool) error {
+	if d.held == nil {
+		return nil
+	}
+	if wait {
+		<-d.heldDone
+	} else {
+		select {
+		case <-d.heldDone:
+		default:
+			return nil
+		}
+	}
+	b := d.held
+	d.held, d.heldDone = nil, nil
+	defer b.Close()
+	if err := d.db.Apply(b, d.wo); err != nil {
+		return fmt.Errorf("disk state: apply the writes held during a checkpoint: %w", err)
+	}
+	return nil
 }
 
 // Remove deletes the checkpoint's directory.

@@ -118,3 +118,120 @@ func TestCheckpointIsConsistentAndShared(t *testing.T) {
 		t.Errorf("Checkpoint after Close = %v, want ErrClosed", err)
 	}
 }
+
+// TestPendingCheckpointHoldsLaterWrites: a checkpoint begun and taken
+// later, from another goroutine, holds the database as it was when it
+// began; the writes made meanwhile are read back at once (Get and Scan),
+// reach the database after Take, and are in the next checkpoint.
+func TestPendingCheckpointHoldsLaterWrites(t *testing.T) {
+	d := open(t)
+	defer d.Close()
+	put(t, d, 0, 1000, 1)
+	p, err := d.BeginCheckpoint("1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, d, 500, 1500, 2) // held
+	b := d.NewBatch()
+	if err := b.Delete(Prefix(nil, 0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Apply(b); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, err := d.Get(nil, Prefix(nil, 600, 1)); err != nil || !ok || v[0] != 2 {
+		t.Fatalf("Get of a held write = %v %v %v, want 2", v, ok, err)
+	}
+	if _, ok, err := d.Get(nil, Prefix(nil, 0, 1)); err != nil || ok {
+		t.Fatalf("Get of a held delete = %v %v, want absent", ok, err)
+	}
+	if got := scanAll(t, d.Scan); len(got) != 1499 || got[1499] != 2 || got[1] != 1 {
+		t.Fatalf("Scan while held: %d keys, want 1499", len(got))
+	}
+	type taken struct {
+		c   *Checkpoint
+		err error
+	}
+	ch := make(chan taken)
+	go func() { c, err := p.Take(); ch <- taken{c, err} }()
+	c1 := <-ch
+	if c1.err != nil {
+		t.Fatal(c1.err)
+	}
+	if _, err := p.Take(); err != ErrReleased {
+		t.Errorf("a second Take = %v, want ErrReleased", err)
+	}
+	p.Release() // after Take: nothing
+	got := scanAll(t, restoreCopy(t, d, c1.c, "1").Scan)
+	if len(got) != 1000 || got[0] != 1 || got[999] != 1 {
+		t.Fatalf("the pending checkpoint holds %d keys (key 999 = %d), want the 1000 written before it began", len(got), got[999])
+	}
+	c2, err := d.Checkpoint("2") // applies the held writes first
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = scanAll(t, restoreCopy(t, d, c2, "2").Scan)
+	if len(got) != 1499 || got[1] != 1 || got[500] != 2 || got[1499] != 2 {
+		t.Fatalf("the next checkpoint holds %d keys, want 1499 with the held writes", len(got))
+	}
+}
+
+// TestPendingCheckpointBoundsHeldWrites: writes held for a pending
+// checkpoint never reach the memtable's size: Apply then waits for the
+// checkpoint to be taken and applies them; the checkpoint, taken
+// meanwhile from another goroutine, holds none of them.
+func TestPendingCheckpointBoundsHeldWrites(t *testing.T) {
+	const memtable = 1 << 20
+	d, err := Open(Config{Dir: t.TempDir(), MemTableBytes: memtable}, "bound")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	put(t, d, 100, 101, 7)
+	p, err := d.BeginCheckpoint("1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := make(chan *Checkpoint, 1)
+	go func() {
+		c, err := p.Take()
+		if err != nil {
+			t.Error(err)
+		}
+		taken <- c
+	}()
+	b := d.NewBatch()
+	for i := range 8 {
+		if err := b.Set(Prefix(nil, i, 1), make([]byte, 256<<10)); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Apply(b); err != nil {
+			t.Fatal(err)
+		}
+		if d.held != nil && d.held.Len() >= memtable {
+			t.Fatalf("after %d writes of 256 KiB, %d bytes held for a pending checkpoint with a memtable of %d", i+1, d.held.Len(), memtable)
+		}
+	}
+	c := <-taken
+	if c == nil {
+		t.FailNow()
+	}
+	if got := scanAll(t, restoreCopy(t, d, c, "1").Scan); len(got) != 1 || got[100] != 7 {
+		t.Fatalf("the checkpoint holds %v, want only key group 100", got)
+	}
+	if n := len(scanAll(t, d.Scan)); n != 9 {
+		t.Fatalf("%d keys after the checkpoint, want 9", n)
+	}
+	p2, err := d.BeginCheckpoint("2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, d, 200, 201, 1)
+	p2.Release() // given up: the held write reaches the database
+	if v, ok, err := d.Get(nil, Prefix(nil, 200, 1)); err != nil || !ok || v[0] != 1 {
+		t.Fatalf("a write held for a released checkpoint: %v %v %v", v, ok, err)
+	}
+	if d.held != nil {
+		t.Error("writes still held after the release")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -82,6 +83,12 @@ type DB struct {
 	closed bool
 	smu    sync.Mutex
 	snaps  map[*Snapshot]struct{}
+
+	// held takes the writes while a checkpoint is pending (nil: none),
+	// until heldDone is closed; see BeginCheckpoint. The DB's goroutine
+	// owns both.
+	held     *pebble.Batch
+	heldDone chan struct{}
 }
 
 // ErrClosed is returned by a snapshot read after its DB was closed.
@@ -180,6 +187,9 @@ func sanitize(name string) string {
 // or checkpoint of it may be under way; batches made before belong to the
 // database replaced (make new ones). A failure leaves it closed.
 func (d *DB) Adopt(dir string) error {
+	if d.held != nil {
+		return errors.New("disk state: adopt while a checkpoint is pending")
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
@@ -218,7 +228,19 @@ func (d *DB) Dir() string { return d.dir }
 
 // Get appends the value of key to dst and reports whether key is present.
 func (d *DB) Get(dst, key []byte) ([]byte, bool, error) {
-	v, closer, err := d.db.Get(key)
+	var v []byte
+	var closer io.Closer
+	var err error
+	if d.held != nil {
+		if err := d.settle(false); err != nil {
+			return dst, false, err
+		}
+	}
+	if d.held != nil {
+		v, closer, err = d.held.Get(key)
+	} else {
+		v, closer, err = d.db.Get(key)
+	}
 	if errors.Is(err, pebble.ErrNotFound) {
 		return dst, false, nil
 	}
@@ -252,6 +274,19 @@ func (d *DB) Apply(b *Batch) error {
 	if b.b.Empty() {
 		return nil
 	}
+	if err := d.settle(false); err != nil {
+		return err
+	}
+	if d.held != nil { // a checkpoint is pending: hold the writes
+		if err := d.held.Apply(b.b, nil); err != nil {
+			return fmt.Errorf("disk state: %w", err)
+		}
+		b.b.Reset()
+		if int64(d.held.Len()) < cmpOr(d.cfg.MemTableBytes, DefaultMemTableBytes) {
+			return nil
+		}
+		return d.settle(true) // held long enough: wait for the checkpoint
+	}
 	if err := d.db.Apply(b.b, d.wo); err != nil {
 		return fmt.Errorf("disk state: %w", err)
 	}
@@ -263,7 +298,16 @@ func (d *DB) Apply(b *Batch) error {
 // order; the slices are valid only during the call. fn returning
 // errStop (see Stop) ends the scan without an error.
 func (d *DB) Scan(lower, upper []byte, fn func(key, value []byte) error) error {
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err := d.settle(false); err != nil {
+		return err
+	}
+	var it *pebble.Iterator
+	var err error
+	if d.held != nil {
+		it, err = d.held.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	} else {
+		it, err = d.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	}
 	if err != nil {
 		return fmt.Errorf("disk state: %w", err)
 	}
@@ -303,13 +347,17 @@ type Snapshot struct {
 	s *pebble.Snapshot
 }
 
-// Snapshot returns a view of the database as it is now. Close releases it.
-func (d *DB) Snapshot() *Snapshot {
+// Snapshot returns a view of the database as it is now, waiting for a
+// pending checkpoint to apply the writes it holds. Close releases it.
+func (d *DB) Snapshot() (*Snapshot, error) {
+	if err := d.settle(true); err != nil {
+		return nil, err
+	}
 	s := &Snapshot{d: d, s: d.db.NewSnapshot()}
 	d.smu.Lock()
 	d.snaps[s] = struct{}{}
 	d.smu.Unlock()
-	return s
+	return s, nil
 }
 
 // Scan is DB.Scan on the snapshot. It fails with ErrClosed once the DB is
@@ -354,6 +402,10 @@ func (d *DB) Close() error {
 		return nil
 	}
 	d.closed = true
+	if d.held != nil { // the writes held for a checkpoint go with the database
+		_ = d.held.Close()
+		d.held, d.heldDone = nil, nil
+	}
 	d.smu.Lock()
 	for s := range d.snaps {
 		s.closeLocked()

@@ -31,7 +31,10 @@ func TestSnapshotIsolationAndClose(t *testing.T) {
 	if err := d.Apply(b); err != nil {
 		t.Fatal(err)
 	}
-	s := d.Snapshot()
+	s, err := d.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := b.Delete(Prefix(nil, 5, 1)); err != nil {
 		t.Fatal(err)
 	}

@@ -51,15 +51,35 @@ func newDiskBook(job string, every int) *diskBook {
 // (0: none); the others are to be stored. sizes, when not nil, gives each
 // file's size: a stored file of another size is not reused.
 func (b *diskBook) reuse(db, id, base uint64, names []string, sizes map[string]int64) map[string]*messages.StateFile {
+	return b.plan(db, id, base).reuse(names, sizes)
+}
+
+// reusePlan is what a diskBook knew of a checkpoint's base when the
+// checkpoint began: its reuse, which needs the checkpoint's files, may
+// be worked out later, on another goroutine.
+type reusePlan struct {
+	job   string
+	every int
+	id    uint64
+	prev  []*messages.StateFile // the base's files; nil: reuse none
+}
+
+// plan is reuse's knowledge of the book, taken now for checkpoint id of
+// database db that builds on base.
+func (b *diskBook) plan(db, id, base uint64) reusePlan {
 	if b == nil || db != b.db || base == 0 {
+		return reusePlan{}
+	}
+	return reusePlan{job: b.job, every: b.every, id: id, prev: b.uploads[base]}
+}
+
+// reuse is diskBook.reuse for the plan's checkpoint.
+func (p reusePlan) reuse(names []string, sizes map[string]int64) map[string]*messages.StateFile {
+	if len(p.prev) == 0 {
 		return nil
 	}
-	prev := b.uploads[base]
-	if len(prev) == 0 {
-		return nil
-	}
-	byName := make(map[string]*messages.StateFile, len(prev))
-	for _, f := range prev {
+	byName := make(map[string]*messages.StateFile, len(p.prev))
+	for _, f := range p.prev {
 		byName[f.GetName()] = f
 	}
 	type cand struct {
@@ -75,7 +95,7 @@ func (b *diskBook) reuse(db, id, base uint64, names []string, sizes map[string]i
 		if sz, ok := sizes[name]; sizes != nil && (!ok || uint64(sz) != f.GetSize()) {
 			continue
 		}
-		stored, ok := snapshots.StateFileCheckpoint(b.job, f.GetKey())
+		stored, ok := snapshots.StateFileCheckpoint(p.job, f.GetKey())
 		if !ok {
 			continue
 		}
@@ -84,10 +104,10 @@ func (b *diskBook) reuse(db, id, base uint64, names []string, sizes map[string]i
 	slices.SortFunc(cands, func(x, y cand) int {
 		return cmp.Or(cmp.Compare(x.stored, y.stored), cmp.Compare(x.f.GetName(), y.f.GetName()))
 	})
-	rewrite := (len(cands) + b.every - 1) / b.every
+	rewrite := (len(cands) + p.every - 1) / p.every
 	out := make(map[string]*messages.StateFile, len(cands))
 	for _, c := range cands {
-		if rewrite > 0 && id >= c.stored+uint64(b.every) {
+		if rewrite > 0 && p.id >= c.stored+uint64(p.every) {
 			rewrite--
 			continue // stored again
 		}

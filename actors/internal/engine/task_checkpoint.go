@@ -31,14 +31,17 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 		savepoint = t.savepointName
 	}
 	refs, finish, files, err := t.takeSnapshot(id, st, savepoint != "")
-	var reuse map[string]*messages.StateFile
+	var reuse reusePlan
 	if files != nil && t.incr != nil {
-		reuse = t.disk.reuse(files.DB, id, t.barrierBase, files.Files, nil)
+		reuse = t.disk.plan(files.DB, id, t.barrierBase)
 	}
 	t.flush()
 	t.sendControl(outItem{barrier: &messages.Barrier{Epoch: t.epoch, CheckpointId: id, TimestampUnixNano: t.barrierTS, Savepoint: savepoint,
 		BaseCheckpointId: t.barrierBase}})
 	if err != nil {
+		if files != nil {
+			files.Release()
+		}
 		t.log.Error("snapshot failed; declining the checkpoint", "checkpoint", id, "err", err)
 		t.decline(id, "snapshot: "+err.Error())
 		return
@@ -50,13 +53,18 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 		var disk *messages.DiskCheckpoint
 		kept := false     // the files moved to the local copies
 		if files != nil { // the database's checkpoint: store the files the base does not hold
+			defer files.Release()
+			if err := files.Take(); err != nil {
+				root.Send(sh.jobPID, &messages.DeclineCheckpoint{Epoch: epoch, CheckpointId: id, TaskId: taskID, Reason: "snapshot: " + err.Error(), WorkerId: sh.worker})
+				return
+			}
 			defer func() {
 				if !kept {
 					_ = files.Remove()
 				}
 			}()
 			var err error
-			if disk, err = uploadDisk(ctx, sh.cps, id, epoch, taskID, files, reuse); err != nil {
+			if disk, err = uploadDisk(ctx, sh.cps, id, epoch, taskID, files, reuse.reuse(files.Files, nil)); err != nil {
 				root.Send(sh.jobPID, &messages.DeclineCheckpoint{Epoch: epoch, CheckpointId: id, TaskId: taskID, Reason: "upload: " + err.Error(), WorkerId: sh.worker})
 				return
 			}
