@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -234,15 +235,22 @@ func (s *syncBuilder) String() string {
 }
 
 // killChildEnv makes the test binary run killedJob instead of the tests;
-// killHoldEnv makes its source stop half-way.
+// killHoldEnv makes its source stop half-way; killDiskEnv keeps its state
+// on disk, in the directory it names, and with killHoldEnv blocks the
+// upload of a database file of a later checkpoint until the kill.
 const (
 	killChildEnv = "SNAPFLOW_KILL_CHILD_STORE"
 	killHoldEnv  = "SNAPFLOW_KILL_CHILD_HOLD"
+	killDiskEnv  = "SNAPFLOW_KILL_CHILD_DISK"
 )
 
 // TestKilledProcessResumes SIGKILLs a process running a job on MinIO; a fresh
 // process with the same job name resumes from the newest complete checkpoint
-// and the final state is exact.
+// and the final state is exact. In disk-mid-upload, the state is on disk
+// with incremental checkpoints, and the process is killed while it stores
+// a database file of a checkpoint; the second process runs on the same
+// directory (the killed one's local copies, databases and checkpoint
+// directories are there).
 func TestKilledProcessResumes(t *testing.T) {
 	if url := os.Getenv(killChildEnv); url != "" {
 		killedJob(url)
@@ -250,20 +258,31 @@ func TestKilledProcessResumes(t *testing.T) {
 	}
 	srv := miniotest.Start(t)
 	srv.MakeBucket(t, "kill")
-	url := srv.URL("kill", "proc")
+	t.Run("heap", func(t *testing.T) { killAndResume(t, srv, "proc", "") })
+	t.Run("disk-mid-upload", func(t *testing.T) { killAndResume(t, srv, "disk", t.TempDir()) })
+}
 
-	first := startChild(t, srv, url, true)
+// killAndResume runs the job in a child process until it has completed
+// two checkpoints (and, on disk, is storing a database file of a later
+// one), kills it, and runs it again to its end.
+func killAndResume(t *testing.T, srv *miniotest.Server, prefix, disk string) {
+	url := srv.URL("kill", prefix)
+	first := startChild(t, srv, url, true, disk)
 	resumedFrom := uint64(0)
+	uploading := ""
 	for line := range first.lines {
 		if strings.HasPrefix(line, "completed ") {
 			resumedFrom, _ = strconv.ParseUint(strings.Fields(line)[1], 10, 64)
-			if resumedFrom >= 2 {
-				break
-			}
+		}
+		if strings.HasPrefix(line, "uploading ") {
+			uploading = strings.TrimPrefix(line, "uploading ")
+		}
+		if resumedFrom >= 2 && (disk == "" || uploading != "") {
+			break
 		}
 	}
-	if resumedFrom < 2 {
-		t.Fatalf("the first process ended before two checkpoints: %v", first.wait())
+	if resumedFrom < 2 || (disk != "" && uploading == "") {
+		t.Fatalf("the first process ended before two checkpoints and an upload of a database file: %v", first.wait())
 	}
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -271,8 +290,14 @@ func TestKilledProcessResumes(t *testing.T) {
 	if err := first.wait(); err == nil || !strings.Contains(err.Error(), "killed") {
 		t.Fatalf("first process: %v, want killed", err)
 	}
+	store := srv.Store(t, "kill", prefix)
+	if uploading != "" {
+		if _, err := store.Get(context.Background(), uploading); !errors.Is(err, snapshots.ErrNotFound) {
+			t.Fatalf("the file whose upload the kill cut: %v, want not found", err)
+		}
+	}
 
-	second := startChild(t, srv, url, false)
+	second := startChild(t, srv, url, false, disk)
 	var running string
 	for line := range second.lines {
 		if strings.HasPrefix(line, "running ") && running == "" {
@@ -286,10 +311,18 @@ func TestKilledProcessResumes(t *testing.T) {
 	if from < resumedFrom {
 		t.Fatalf("second process started from checkpoint %d (%q), want at least %d", from, running, resumedFrom)
 	}
-	assertEqualMaps(t, "final state", finalTotals(t, srv.Store(t, "kill", "proc"), "killed", "sum"), parityWant(killedN))
+	want := parityWant(killedN)
+	if disk != "" {
+		want = wantSums(killedN, killedDiskKeys)
+	}
+	assertEqualMaps(t, "final state", finalTotals(t, store, "killed", "sum"), want)
 }
 
-const killedN = 400_000
+const (
+	killedN = 400_000
+	// killedDiskKeys is the number of keys of the job on disk.
+	killedDiskKeys = 1_000
+)
 
 type child struct {
 	cmd   *exec.Cmd
@@ -301,12 +334,15 @@ func (c *child) wait() error { return <-c.done }
 
 // startChild runs killedJob in a child process; a held child's source stops
 // half-way and waits to be killed, so the kill never comes too late.
-func startChild(t *testing.T, srv *miniotest.Server, url string, hold bool) *child {
+func startChild(t *testing.T, srv *miniotest.Server, url string, hold bool, disk string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledProcessResumes$", "-test.count=1")
 	cmd.Env = append(append(os.Environ(), srv.Env()...), killChildEnv+"="+url)
 	if hold {
 		cmd.Env = append(cmd.Env, killHoldEnv+"=1")
+	}
+	if disk != "" {
+		cmd.Env = append(cmd.Env, killDiskEnv+"="+disk)
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -332,9 +368,13 @@ func startChild(t *testing.T, srv *miniotest.Server, url string, hold bool) *chi
 // killedJob is the child process: the parity job over 1..killedN with a
 // checkpoint every 20ms; a held child stops half-way, so that it is still
 // running when the parent kills it, whatever the machine's speed. It prints
-// "running <checkpoint>" and "completed <id>" lines.
+// "running <checkpoint>" and "completed <id>" lines. On disk, its sum has
+// killedDiskKeys keys and incremental checkpoints; a held child prints
+// "uploading <key>" when it begins to store a database file of a
+// checkpoint after the second completed, and never ends that upload.
 func killedJob(url string) {
 	ctx := context.Background()
+	var store snapshots.Store
 	store, err := snapshots.Open(ctx, url)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
@@ -342,24 +382,52 @@ func killedJob(url string) {
 	}
 	g := topology.New("killed")
 	limit := int64(killedN)
-	if os.Getenv(killHoldEnv) != "" {
+	hold := os.Getenv(killHoldEnv) != ""
+	if hold {
 		limit = killedN / 2 // and wait there to be killed
 	}
-	gate := testsrc.NewGate(limit)
-	src := topology.FromSource(g, "source", func(int, int) topology.Source[int64] { return &testsrc.Gated{N: killedN, Gate: gate} })
-	topology.Sink(keyedSum(topology.KeyBy(src, func(v int64) int64 { return v % 2 }), "sum", 2, nil), "sink", func(kv) error { return nil })
-	err = actors.Run(ctx, g, actors.WithStore(store), actors.WithCheckpointInterval(20*time.Millisecond),
+	keys := int64(2)
+	var completed atomic.Uint64
+	opts := []actors.Option{actors.WithCheckpointInterval(20 * time.Millisecond),
 		actors.WithListener(func(e actors.Event) {
 			switch e.Kind {
 			case actors.EventRunning:
 				fmt.Printf("running %d\n", e.Checkpoint)
 			case actors.EventCheckpointCompleted:
+				completed.Store(e.Checkpoint)
 				fmt.Printf("completed %d\n", e.Checkpoint)
 			}
-		}))
-	if err != nil {
+		})}
+	if dir := os.Getenv(killDiskEnv); dir != "" {
+		keys = killedDiskKeys
+		opts = append(opts, actors.WithDiskState(actors.DiskState{Dir: dir}), actors.WithIncrementalCheckpoints(4), actors.WithInlineStateLimit(0))
+		if hold {
+			store = &blockFiles{Store: store, after: &completed}
+		}
+	}
+	gate := testsrc.NewGate(limit)
+	src := topology.FromSource(g, "source", func(int, int) topology.Source[int64] { return &testsrc.Gated{N: killedN, Gate: gate} })
+	topology.Sink(keyedSum(topology.KeyBy(src, func(v int64) int64 { return v % keys }), "sum", 2, nil), "sink", func(kv) error { return nil })
+	if err := actors.Run(ctx, g, append(opts, actors.WithStore(store))...); err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		os.Exit(1)
 	}
 	os.Exit(0)
+}
+
+// blockFiles is a store whose first Put of a database file of a
+// checkpoint later than the second completed prints "uploading <key>" and
+// never returns: the process is killed mid-upload.
+type blockFiles struct {
+	snapshots.Store
+	after *atomic.Uint64
+	once  sync.Once
+}
+
+func (b *blockFiles) Put(ctx context.Context, key string, data []byte) error {
+	if id, _, ok := snapshots.ParseStateFileKey("killed", key); ok && b.after.Load() >= 2 && id > b.after.Load() {
+		b.once.Do(func() { fmt.Printf("uploading %s\n", key) })
+		select {} // until killed
+	}
+	return b.Store.Put(ctx, key, data)
 }

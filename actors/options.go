@@ -83,6 +83,31 @@ func WithIncrementalCheckpoints(rewriteEvery int) Option {
 	return engine.WithIncrementalCheckpoints(rewriteEvery)
 }
 
+// CheckpointMode is how a task with several inputs treats the barriers of
+// a checkpoint; see WithCheckpointMode.
+type CheckpointMode = engine.CheckpointMode
+
+const (
+	// CheckpointAligned (the default): a task blocks each input from its
+	// barrier until the barrier has arrived on every input, so that its
+	// snapshot reflects exactly the records before the barriers. State is
+	// exactly once.
+	CheckpointAligned = engine.Aligned
+	// CheckpointAtLeastOnce: a task never blocks an input; it snapshots
+	// once the barrier has arrived on every input, having processed the
+	// records that followed it on the inputs where it came first. After a
+	// restore those records are processed again, so state may count them
+	// twice: no record is lost, some may be duplicated. Checkpoints then
+	// never wait for alignment under backpressure or skew. Savepoints are
+	// always aligned. Tasks with one input behave as when aligned.
+	CheckpointAtLeastOnce = engine.AtLeastOnce
+)
+
+// WithCheckpointMode sets how tasks treat checkpoint barriers:
+// CheckpointAligned (the default) or CheckpointAtLeastOnce. Another value
+// is refused by Start.
+func WithCheckpointMode(m CheckpointMode) Option { return engine.WithCheckpointMode(m) }
+
 // WithInlineStateLimit sets the size up to which a task's stored state
 // travels inside the checkpoint's manifest instead of as an object of its
 // own, so that a checkpoint of small tasks is one write. 0 stores every

@@ -357,6 +357,10 @@ func runSnapflow(ctx context.Context, rc rowConfig) (_ Row, err error) {
 			if err := awaitCheckpoint(ctx, job, filled, fmt.Sprintf("holding the whole state (%d bytes)", wholeState)); err != nil {
 				return Row{}, err
 			}
+		} else if rc.StateSize > 0 { // the window measures the state written, not its writing
+			if err := awaitRecords(ctx, job, &p, int64(rc.Keys)); err != nil {
+				return Row{}, err
+			}
 		}
 		p.window.Store(true)
 		r0, t0 := p.records.Load(), time.Now()
@@ -433,6 +437,27 @@ func awaitCheckpoint(ctx context.Context, job *actors.Job, c <-chan struct{}, wh
 	case <-t.C:
 		return fmt.Errorf("bench: no checkpoint %s completed within %v", what, ckptTimeout)
 	}
+}
+
+// awaitRecords waits until the sink has seen n records: the first record
+// of each key writes its state, so with n the keys the state is whole.
+func awaitRecords(ctx context.Context, job *actors.Job, p *probe, n int64) error {
+	deadline := time.NewTimer(ckptTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for p.records.Load() < n {
+		select {
+		case <-tick.C:
+		case <-job.Done():
+			return fmt.Errorf("bench: the job ended before its state was written (%d of %d records): %w", p.records.Load(), n, job.Wait())
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("bench: the state was not written within %v (%d of %d records)", ckptTimeout, p.records.Load(), n)
+		}
+	}
+	return nil
 }
 
 // ckptStats gathers the checkpoints completed in a row's measuring window,

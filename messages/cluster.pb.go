@@ -470,8 +470,11 @@ type RuntimeSettings struct {
 	DiskMemtableBytes int64 `protobuf:"varint,14,opt,name=disk_memtable_bytes,json=diskMemtableBytes,proto3" json:"disk_memtable_bytes,omitempty"`
 	// disk_no_local_recovery turns task-local recovery off.
 	DiskNoLocalRecovery bool `protobuf:"varint,15,opt,name=disk_no_local_recovery,json=diskNoLocalRecovery,proto3" json:"disk_no_local_recovery,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// at_least_once: tasks count checkpoint barriers instead of aligning
+	// them (actors.CheckpointAtLeastOnce); savepoints still align.
+	AtLeastOnce   bool `protobuf:"varint,16,opt,name=at_least_once,json=atLeastOnce,proto3" json:"at_least_once,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RuntimeSettings) Reset() {
@@ -605,6 +608,13 @@ func (x *RuntimeSettings) GetDiskMemtableBytes() int64 {
 func (x *RuntimeSettings) GetDiskNoLocalRecovery() bool {
 	if x != nil {
 		return x.DiskNoLocalRecovery
+	}
+	return false
+}
+
+func (x *RuntimeSettings) GetAtLeastOnce() bool {
+	if x != nil {
+		return x.AtLeastOnce
 	}
 	return false
 }
@@ -1472,7 +1482,7 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x14\n" +
 	"\x05slots\x18\x03 \x01(\rR\x05slots\x12/\n" +
 	"\x04jobs\x18\x04 \x03(\v2\x1b.snapflow.v1.JobFingerprintR\x04jobs\x12\x18\n" +
-	"\aattempt\x18\x05 \x01(\x04R\aattempt\"\x87\x05\n" +
+	"\aattempt\x18\x05 \x01(\x04R\aattempt\"\xab\x05\n" +
 	"\x0fRuntimeSettings\x12\x1d\n" +
 	"\n" +
 	"batch_size\x18\x01 \x01(\rR\tbatchSize\x12\x1f\n" +
@@ -1492,7 +1502,8 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"disk_state\x18\f \x01(\bR\tdiskState\x12(\n" +
 	"\x10disk_cache_bytes\x18\r \x01(\x03R\x0ediskCacheBytes\x12.\n" +
 	"\x13disk_memtable_bytes\x18\x0e \x01(\x03R\x11diskMemtableBytes\x123\n" +
-	"\x16disk_no_local_recovery\x18\x0f \x01(\bR\x13diskNoLocalRecovery\"\xfd\x01\n" +
+	"\x16disk_no_local_recovery\x18\x0f \x01(\bR\x13diskNoLocalRecovery\x12\"\n" +
+	"\rat_least_once\x18\x10 \x01(\bR\vatLeastOnce\"\xfd\x01\n" +
 	"\n" +
 	"Registered\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +

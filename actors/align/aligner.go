@@ -21,6 +21,18 @@ type Aligner[M any] struct {
 	done     uint64 // highest checkpoint snapshotted or aborted
 	lastSnap uint64 // highest checkpoint snapshotted
 	release  bool   // inputs were unblocked: their buffers must be drained
+
+	// track: at-least-once, barriers are counted, never aligned (but
+	// those of Event.Aligned); pending are the checkpoints counted, by
+	// ascending id.
+	track   bool
+	pending []tracked
+}
+
+// tracked is a checkpoint whose barriers an at-least-once Aligner counts.
+type tracked struct {
+	id   uint64
+	seen []bool // by input
 }
 
 // New returns an Aligner for a task with the given number of inputs,
@@ -37,6 +49,20 @@ func New[M any](inputs int) *Aligner[M] {
 		bufs:    make([]fifo[M], inputs),
 		open:    inputs,
 	}
+}
+
+// NewAtLeastOnce returns an Aligner for at-least-once checkpoints: it never
+// blocks an input. It counts each checkpoint's barriers, and once one has
+// arrived on every open input it returns Snapshot, after Abort for the
+// older checkpoints still counted; data that follows a barrier on one
+// input is processed before the others' arrive, so the snapshot may
+// reflect it, and a restore replays it again. Several checkpoints may be
+// counted at once. A barrier with Event.Aligned (a savepoint's) is aligned
+// as by New.
+func NewAtLeastOnce[M any](inputs int) *Aligner[M] {
+	a := New[M](inputs)
+	a.track = true
+	return a
 }
 
 // Step feeds the Aligner the next item delivered on ev.Input and appends the
@@ -80,6 +106,7 @@ func (a *Aligner[M]) AbortCheckpoint(id uint64, out []Action[M]) []Action[M] {
 	if a.aligning != 0 && a.aligning <= id {
 		out = a.finish(Abort, out)
 	}
+	out = a.dropTracked(id, out)
 	a.done = max(a.done, id)
 	return a.drain(out)
 }
@@ -96,10 +123,71 @@ func (a *Aligner[M]) dispatch(ev Event[M], out []Action[M]) []Action[M] {
 	case Data:
 		return append(out, Action[M]{Kind: Process, Input: ev.Input, Data: ev.Data})
 	case Barrier:
+		if a.track && !ev.Aligned {
+			return a.onTracked(ev, out)
+		}
 		return a.onBarrier(ev, out)
 	default:
 		return a.onEnd(ev.Input, out)
 	}
+}
+
+// onTracked counts a barrier of an at-least-once checkpoint.
+func (a *Aligner[M]) onTracked(ev Event[M], out []Action[M]) []Action[M] {
+	id, i := ev.Checkpoint, ev.Input
+	if id <= a.done {
+		return out // stale
+	}
+	if a.aligning != 0 && id > a.aligning {
+		// An aligned checkpoint overtaken on an input it has not
+		// reached: it was aborted upstream (see onBarrier).
+		out = a.finish(Abort, out)
+		a.held[i] = true
+		out = a.drain(out)
+		a.held[i] = false
+	}
+	k := 0
+	for k < len(a.pending) && a.pending[k].id < id {
+		k++
+	}
+	if k == len(a.pending) || a.pending[k].id != id {
+		a.pending = append(a.pending, tracked{})
+		copy(a.pending[k+1:], a.pending[k:])
+		a.pending[k] = tracked{id: id, seen: make([]bool, len(a.blocked))}
+	}
+	a.pending[k].seen[i] = true
+	return a.completeTracked(out)
+}
+
+// completeTracked snapshots the newest counted checkpoint whose barrier
+// has arrived on every open input, aborting the older ones.
+func (a *Aligner[M]) completeTracked(out []Action[M]) []Action[M] {
+	for k := len(a.pending) - 1; k >= 0; k-- {
+		p := a.pending[k]
+		complete := true
+		for i, seen := range p.seen {
+			complete = complete && (seen || a.ended[i])
+		}
+		if !complete {
+			continue
+		}
+		out = a.dropTracked(p.id-1, out)
+		a.pending = a.pending[1:] // p is now the oldest
+		a.done, a.lastSnap = p.id, p.id
+		return append(out, Action[M]{Kind: Snapshot, Input: -1, Checkpoint: p.id})
+	}
+	return out
+}
+
+// dropTracked aborts the counted checkpoints up to id.
+func (a *Aligner[M]) dropTracked(id uint64, out []Action[M]) []Action[M] {
+	n := 0
+	for n < len(a.pending) && a.pending[n].id <= id {
+		out = append(out, Action[M]{Kind: Abort, Input: -1, Checkpoint: a.pending[n].id})
+		n++
+	}
+	a.pending = a.pending[n:]
+	return out
 }
 
 func (a *Aligner[M]) onBarrier(ev Event[M], out []Action[M]) []Action[M] {
@@ -130,6 +218,7 @@ func (a *Aligner[M]) onEnd(i int, out []Action[M]) []Action[M] {
 	a.open--
 	out = append(out, Action[M]{Kind: EndOfInput, Input: i})
 	out = a.maybeSnapshot(out)
+	out = a.completeTracked(out)
 	if a.open == 0 {
 		// Every End has been dispatched, so every buffer is empty and
 		// nothing can follow.
@@ -156,6 +245,7 @@ func (a *Aligner[M]) finish(kind ActionKind, out []Action[M]) []Action[M] {
 	if kind == Snapshot {
 		a.lastSnap = id
 	}
+	out = a.dropTracked(id, out)
 	a.aligning, a.arrived = 0, 0
 	clear(a.blocked)
 	a.release = true
@@ -179,8 +269,14 @@ func (a *Aligner[M]) drain(out []Action[M]) []Action[M] {
 	return out
 }
 
-// Aligning returns the checkpoint being aligned, if any.
-func (a *Aligner[M]) Aligning() (id uint64, ok bool) { return a.aligning, a.aligning != 0 }
+// Aligning returns the checkpoint being aligned, if any; at least once,
+// the oldest being counted when none is aligned.
+func (a *Aligner[M]) Aligning() (id uint64, ok bool) {
+	if a.aligning == 0 && len(a.pending) > 0 {
+		return a.pending[0].id, true
+	}
+	return a.aligning, a.aligning != 0
+}
 
 // Blocked reports whether input has delivered the barrier being aligned, so
 // that its items are buffered.

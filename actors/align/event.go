@@ -35,6 +35,9 @@ type Event[M any] struct {
 	Input      int
 	Checkpoint uint64
 	Data       M
+	// Aligned makes a barrier align in an at-least-once Aligner (see
+	// NewAtLeastOnce): a savepoint's barrier.
+	Aligned bool
 }
 
 // ActionKind says what the task must do next.

@@ -446,6 +446,9 @@ func workerRuntime(s *messages.RuntimeSettings, log *slog.Logger, store snapshot
 	c.linger = time.Duration(s.GetLingerNanos())
 	c.checkpoint.Timeout = time.Duration(s.GetCheckpointTimeoutNanos())
 	c.syncSnapshots = s.GetSynchronousSnapshots()
+	if c.atLeastOnce = s.GetAtLeastOnce(); c.atLeastOnce {
+		c.mode = AtLeastOnce
+	}
 	c.incremental, c.rewriteEvery = s.GetIncremental(), int(s.GetRewriteEvery())
 	c.inline, c.inlineSet = int(s.GetInlineLimit()), true
 	if s.GetDiskState() {

@@ -50,7 +50,11 @@ type config struct {
 	listeners        []func(Event)
 	allowNewTopology bool
 	syncSnapshots    bool
-	faults           *Faults
+	mode             CheckpointMode
+	// atLeastOnce: mode is AtLeastOnce (tasks count barriers, never
+	// align them).
+	atLeastOnce bool
+	faults      *Faults
 	// linkInterval and linkTimeout drive the link watch of channels
 	// between nodes (a worker's heartbeat interval and timeout; zero in
 	// one process).
@@ -190,6 +194,35 @@ func WithListener(f func(Event)) Option {
 // before it processes anything else. For benchmarks.
 func WithSynchronousSnapshots() Option { return func(c *config) { c.syncSnapshots = true } }
 
+// CheckpointMode is how a task with several inputs treats the barriers of
+// a checkpoint (see WithCheckpointMode).
+type CheckpointMode int
+
+const (
+	// Aligned checkpoints (the default) block each input from its barrier
+	// until the barrier has arrived on every input: exactly-once state.
+	Aligned CheckpointMode = iota
+	// AtLeastOnce checkpoints never block an input: a task snapshots once
+	// a barrier has arrived on every input, having processed meanwhile
+	// the records that followed it on the others. A restore replays
+	// those records again: state may count them twice.
+	AtLeastOnce
+)
+
+func (m CheckpointMode) String() string {
+	switch m {
+	case Aligned:
+		return "aligned"
+	case AtLeastOnce:
+		return "at-least-once"
+	}
+	return fmt.Sprintf("CheckpointMode(%d)", int(m))
+}
+
+// WithCheckpointMode sets how tasks treat the barriers of a checkpoint:
+// Aligned (the default) or AtLeastOnce. Savepoints are always aligned.
+func WithCheckpointMode(m CheckpointMode) Option { return func(c *config) { c.mode = m } }
+
 // WithAllowTopologyChange lets a job resume from its newest checkpoint
 // although the topology changed (another fingerprint), as long as the
 // checkpoint can still be restored exactly, as from a savepoint (see
@@ -300,6 +333,12 @@ func (c *config) inlineLimit(plan *dataflow.Plan) int {
 }
 
 func (c *config) finish() error {
+	switch c.mode {
+	case Aligned, AtLeastOnce:
+		c.atLeastOnce = c.mode == AtLeastOnce
+	default:
+		return fmt.Errorf("actors: WithCheckpointMode(%d): unknown mode (want actors.CheckpointAligned or actors.CheckpointAtLeastOnce)", int(c.mode))
+	}
 	if c.inlineSet && (c.inline < 0 || c.inline > MaxInlineStateLimit) {
 		return fmt.Errorf("actors: WithInlineStateLimit(%d): the limit must be between 0 and %d bytes", c.inline, MaxInlineStateLimit)
 	}

@@ -91,6 +91,10 @@ type task struct {
 	// snapshot of that id, and of no other, is stored there.
 	savepointName string
 	savepointID   uint64
+	// barriers are what the barriers of the checkpoints not yet
+	// snapshotted said (at least once, several may be pending); snapshot
+	// takes the fields above from its checkpoint's.
+	barriers []barrierInfo
 	// stopAt is the checkpoint of a stop-with-savepoint this source took:
 	// it stays paused when that savepoint completes (the job stops).
 	stopAt uint64
@@ -169,9 +173,6 @@ func (t *task) Receive(ctx actor.Context) {
 	case *messages.Credit:
 		t.onCredit(m)
 	case *messages.Barrier:
-		if m.Epoch == t.epoch {
-			t.barrierBase = m.BaseCheckpointId
-		}
 		t.onBarrier(m)
 	case *messages.EndOfInput:
 		t.onEnd(m)
@@ -303,7 +304,11 @@ func (t *task) onStarted(ctx actor.Context) {
 	t.setupIncremental(inc)
 	t.outs = make([]outChannel, len(t.plan.Outputs))
 	t.ins = make([]inChannel, len(t.plan.Inputs))
-	if len(t.ins) > 0 {
+	switch {
+	case len(t.ins) == 0:
+	case t.sh.cfg.atLeastOnce:
+		t.aligner = align.NewAtLeastOnce[*batchMsg](len(t.ins))
+	default:
 		t.aligner = align.New[*batchMsg](len(t.ins))
 	}
 	if pt, ok := inst.(dataflow.ProcessingTimers); ok {

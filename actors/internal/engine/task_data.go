@@ -212,12 +212,54 @@ func (t *task) onBarrier(m *messages.Barrier) {
 		t.failAs(CauseOther, fmt.Errorf("sequence gap before barrier %d on input %d from %s: last batch %d, received up to %d",
 			m.CheckpointId, m.Channel, t.inputName(int(m.Channel)), m.LastSeq, in.seq))
 	}
-	t.acts = t.aligner.Step(align.Event[*batchMsg]{Kind: align.Barrier, Input: int(m.Channel), Checkpoint: m.CheckpointId}, t.acts[:0])
+	t.noteBarrier(m)
+	t.acts = t.aligner.Step(align.Event[*batchMsg]{Kind: align.Barrier, Input: int(m.Channel), Checkpoint: m.CheckpointId, Aligned: m.Savepoint != ""}, t.acts[:0])
 	if id, ok := t.aligner.Aligning(); ok && id != t.alignID {
 		t.alignID, t.alignStart = id, time.Now()
 	}
-	t.barrierTS, t.savepointName, t.savepointID = m.TimestampUnixNano, m.Savepoint, m.CheckpointId
 	t.enqueue()
+}
+
+// barrierInfo is what the barriers of one checkpoint say.
+type barrierInfo struct {
+	id, base  uint64
+	ts        int64
+	savepoint string
+}
+
+// maxBarriers bounds the checkpoints a task remembers barriers of: the
+// oldest are forgotten (they are aborted by then).
+const maxBarriers = 64
+
+// noteBarrier records what barrier m says of its checkpoint, on its
+// first arrival.
+func (t *task) noteBarrier(m *messages.Barrier) {
+	for _, b := range t.barriers {
+		if b.id == m.CheckpointId {
+			return
+		}
+	}
+	if len(t.barriers) == maxBarriers {
+		t.barriers = append(t.barriers[:0], t.barriers[1:]...)
+	}
+	t.barriers = append(t.barriers, barrierInfo{id: m.CheckpointId, base: m.BaseCheckpointId, ts: m.TimestampUnixNano, savepoint: m.Savepoint})
+}
+
+// useBarrier sets the fields snapshot reads from what checkpoint id's
+// barriers said, and forgets it and the older ones. A source's trigger
+// has set them already.
+func (t *task) useBarrier(id uint64) {
+	n := 0
+	for _, b := range t.barriers {
+		if b.id == id {
+			t.barrierTS, t.savepointName, t.savepointID, t.barrierBase = b.ts, b.savepoint, b.id, b.base
+		}
+		if b.id > id {
+			t.barriers[n] = b
+			n++
+		}
+	}
+	t.barriers = t.barriers[:n]
 }
 
 func (t *task) onEnd(m *messages.EndOfInput) {
@@ -306,9 +348,10 @@ func (t *task) execute(a align.Action[*batchMsg]) {
 		if a.Checkpoint == t.alignID && !t.alignStart.IsZero() {
 			aligned = time.Since(t.alignStart)
 		}
+		t.useBarrier(a.Checkpoint)
 		t.snapshot(a.Checkpoint, aligned)
 	case align.Abort:
-		t.decline(a.Checkpoint, "aborted during alignment: a newer checkpoint's barrier arrived")
+		t.decline(a.Checkpoint, "aborted during alignment: a newer checkpoint's barrier arrived, or one completed first")
 	case align.AllEnded:
 		t.endOutputs()
 	}
