@@ -42,6 +42,16 @@
 // exactly the items that precede barrier n on each input, and none that
 // follow it on any input.
 //
+// # At least once
+//
+// NewAtLeastOnce returns an Aligner that never blocks an input (Flink's
+// barrier tracking): data is always processed at once, each checkpoint's
+// barriers are counted, and once one has arrived on every open input the
+// Aligner returns Snapshot, after Abort for the older checkpoints still
+// counted. The snapshot may then reflect data that followed the barrier on
+// some inputs, which a restore replays: state is at least once. A barrier
+// with Event.Aligned (a savepoint's) is aligned as above.
+//
 // Items after an input's End, barriers with id 0 and out-of-range inputs are
 // protocol violations: Step panics.
 //
