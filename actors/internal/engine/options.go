@@ -209,6 +209,7 @@ const (
 	AtLeastOnce
 )
 
+// String names the mode as the docs do: "aligned", "at-least-once".
 func (m CheckpointMode) String() string {
 	switch m {
 	case Aligned:
