@@ -55,12 +55,7 @@ func runAtLeastOnce(seed uint64) (int, error) {
 	var out []Action[item]
 	next := item{}
 	for {
-		var live []int
-		for i, s := range streams {
-			if len(s) > 0 {
-				live = append(live, i)
-			}
-		}
+		live := liveInputs(streams)
 		if len(live) == 0 {
 			break
 		}

@@ -71,12 +71,7 @@ func runRandom(seed uint64) (*checker, stats, error) {
 	sticky := r.IntN(10) // chance in 10 to stay on the same input
 	cur := 0
 	for {
-		var live []int
-		for i, s := range streams {
-			if len(s) > 0 {
-				live = append(live, i)
-			}
-		}
+		live := liveInputs(streams)
 		if len(live) == 0 {
 			break
 		}
@@ -116,6 +111,17 @@ func runRandom(seed uint64) (*checker, stats, error) {
 		}
 	}
 	return c, st, c.finish()
+}
+
+// liveInputs lists the inputs whose streams have items left.
+func liveInputs(streams [][]Event[item]) []int {
+	var live []int
+	for i, s := range streams {
+		if len(s) > 0 {
+			live = append(live, i)
+		}
+	}
+	return live
 }
 
 // genStreams returns, per input, data items then barriers 1..K in order
