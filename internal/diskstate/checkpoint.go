@@ -131,6 +131,12 @@ func (d *DB) settle(wait bool) error {
 	if d.held == nil {
 		return nil
 	}
+	if d.scans > 0 { // a scan iterates the held writes: keep them until it ends
+		if wait {
+			return errors.New("disk state: a checkpoint or snapshot was asked for inside a scan")
+		}
+		return nil
+	}
 	if wait {
 		<-d.heldDone
 	} else {

@@ -89,6 +89,10 @@ type DB struct {
 	// owns both.
 	held     *pebble.Batch
 	heldDone chan struct{}
+	// scans counts the scans under way (a scan's function may read,
+	// write and scan again): the held writes, which a scan may be
+	// iterating, are neither applied nor closed until they end.
+	scans int
 }
 
 // ErrClosed is returned by a snapshot read after its DB was closed.
@@ -282,8 +286,8 @@ func (d *DB) Apply(b *Batch) error {
 			return fmt.Errorf("disk state: %w", err)
 		}
 		b.b.Reset()
-		if int64(d.held.Len()) < cmpOr(d.cfg.MemTableBytes, DefaultMemTableBytes) {
-			return nil
+		if int64(d.held.Len()) < cmpOr(d.cfg.MemTableBytes, DefaultMemTableBytes) || d.scans > 0 {
+			return nil // within the bound, or a scan holds them
 		}
 		return d.settle(true) // held long enough: wait for the checkpoint
 	}
@@ -311,6 +315,8 @@ func (d *DB) Scan(lower, upper []byte, fn func(key, value []byte) error) error {
 	if err != nil {
 		return fmt.Errorf("disk state: %w", err)
 	}
+	d.scans++
+	defer func() { d.scans-- }()
 	return scan(it, fn)
 }
 

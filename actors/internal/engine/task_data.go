@@ -232,8 +232,13 @@ type barrierInfo struct {
 const maxBarriers = 64
 
 // noteBarrier records what barrier m says of its checkpoint, on its
-// first arrival.
+// first arrival. A barrier of a checkpoint already snapshotted is stale
+// (the aligner ignores it) and is not recorded: it must not push out a
+// pending checkpoint's entry.
 func (t *task) noteBarrier(m *messages.Barrier) {
+	if m.CheckpointId <= t.aligner.LastSnapshot() {
+		return
+	}
 	for _, b := range t.barriers {
 		if b.id == m.CheckpointId {
 			return
