@@ -27,6 +27,13 @@ type Aligner[M any] struct {
 	// ascending id.
 	track   bool
 	pending []tracked
+
+	// Unaligned (see NewUnaligned): persisting is the checkpoint
+	// snapshotted whose barrier has not yet arrived on every input; rec
+	// marks the inputs whose data is recorded for it meanwhile.
+	una        bool
+	persisting uint64
+	rec        []bool
 }
 
 // tracked is a checkpoint whose barriers an at-least-once Aligner counts.
@@ -46,6 +53,7 @@ func New[M any](inputs int) *Aligner[M] {
 		held:    make([]bool, inputs),
 		endSeen: make([]bool, inputs),
 		ended:   make([]bool, inputs),
+		rec:     make([]bool, inputs),
 		bufs:    make([]fifo[M], inputs),
 		open:    inputs,
 	}
@@ -81,7 +89,7 @@ func (a *Aligner[M]) Step(ev Event[M], out []Action[M]) []Action[M] {
 	}
 	switch ev.Kind {
 	case Data:
-		if !a.blocked[i] { // the hot path
+		if !a.blocked[i] && !a.rec[i] { // the hot path
 			return append(out, Action[M]{Kind: Process, Input: i, Data: ev.Data})
 		}
 	case Barrier:
@@ -106,6 +114,9 @@ func (a *Aligner[M]) AbortCheckpoint(id uint64, out []Action[M]) []Action[M] {
 	if a.aligning != 0 && a.aligning <= id {
 		out = a.finish(Abort, out)
 	}
+	if a.persisting != 0 && a.persisting <= id {
+		out = a.endPersisting(Abort, out)
+	}
 	out = a.dropTracked(id, out)
 	a.done = max(a.done, id)
 	return a.drain(out)
@@ -121,10 +132,23 @@ func (a *Aligner[M]) dispatch(ev Event[M], out []Action[M]) []Action[M] {
 	}
 	switch ev.Kind {
 	case Data:
+		if a.rec[ev.Input] {
+			return append(out, Action[M]{Kind: Process, Input: ev.Input, Data: ev.Data, Checkpoint: a.persisting, InFlight: true})
+		}
 		return append(out, Action[M]{Kind: Process, Input: ev.Input, Data: ev.Data})
 	case Barrier:
-		if a.track && !ev.Aligned {
+		switch {
+		case a.track && !ev.Aligned:
 			return a.onTracked(ev, out)
+		case a.una && !ev.Aligned:
+			return a.onUnaligned(ev, out)
+		case a.persisting != 0:
+			// An aligned barrier (a savepoint's) while an unaligned
+			// checkpoint is persisted: the older of the two is given up.
+			if ev.Checkpoint < a.persisting {
+				return out // stale
+			}
+			out = a.endPersisting(Abort, out)
 		}
 		return a.onBarrier(ev, out)
 	default:
@@ -217,6 +241,10 @@ func (a *Aligner[M]) onEnd(i int, out []Action[M]) []Action[M] {
 	a.ended[i] = true
 	a.open--
 	out = append(out, Action[M]{Kind: EndOfInput, Input: i})
+	if a.rec[i] {
+		a.rec[i] = false
+		out = a.maybePersisted(out)
+	}
 	out = a.maybeSnapshot(out)
 	out = a.completeTracked(out)
 	if a.open == 0 {
@@ -270,10 +298,14 @@ func (a *Aligner[M]) drain(out []Action[M]) []Action[M] {
 }
 
 // Aligning returns the checkpoint being aligned, if any; at least once,
-// the oldest being counted when none is aligned.
+// the oldest being counted when none is aligned; unaligned, the one being
+// persisted.
 func (a *Aligner[M]) Aligning() (id uint64, ok bool) {
 	if a.aligning == 0 && len(a.pending) > 0 {
 		return a.pending[0].id, true
+	}
+	if a.aligning == 0 && a.persisting != 0 {
+		return a.persisting, true
 	}
 	return a.aligning, a.aligning != 0
 }

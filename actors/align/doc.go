@@ -52,6 +52,18 @@
 // some inputs, which a restore replays: state is at least once. A barrier
 // with Event.Aligned (a savepoint's) is aligned as above.
 //
+// # Unaligned
+//
+// NewUnaligned returns an Aligner for unaligned checkpoints (Flink's
+// FLIP-76): the first barrier of a checkpoint, on any input, gives a
+// Snapshot with Unaligned at once, ahead of everything the task has not
+// processed yet; the data that still precedes the barrier on each input
+// (what the task had not processed, and what arrives before that input's
+// barrier, marked InFlight) is recorded as the checkpoint's channel
+// state, and Persisted says when it is complete. State plus channel state
+// then reflect exactly the items before the barrier on each input, as
+// aligned; nothing is ever blocked.
+//
 // Items after an input's End, barriers with id 0 and out-of-range inputs are
 // protocol violations: Step panics.
 //

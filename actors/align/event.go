@@ -59,6 +59,10 @@ const (
 	// AllEnded: every input has ended. The task should flush and end its
 	// outputs. Emitted exactly once, as the last action.
 	AllEnded
+	// Persisted (unaligned checkpoints, see NewUnaligned): barrier
+	// Action.Checkpoint has now arrived on every open input, so the data
+	// recorded for it (the Process actions with InFlight) is complete.
+	Persisted
 )
 
 // String returns the ActionKind's lowercase name, for logs.
@@ -74,6 +78,8 @@ func (k ActionKind) String() string {
 		return "end-of-input"
 	case AllEnded:
 		return "all-ended"
+	case Persisted:
+		return "persisted"
 	default:
 		return fmt.Sprintf("ActionKind(%d)", uint8(k))
 	}
@@ -89,6 +95,16 @@ type Action[M any] struct {
 	Input      int
 	Checkpoint uint64
 	Data       M
+	// InFlight marks a Process action of an unaligned Aligner whose data
+	// preceded barrier Checkpoint on its input but came after the
+	// snapshot: the task processes it and records it as that
+	// checkpoint's channel state.
+	InFlight bool
+	// Unaligned marks the Snapshot of an unaligned checkpoint: it comes
+	// with the first barrier, ahead of what the task has not processed
+	// yet (which it records as channel state), and the barrier goes
+	// downstream ahead of the task's queued output.
+	Unaligned bool
 }
 
 // String renders the action without its Data, e.g. "process in=0" or
@@ -96,8 +112,14 @@ type Action[M any] struct {
 func (a Action[M]) String() string {
 	switch a.Kind {
 	case Process, EndOfInput:
+		if a.InFlight {
+			return fmt.Sprintf("%s in=%d in-flight=%d", a.Kind, a.Input, a.Checkpoint)
+		}
 		return fmt.Sprintf("%s in=%d", a.Kind, a.Input)
-	case Snapshot, Abort:
+	case Snapshot, Abort, Persisted:
+		if a.Unaligned {
+			return fmt.Sprintf("%s id=%d unaligned", a.Kind, a.Checkpoint)
+		}
 		return fmt.Sprintf("%s id=%d", a.Kind, a.Checkpoint)
 	default:
 		return a.Kind.String()
