@@ -105,7 +105,7 @@ func TestAtLeastOnceLosesNothing(t *testing.T) {
 // TestCheckpointModeRefused: Start refuses a mode it does not know.
 func TestCheckpointModeRefused(t *testing.T) {
 	_, err := actors.Start(context.Background(), seenJob("refused", 10, 2, nil), actors.WithStore(snapshots.NewMem()), actors.WithCheckpointMode(actors.CheckpointMode(7)))
-	if err == nil || err.Error() != fmt.Sprintf("actors: WithCheckpointMode(%d): unknown mode (want actors.CheckpointAligned or actors.CheckpointAtLeastOnce)", 7) {
+	if err == nil || err.Error() != fmt.Sprintf("actors: WithCheckpointMode(%d): unknown mode (want actors.CheckpointAligned, actors.CheckpointUnaligned or actors.CheckpointAtLeastOnce)", 7) {
 		t.Fatalf("Start with mode 7: %v", err)
 	}
 }

@@ -101,11 +101,23 @@ const (
 	// never wait for alignment under backpressure or skew. Savepoints are
 	// always aligned. Tasks with one input behave as when aligned.
 	CheckpointAtLeastOnce = engine.AtLeastOnce
+	// CheckpointUnaligned: a task never blocks an input, and a barrier
+	// never waits behind queued records. The first barrier of a
+	// checkpoint, on any input, snapshots the task at once and is sent
+	// downstream ahead of the task's queued output; the records it
+	// overtook (queued for output, or arrived but not processed, or
+	// arriving on another input before that input's barrier) are stored
+	// with the checkpoint as channel state, and a restore replays them
+	// before any new record. State is exactly once, as when aligned;
+	// checkpoints cost the in-flight records they store. Savepoints are
+	// always aligned. Every edge's records must have a wire codec (as in
+	// cluster mode), and WithSynchronousSnapshots is refused.
+	CheckpointUnaligned = engine.Unaligned
 )
 
 // WithCheckpointMode sets how tasks treat checkpoint barriers:
-// CheckpointAligned (the default) or CheckpointAtLeastOnce. Another value
-// is refused by Start.
+// CheckpointAligned (the default), CheckpointUnaligned or
+// CheckpointAtLeastOnce. Another value is refused by Start.
 func WithCheckpointMode(m CheckpointMode) Option { return engine.WithCheckpointMode(m) }
 
 // WithInlineStateLimit sets the size up to which a task's stored state

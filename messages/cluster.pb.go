@@ -472,7 +472,10 @@ type RuntimeSettings struct {
 	DiskNoLocalRecovery bool `protobuf:"varint,15,opt,name=disk_no_local_recovery,json=diskNoLocalRecovery,proto3" json:"disk_no_local_recovery,omitempty"`
 	// at_least_once: tasks count checkpoint barriers instead of aligning
 	// them (actors.CheckpointAtLeastOnce); savepoints still align.
-	AtLeastOnce   bool `protobuf:"varint,16,opt,name=at_least_once,json=atLeastOnce,proto3" json:"at_least_once,omitempty"`
+	AtLeastOnce bool `protobuf:"varint,16,opt,name=at_least_once,json=atLeastOnce,proto3" json:"at_least_once,omitempty"`
+	// unaligned: tasks take unaligned checkpoints (actors.CheckpointUnaligned)
+	// and store channel state; savepoints still align.
+	Unaligned     bool `protobuf:"varint,17,opt,name=unaligned,proto3" json:"unaligned,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -615,6 +618,13 @@ func (x *RuntimeSettings) GetDiskNoLocalRecovery() bool {
 func (x *RuntimeSettings) GetAtLeastOnce() bool {
 	if x != nil {
 		return x.AtLeastOnce
+	}
+	return false
+}
+
+func (x *RuntimeSettings) GetUnaligned() bool {
+	if x != nil {
+		return x.Unaligned
 	}
 	return false
 }
@@ -1482,7 +1492,7 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x14\n" +
 	"\x05slots\x18\x03 \x01(\rR\x05slots\x12/\n" +
 	"\x04jobs\x18\x04 \x03(\v2\x1b.snapflow.v1.JobFingerprintR\x04jobs\x12\x18\n" +
-	"\aattempt\x18\x05 \x01(\x04R\aattempt\"\xab\x05\n" +
+	"\aattempt\x18\x05 \x01(\x04R\aattempt\"\xc9\x05\n" +
 	"\x0fRuntimeSettings\x12\x1d\n" +
 	"\n" +
 	"batch_size\x18\x01 \x01(\rR\tbatchSize\x12\x1f\n" +
@@ -1503,7 +1513,8 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\x10disk_cache_bytes\x18\r \x01(\x03R\x0ediskCacheBytes\x12.\n" +
 	"\x13disk_memtable_bytes\x18\x0e \x01(\x03R\x11diskMemtableBytes\x123\n" +
 	"\x16disk_no_local_recovery\x18\x0f \x01(\bR\x13diskNoLocalRecovery\x12\"\n" +
-	"\rat_least_once\x18\x10 \x01(\bR\vatLeastOnce\"\xfd\x01\n" +
+	"\rat_least_once\x18\x10 \x01(\bR\vatLeastOnce\x12\x1c\n" +
+	"\tunaligned\x18\x11 \x01(\bR\tunaligned\"\xfd\x01\n" +
 	"\n" +
 	"Registered\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +

@@ -217,8 +217,12 @@ type Barrier struct {
 	// the objects of that checkpoint, and of no other. 0: none; a task
 	// uploads its state in full.
 	BaseCheckpointId uint64 `protobuf:"varint,7,opt,name=base_checkpoint_id,json=baseCheckpointId,proto3" json:"base_checkpoint_id,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// aligned makes the checkpoint align whatever the job's checkpoint mode
+	// (unaligned or at least once): the final checkpoint, whose state must
+	// reflect every record. A savepoint's barrier aligns without it.
+	Aligned       bool `protobuf:"varint,8,opt,name=aligned,proto3" json:"aligned,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Barrier) Reset() {
@@ -298,6 +302,13 @@ func (x *Barrier) GetBaseCheckpointId() uint64 {
 		return x.BaseCheckpointId
 	}
 	return 0
+}
+
+func (x *Barrier) GetAligned() bool {
+	if x != nil {
+		return x.Aligned
+	}
+	return false
 }
 
 // EndOfInput says that a channel will carry no more records in this epoch.
@@ -479,8 +490,10 @@ type TriggerCheckpoint struct {
 	Stop bool `protobuf:"varint,5,opt,name=stop,proto3" json:"stop,omitempty"`
 	// base_checkpoint_id is passed on in the barriers (see Barrier).
 	BaseCheckpointId uint64 `protobuf:"varint,6,opt,name=base_checkpoint_id,json=baseCheckpointId,proto3" json:"base_checkpoint_id,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// aligned is passed on in the barriers (see Barrier).
+	Aligned       bool `protobuf:"varint,7,opt,name=aligned,proto3" json:"aligned,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TriggerCheckpoint) Reset() {
@@ -553,6 +566,13 @@ func (x *TriggerCheckpoint) GetBaseCheckpointId() uint64 {
 		return x.BaseCheckpointId
 	}
 	return 0
+}
+
+func (x *TriggerCheckpoint) GetAligned() bool {
+	if x != nil {
+		return x.Aligned
+	}
+	return false
 }
 
 // StateHandle points at one stored state object.
@@ -984,7 +1004,10 @@ type AckCheckpoint struct {
 	// worker_id is the worker the task runs on (cluster mode; empty in one
 	// process): the coordinator accepts the acknowledgement only from the
 	// worker it deployed the task on in that epoch.
-	WorkerId      string `protobuf:"bytes,10,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	WorkerId string `protobuf:"bytes,10,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	// in_flight_bytes is the size of the channel state an unaligned
+	// checkpoint stored with the task's state (TaskState.in_flight).
+	InFlightBytes uint64 `protobuf:"varint,11,opt,name=in_flight_bytes,json=inFlightBytes,proto3" json:"in_flight_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1087,6 +1110,13 @@ func (x *AckCheckpoint) GetWorkerId() string {
 		return x.WorkerId
 	}
 	return ""
+}
+
+func (x *AckCheckpoint) GetInFlightBytes() uint64 {
+	if x != nil {
+		return x.InFlightBytes
+	}
+	return 0
 }
 
 // DeclineCheckpoint reports that a task could not take its snapshot.
@@ -1988,7 +2018,14 @@ type TaskState struct {
 	// disk_states names the states whose entries are not in key_groups: the
 	// on-disk backend stored them as the files of its database (see
 	// StateHandle.disk).
-	DiskStates    []string `protobuf:"bytes,19,rep,name=disk_states,json=diskStates,proto3" json:"disk_states,omitempty"`
+	DiskStates []string `protobuf:"bytes,19,rep,name=disk_states,json=diskStates,proto3" json:"disk_states,omitempty"`
+	// in_flight is the channel state of an unaligned checkpoint, in the
+	// order the task met it: the batches and watermarks it had queued for
+	// its outputs when its barrier overtook them, and those that preceded
+	// the barrier on its inputs but were not processed at the snapshot. A
+	// restored task sends the first again before any new output and
+	// processes the second before any new input.
+	InFlight      []*InFlight `protobuf:"bytes,20,rep,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2156,6 +2193,119 @@ func (x *TaskState) GetDiskStates() []string {
 	return nil
 }
 
+func (x *TaskState) GetInFlight() []*InFlight {
+	if x != nil {
+		return x.InFlight
+	}
+	return nil
+}
+
+// InFlight is one item of an unaligned checkpoint's channel state: a batch
+// (data, ends and timestamps as in RecordBatch, encoded by the channel's
+// codec) or a watermark.
+type InFlight struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// output is set for an item queued for output channel `channel` (the
+	// task's output index); otherwise it arrived on input `channel`.
+	Output     bool     `protobuf:"varint,1,opt,name=output,proto3" json:"output,omitempty"`
+	Channel    uint32   `protobuf:"varint,2,opt,name=channel,proto3" json:"channel,omitempty"`
+	Data       []byte   `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
+	Ends       []uint32 `protobuf:"varint,4,rep,packed,name=ends,proto3" json:"ends,omitempty"`
+	Timestamps []int64  `protobuf:"zigzag64,5,rep,packed,name=timestamps,proto3" json:"timestamps,omitempty"`
+	// is_watermark: the item is a watermark status, not a batch.
+	IsWatermark   bool  `protobuf:"varint,6,opt,name=is_watermark,json=isWatermark,proto3" json:"is_watermark,omitempty"`
+	Watermark     int64 `protobuf:"varint,7,opt,name=watermark,proto3" json:"watermark,omitempty"`
+	Idle          bool  `protobuf:"varint,8,opt,name=idle,proto3" json:"idle,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InFlight) Reset() {
+	*x = InFlight{}
+	mi := &file_messages_snapflow_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InFlight) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InFlight) ProtoMessage() {}
+
+func (x *InFlight) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_snapflow_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InFlight.ProtoReflect.Descriptor instead.
+func (*InFlight) Descriptor() ([]byte, []int) {
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *InFlight) GetOutput() bool {
+	if x != nil {
+		return x.Output
+	}
+	return false
+}
+
+func (x *InFlight) GetChannel() uint32 {
+	if x != nil {
+		return x.Channel
+	}
+	return 0
+}
+
+func (x *InFlight) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *InFlight) GetEnds() []uint32 {
+	if x != nil {
+		return x.Ends
+	}
+	return nil
+}
+
+func (x *InFlight) GetTimestamps() []int64 {
+	if x != nil {
+		return x.Timestamps
+	}
+	return nil
+}
+
+func (x *InFlight) GetIsWatermark() bool {
+	if x != nil {
+		return x.IsWatermark
+	}
+	return false
+}
+
+func (x *InFlight) GetWatermark() int64 {
+	if x != nil {
+		return x.Watermark
+	}
+	return 0
+}
+
+func (x *InFlight) GetIdle() bool {
+	if x != nil {
+		return x.Idle
+	}
+	return false
+}
+
 // SourceEventTime is a source task's position in event time.
 type SourceEventTime struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2174,7 +2324,7 @@ type SourceEventTime struct {
 
 func (x *SourceEventTime) Reset() {
 	*x = SourceEventTime{}
-	mi := &file_messages_snapflow_proto_msgTypes[24]
+	mi := &file_messages_snapflow_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2186,7 +2336,7 @@ func (x *SourceEventTime) String() string {
 func (*SourceEventTime) ProtoMessage() {}
 
 func (x *SourceEventTime) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[24]
+	mi := &file_messages_snapflow_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2199,7 +2349,7 @@ func (x *SourceEventTime) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SourceEventTime.ProtoReflect.Descriptor instead.
 func (*SourceEventTime) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{24}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SourceEventTime) GetMaxTimestamp() int64 {
@@ -2230,7 +2380,7 @@ type Transaction struct {
 
 func (x *Transaction) Reset() {
 	*x = Transaction{}
-	mi := &file_messages_snapflow_proto_msgTypes[25]
+	mi := &file_messages_snapflow_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2242,7 +2392,7 @@ func (x *Transaction) String() string {
 func (*Transaction) ProtoMessage() {}
 
 func (x *Transaction) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[25]
+	mi := &file_messages_snapflow_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2255,7 +2405,7 @@ func (x *Transaction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transaction.ProtoReflect.Descriptor instead.
 func (*Transaction) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{25}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Transaction) GetCheckpointId() uint64 {
@@ -2297,7 +2447,7 @@ type StateDescriptor struct {
 
 func (x *StateDescriptor) Reset() {
 	*x = StateDescriptor{}
-	mi := &file_messages_snapflow_proto_msgTypes[26]
+	mi := &file_messages_snapflow_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2309,7 +2459,7 @@ func (x *StateDescriptor) String() string {
 func (*StateDescriptor) ProtoMessage() {}
 
 func (x *StateDescriptor) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[26]
+	mi := &file_messages_snapflow_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2322,7 +2472,7 @@ func (x *StateDescriptor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateDescriptor.ProtoReflect.Descriptor instead.
 func (*StateDescriptor) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{26}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *StateDescriptor) GetName() string {
@@ -2395,7 +2545,7 @@ type StoredObject struct {
 
 func (x *StoredObject) Reset() {
 	*x = StoredObject{}
-	mi := &file_messages_snapflow_proto_msgTypes[27]
+	mi := &file_messages_snapflow_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2407,7 +2557,7 @@ func (x *StoredObject) String() string {
 func (*StoredObject) ProtoMessage() {}
 
 func (x *StoredObject) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[27]
+	mi := &file_messages_snapflow_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2420,7 +2570,7 @@ func (x *StoredObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoredObject.ProtoReflect.Descriptor instead.
 func (*StoredObject) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{27}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *StoredObject) GetKind() string {
@@ -2468,7 +2618,7 @@ type Origin struct {
 
 func (x *Origin) Reset() {
 	*x = Origin{}
-	mi := &file_messages_snapflow_proto_msgTypes[28]
+	mi := &file_messages_snapflow_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2480,7 +2630,7 @@ func (x *Origin) String() string {
 func (*Origin) ProtoMessage() {}
 
 func (x *Origin) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[28]
+	mi := &file_messages_snapflow_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2493,7 +2643,7 @@ func (x *Origin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Origin.ProtoReflect.Descriptor instead.
 func (*Origin) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{28}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Origin) GetSavepoint() string {
@@ -2573,7 +2723,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_messages_snapflow_proto_msgTypes[29]
+	mi := &file_messages_snapflow_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2585,7 +2735,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[29]
+	mi := &file_messages_snapflow_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2598,7 +2748,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{29}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Lease) GetHolder() string {
@@ -2705,7 +2855,7 @@ type LeaseSeal struct {
 
 func (x *LeaseSeal) Reset() {
 	*x = LeaseSeal{}
-	mi := &file_messages_snapflow_proto_msgTypes[30]
+	mi := &file_messages_snapflow_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2717,7 +2867,7 @@ func (x *LeaseSeal) String() string {
 func (*LeaseSeal) ProtoMessage() {}
 
 func (x *LeaseSeal) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[30]
+	mi := &file_messages_snapflow_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2730,7 +2880,7 @@ func (x *LeaseSeal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseSeal.ProtoReflect.Descriptor instead.
 func (*LeaseSeal) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{30}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *LeaseSeal) GetGeneration() uint64 {
@@ -2791,7 +2941,7 @@ type LeaseRenewal struct {
 
 func (x *LeaseRenewal) Reset() {
 	*x = LeaseRenewal{}
-	mi := &file_messages_snapflow_proto_msgTypes[31]
+	mi := &file_messages_snapflow_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2803,7 +2953,7 @@ func (x *LeaseRenewal) String() string {
 func (*LeaseRenewal) ProtoMessage() {}
 
 func (x *LeaseRenewal) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[31]
+	mi := &file_messages_snapflow_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2816,7 +2966,7 @@ func (x *LeaseRenewal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRenewal.ProtoReflect.Descriptor instead.
 func (*LeaseRenewal) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{31}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *LeaseRenewal) GetGeneration() uint64 {
@@ -2872,7 +3022,7 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\rR\achannel\x12\x1c\n" +
 	"\twatermark\x18\x03 \x01(\x03R\twatermark\x12\x12\n" +
-	"\x04idle\x18\x04 \x01(\bR\x04idle\"\xf5\x01\n" +
+	"\x04idle\x18\x04 \x01(\bR\x04idle\"\x8f\x02\n" +
 	"\aBarrier\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\rR\achannel\x12#\n" +
@@ -2880,7 +3030,8 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\x13timestamp_unix_nano\x18\x04 \x01(\x03R\x11timestampUnixNano\x12\x19\n" +
 	"\blast_seq\x18\x05 \x01(\x04R\alastSeq\x12\x1c\n" +
 	"\tsavepoint\x18\x06 \x01(\tR\tsavepoint\x12,\n" +
-	"\x12base_checkpoint_id\x18\a \x01(\x04R\x10baseCheckpointId\"W\n" +
+	"\x12base_checkpoint_id\x18\a \x01(\x04R\x10baseCheckpointId\x12\x18\n" +
+	"\aaligned\x18\b \x01(\bR\aaligned\"W\n" +
 	"\n" +
 	"EndOfInput\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
@@ -2895,14 +3046,15 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"arrivedSeq\x12'\n" +
 	"\x0farrived_barrier\x18\a \x01(\x04R\x0earrivedBarrier\x12\x1f\n" +
 	"\varrived_end\x18\b \x01(\bR\n" +
-	"arrivedEndJ\x04\b\x03\x10\x04\"\xde\x01\n" +
+	"arrivedEndJ\x04\b\x03\x10\x04\"\xf8\x01\n" +
 	"\x11TriggerCheckpoint\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12.\n" +
 	"\x13timestamp_unix_nano\x18\x03 \x01(\x03R\x11timestampUnixNano\x12\x1c\n" +
 	"\tsavepoint\x18\x04 \x01(\tR\tsavepoint\x12\x12\n" +
 	"\x04stop\x18\x05 \x01(\bR\x04stop\x12,\n" +
-	"\x12base_checkpoint_id\x18\x06 \x01(\x04R\x10baseCheckpointId\"\x8a\x02\n" +
+	"\x12base_checkpoint_id\x18\x06 \x01(\x04R\x10baseCheckpointId\x12\x18\n" +
+	"\aaligned\x18\a \x01(\bR\aaligned\"\x8a\x02\n" +
 	"\vStateHandle\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x16\n" +
@@ -2933,7 +3085,7 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\x06offset\x18\x02 \x01(\x04R\x06offset\x12\x16\n" +
 	"\x06length\x18\x03 \x01(\x04R\x06length\x12\x16\n" +
 	"\x06crc32c\x18\x04 \x01(\rR\x06crc32c\x12\x10\n" +
-	"\x03key\x18\x05 \x01(\tR\x03key\"\xe1\x02\n" +
+	"\x03key\x18\x05 \x01(\tR\x03key\"\x89\x03\n" +
 	"\rAckCheckpoint\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12\x17\n" +
@@ -2948,7 +3100,8 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"asyncNanos\x12%\n" +
 	"\x0euploaded_bytes\x18\t \x01(\x04R\ruploadedBytes\x12\x1b\n" +
 	"\tworker_id\x18\n" +
-	" \x01(\tR\bworkerId\"\x9c\x01\n" +
+	" \x01(\tR\bworkerId\x12&\n" +
+	"\x0fin_flight_bytes\x18\v \x01(\x04R\rinFlightBytes\"\x9c\x01\n" +
 	"\x11DeclineCheckpoint\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12\x17\n" +
@@ -3016,7 +3169,7 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\aentries\x18\x02 \x03(\v2\x17.snapflow.v1.StateEntryR\aentries\"]\n" +
 	"\rKeyGroupState\x12\x1b\n" +
 	"\tkey_group\x18\x01 \x01(\rR\bkeyGroup\x12/\n" +
-	"\x06states\x18\x02 \x03(\v2\x17.snapflow.v1.NamedStateR\x06states\"\xe0\x05\n" +
+	"\x06states\x18\x02 \x03(\v2\x17.snapflow.v1.NamedStateR\x06states\"\x94\x06\n" +
 	"\tTaskState\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x1a\n" +
@@ -3042,9 +3195,21 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"event_time\x18\x11 \x01(\v2\x1c.snapflow.v1.SourceEventTimeR\teventTime\x12!\n" +
 	"\twatermark\x18\x12 \x01(\x03H\x00R\twatermark\x88\x01\x01\x12\x1f\n" +
 	"\vdisk_states\x18\x13 \x03(\tR\n" +
-	"diskStatesB\f\n" +
+	"diskStates\x122\n" +
+	"\tin_flight\x18\x14 \x03(\v2\x15.snapflow.v1.InFlightR\binFlightB\f\n" +
 	"\n" +
-	"_watermark\"h\n" +
+	"_watermark\"\xd9\x01\n" +
+	"\bInFlight\x12\x16\n" +
+	"\x06output\x18\x01 \x01(\bR\x06output\x12\x18\n" +
+	"\achannel\x18\x02 \x01(\rR\achannel\x12\x12\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data\x12\x12\n" +
+	"\x04ends\x18\x04 \x03(\rR\x04ends\x12\x1e\n" +
+	"\n" +
+	"timestamps\x18\x05 \x03(\x12R\n" +
+	"timestamps\x12!\n" +
+	"\fis_watermark\x18\x06 \x01(\bR\visWatermark\x12\x1c\n" +
+	"\twatermark\x18\a \x01(\x03R\twatermark\x12\x12\n" +
+	"\x04idle\x18\b \x01(\bR\x04idle\"h\n" +
 	"\x0fSourceEventTime\x12#\n" +
 	"\rmax_timestamp\x18\x01 \x01(\x03R\fmaxTimestamp\x120\n" +
 	"\x14split_max_timestamps\x18\x02 \x03(\x03R\x12splitMaxTimestamps\"J\n" +
@@ -3122,7 +3287,7 @@ func file_messages_snapflow_proto_rawDescGZIP() []byte {
 	return file_messages_snapflow_proto_rawDescData
 }
 
-var file_messages_snapflow_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_messages_snapflow_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_messages_snapflow_proto_goTypes = []any{
 	(*RecordBatch)(nil),         // 0: snapflow.v1.RecordBatch
 	(*Watermark)(nil),           // 1: snapflow.v1.Watermark
@@ -3148,14 +3313,15 @@ var file_messages_snapflow_proto_goTypes = []any{
 	(*NamedState)(nil),          // 21: snapflow.v1.NamedState
 	(*KeyGroupState)(nil),       // 22: snapflow.v1.KeyGroupState
 	(*TaskState)(nil),           // 23: snapflow.v1.TaskState
-	(*SourceEventTime)(nil),     // 24: snapflow.v1.SourceEventTime
-	(*Transaction)(nil),         // 25: snapflow.v1.Transaction
-	(*StateDescriptor)(nil),     // 26: snapflow.v1.StateDescriptor
-	(*StoredObject)(nil),        // 27: snapflow.v1.StoredObject
-	(*Origin)(nil),              // 28: snapflow.v1.Origin
-	(*Lease)(nil),               // 29: snapflow.v1.Lease
-	(*LeaseSeal)(nil),           // 30: snapflow.v1.LeaseSeal
-	(*LeaseRenewal)(nil),        // 31: snapflow.v1.LeaseRenewal
+	(*InFlight)(nil),            // 24: snapflow.v1.InFlight
+	(*SourceEventTime)(nil),     // 25: snapflow.v1.SourceEventTime
+	(*Transaction)(nil),         // 26: snapflow.v1.Transaction
+	(*StateDescriptor)(nil),     // 27: snapflow.v1.StateDescriptor
+	(*StoredObject)(nil),        // 28: snapflow.v1.StoredObject
+	(*Origin)(nil),              // 29: snapflow.v1.Origin
+	(*Lease)(nil),               // 30: snapflow.v1.Lease
+	(*LeaseSeal)(nil),           // 31: snapflow.v1.LeaseSeal
+	(*LeaseRenewal)(nil),        // 32: snapflow.v1.LeaseRenewal
 }
 var file_messages_snapflow_proto_depIdxs = []int32{
 	10, // 0: snapflow.v1.StateHandle.key_groups:type_name -> snapflow.v1.KeyGroupSection
@@ -3165,21 +3331,22 @@ var file_messages_snapflow_proto_depIdxs = []int32{
 	6,  // 4: snapflow.v1.AckCheckpoint.state:type_name -> snapflow.v1.StateHandle
 	6,  // 5: snapflow.v1.Restore.state:type_name -> snapflow.v1.StateHandle
 	6,  // 6: snapflow.v1.TaskStateEntry.state:type_name -> snapflow.v1.StateHandle
-	26, // 7: snapflow.v1.OperatorEntry.states:type_name -> snapflow.v1.StateDescriptor
+	27, // 7: snapflow.v1.OperatorEntry.states:type_name -> snapflow.v1.StateDescriptor
 	17, // 8: snapflow.v1.Manifest.tasks:type_name -> snapflow.v1.TaskStateEntry
 	18, // 9: snapflow.v1.Manifest.operators:type_name -> snapflow.v1.OperatorEntry
 	20, // 10: snapflow.v1.NamedState.entries:type_name -> snapflow.v1.StateEntry
 	21, // 11: snapflow.v1.KeyGroupState.states:type_name -> snapflow.v1.NamedState
 	22, // 12: snapflow.v1.TaskState.key_groups:type_name -> snapflow.v1.KeyGroupState
-	26, // 13: snapflow.v1.TaskState.state_descriptors:type_name -> snapflow.v1.StateDescriptor
-	25, // 14: snapflow.v1.TaskState.transactions:type_name -> snapflow.v1.Transaction
-	24, // 15: snapflow.v1.TaskState.event_time:type_name -> snapflow.v1.SourceEventTime
-	28, // 16: snapflow.v1.LeaseSeal.origin:type_name -> snapflow.v1.Origin
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	27, // 13: snapflow.v1.TaskState.state_descriptors:type_name -> snapflow.v1.StateDescriptor
+	26, // 14: snapflow.v1.TaskState.transactions:type_name -> snapflow.v1.Transaction
+	25, // 15: snapflow.v1.TaskState.event_time:type_name -> snapflow.v1.SourceEventTime
+	24, // 16: snapflow.v1.TaskState.in_flight:type_name -> snapflow.v1.InFlight
+	29, // 17: snapflow.v1.LeaseSeal.origin:type_name -> snapflow.v1.Origin
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_messages_snapflow_proto_init() }
@@ -3194,7 +3361,7 @@ func file_messages_snapflow_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_snapflow_proto_rawDesc), len(file_messages_snapflow_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   32,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

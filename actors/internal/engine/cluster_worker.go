@@ -449,6 +449,9 @@ func workerRuntime(s *messages.RuntimeSettings, log *slog.Logger, store snapshot
 	if c.atLeastOnce = s.GetAtLeastOnce(); c.atLeastOnce {
 		c.mode = AtLeastOnce
 	}
+	if c.unaligned = s.GetUnaligned() && !c.atLeastOnce && !c.syncSnapshots; c.unaligned {
+		c.mode = Unaligned
+	}
 	c.incremental, c.rewriteEvery = s.GetIncremental(), int(s.GetRewriteEvery())
 	c.inline, c.inlineSet = int(s.GetInlineLimit()), true
 	if s.GetDiskState() {

@@ -81,7 +81,10 @@ type Event struct {
 	// Uploaded is, on EventCheckpointCompleted, the bytes the tasks stored
 	// for the checkpoint: less than Bytes when it was incremental (see
 	// WithIncrementalCheckpoints), 0 for states inline in the manifest.
-	Uploaded  uint64
+	Uploaded uint64
+	// InFlight is, on EventCheckpointCompleted of an unaligned checkpoint,
+	// the bytes of channel state (records in flight) stored with it.
+	InFlight  uint64
 	Duration  time.Duration // EventCheckpointCompleted: from trigger to completion
 	Alignment time.Duration // EventCheckpointCompleted: the longest alignment of any task
 	Upload    time.Duration // EventCheckpointCompleted: the longest state upload of any task
@@ -118,6 +121,9 @@ type TaskCheckpoint struct {
 	// Uploaded is what the task stored for the checkpoint (see
 	// Event.Uploaded).
 	Uploaded uint64
+	// InFlight is the task's channel state in an unaligned checkpoint (see
+	// Event.InFlight).
+	InFlight uint64
 	// Alignment is from the first barrier's arrival to the last's (0 for a
 	// task with one input, or a source).
 	Alignment time.Duration

@@ -21,6 +21,9 @@ type batchMsg struct {
 	// input's last batch: no records, no seq.
 	mark mark
 	wm   watermark.Status
+	// replayed: channel state of an unaligned checkpoint, processed
+	// again after a restore (it returns no credit).
+	replayed bool
 }
 
 type mark uint8

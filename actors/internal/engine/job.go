@@ -81,6 +81,13 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 		closeStore()
 		return nil, err
 	}
+	if cfg.unaligned {
+		// Channel state is stored encoded, by each edge's codec.
+		if err := plan.CheckWire(); err != nil {
+			closeStore()
+			return nil, fmt.Errorf("actors: job %q with unaligned checkpoints, which store in-flight records: %w", plan.Job, err)
+		}
+	}
 	declared, err := plan.DeclaredStates()
 	if err != nil {
 		closeStore()

@@ -55,7 +55,7 @@ func (j *jobActor) trigger(a coordinator.Action) {
 	j.nextID = max(j.nextID, a.Checkpoint+1)
 	j.triggeredAt[a.Checkpoint] = a.Timestamp
 	j.log.Debug("triggering checkpoint", "checkpoint", a.Checkpoint, "final", a.Final)
-	m := &messages.TriggerCheckpoint{Epoch: j.epoch, CheckpointId: a.Checkpoint, TimestampUnixNano: a.Timestamp.UnixNano()}
+	m := &messages.TriggerCheckpoint{Epoch: j.epoch, CheckpointId: a.Checkpoint, TimestampUnixNano: a.Timestamp.UnixNano(), Aligned: a.Final}
 	if j.sh.cfg.incremental {
 		m.BaseCheckpointId = j.base
 	}

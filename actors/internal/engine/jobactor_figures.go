@@ -14,6 +14,7 @@ import (
 type checkpointFigures struct {
 	bytes     uint64
 	uploaded  uint64
+	inFlight  uint64
 	alignment time.Duration // the longest of any task
 	upload    time.Duration // the longest of any task
 	tasks     []TaskCheckpoint
@@ -30,10 +31,11 @@ func figuresOf(plan *dataflow.Plan, acks []*messages.AckCheckpoint) checkpointFi
 	ks := make([]keyed, 0, len(acks))
 	var f checkpointFigures
 	for _, a := range acks {
-		tc := TaskCheckpoint{Task: a.GetTaskId(), Bytes: a.GetStateBytes(), Uploaded: a.GetUploadedBytes(), Alignment: time.Duration(a.GetAlignmentNanos()),
+		tc := TaskCheckpoint{Task: a.GetTaskId(), Bytes: a.GetStateBytes(), Uploaded: a.GetUploadedBytes(), InFlight: a.GetInFlightBytes(), Alignment: time.Duration(a.GetAlignmentNanos()),
 			Sync: time.Duration(a.GetSyncNanos()), Async: time.Duration(a.GetAsyncNanos())}
 		f.bytes += tc.Bytes
 		f.uploaded += tc.Uploaded
+		f.inFlight += tc.InFlight
 		f.alignment = max(f.alignment, tc.Alignment)
 		f.upload = max(f.upload, tc.Async)
 		k := keyed{op: tc.Task, tc: tc}
@@ -60,6 +62,6 @@ func (j *jobActor) takeFigures(id uint64) checkpointFigures {
 
 // event fills the figures into e, an EventCheckpointCompleted.
 func (f checkpointFigures) event(e Event) Event {
-	e.Bytes, e.Uploaded, e.Alignment, e.Upload, e.Tasks = f.bytes, f.uploaded, f.alignment, f.upload, f.tasks
+	e.Bytes, e.Uploaded, e.InFlight, e.Alignment, e.Upload, e.Tasks = f.bytes, f.uploaded, f.inFlight, f.alignment, f.upload, f.tasks
 	return e
 }

@@ -54,7 +54,10 @@ type config struct {
 	// atLeastOnce: mode is AtLeastOnce (tasks count barriers, never
 	// align them).
 	atLeastOnce bool
-	faults      *Faults
+	// unaligned: mode is Unaligned (tasks snapshot at the first barrier
+	// and store channel state).
+	unaligned bool
+	faults    *Faults
 	// linkInterval and linkTimeout drive the link watch of channels
 	// between nodes (a worker's heartbeat interval and timeout; zero in
 	// one process).
@@ -207,6 +210,11 @@ const (
 	// the records that followed it on the others. A restore replays
 	// those records again: state may count them twice.
 	AtLeastOnce
+	// Unaligned checkpoints never block an input either: the first
+	// barrier of a checkpoint snapshots the task at once and overtakes
+	// its queued input and output, which are stored with the checkpoint
+	// as channel state and replayed on restore: exactly-once state.
+	Unaligned
 )
 
 // String names the mode as the docs do: "aligned", "at-least-once".
@@ -216,12 +224,15 @@ func (m CheckpointMode) String() string {
 		return "aligned"
 	case AtLeastOnce:
 		return "at-least-once"
+	case Unaligned:
+		return "unaligned"
 	}
 	return fmt.Sprintf("CheckpointMode(%d)", int(m))
 }
 
 // WithCheckpointMode sets how tasks treat the barriers of a checkpoint:
-// Aligned (the default) or AtLeastOnce. Savepoints are always aligned.
+// Aligned (the default), AtLeastOnce or Unaligned. Savepoints are always
+// aligned.
 func WithCheckpointMode(m CheckpointMode) Option { return func(c *config) { c.mode = m } }
 
 // WithAllowTopologyChange lets a job resume from its newest checkpoint
@@ -335,10 +346,13 @@ func (c *config) inlineLimit(plan *dataflow.Plan) int {
 
 func (c *config) finish() error {
 	switch c.mode {
-	case Aligned, AtLeastOnce:
-		c.atLeastOnce = c.mode == AtLeastOnce
+	case Aligned, AtLeastOnce, Unaligned:
+		c.atLeastOnce, c.unaligned = c.mode == AtLeastOnce, c.mode == Unaligned
 	default:
-		return fmt.Errorf("actors: WithCheckpointMode(%d): unknown mode (want actors.CheckpointAligned or actors.CheckpointAtLeastOnce)", int(c.mode))
+		return fmt.Errorf("actors: WithCheckpointMode(%d): unknown mode (want actors.CheckpointAligned, actors.CheckpointUnaligned or actors.CheckpointAtLeastOnce)", int(c.mode))
+	}
+	if c.unaligned && c.syncSnapshots {
+		return errors.New("actors: WithCheckpointMode(actors.CheckpointUnaligned) with WithSynchronousSnapshots: an unaligned checkpoint's upload waits for its channel state, which the task records while it runs on; choose one")
 	}
 	if c.inlineSet && (c.inline < 0 || c.inline > MaxInlineStateLimit) {
 		return fmt.Errorf("actors: WithInlineStateLimit(%d): the limit must be between 0 and %d bytes", c.inline, MaxInlineStateLimit)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -75,6 +76,9 @@ type task struct {
 	// barrierBase is the base the last barrier (or trigger) named for
 	// incremental snapshots.
 	barrierBase uint64
+	// barrierAligned: the last barrier (or trigger) asked for an aligned
+	// checkpoint whatever the mode (the final one).
+	barrierAligned bool
 	// incr decides what an incremental snapshot uploads; nil when
 	// checkpoints are full or the operator keeps no keyed state.
 	incr *incremental.Tracker
@@ -95,6 +99,11 @@ type task struct {
 	// snapshotted said (at least once, several may be pending); snapshot
 	// takes the fields above from its checkpoint's.
 	barriers []barrierInfo
+	// persist is the channel state of the unaligned checkpoint being
+	// recorded (see task_inflight.go); replay is the channel state the
+	// task was restored with, until it runs.
+	persist *inFlight
+	replay  []*messages.InFlight
 	// stopAt is the checkpoint of a stop-with-savepoint this source took:
 	// it stays paused when that savepoint completes (the job stops).
 	stopAt uint64
@@ -203,7 +212,7 @@ func (t *task) Receive(ctx actor.Context) {
 	case *messages.TriggerCheckpoint:
 		if m.Epoch == t.epoch && t.src != nil {
 			t.barrierTS, t.savepointName, t.savepointID = m.TimestampUnixNano, m.Savepoint, m.CheckpointId
-			t.barrierBase = m.BaseCheckpointId
+			t.barrierBase, t.barrierAligned = m.BaseCheckpointId, m.Aligned
 			// A stop-with-savepoint: nothing after the barrier, unless the
 			// savepoint aborts.
 			t.paused = t.sh.cfg.syncSnapshots || m.Stop
@@ -299,6 +308,7 @@ func (t *task) onStarted(ctx actor.Context) {
 		if err := t.restore(inc, st); err != nil {
 			t.fail(fmt.Errorf("restore from checkpoint %d: %w", inc.restore.Manifest.GetCheckpointId(), err))
 		}
+		t.replay = st.GetInFlight()
 		t.restoring = false
 	}
 	t.setupIncremental(inc)
@@ -308,6 +318,8 @@ func (t *task) onStarted(ctx actor.Context) {
 	case len(t.ins) == 0:
 	case t.sh.cfg.atLeastOnce:
 		t.aligner = align.NewAtLeastOnce[*batchMsg](len(t.ins))
+	case t.sh.cfg.unaligned:
+		t.aligner = align.NewUnaligned[*batchMsg](len(t.ins))
 	default:
 		t.aligner = align.New[*batchMsg](len(t.ins))
 	}
@@ -351,6 +363,10 @@ func (t *task) onRun(m *messages.RunTasks) {
 			}
 		}
 		t.root.Send(in.pid, &messages.Credit{Epoch: t.epoch, Channel: in.output, Granted: in.grant()})
+	}
+	if t.replay != nil {
+		t.replayInFlight(t.replay)
+		t.replay = nil
 	}
 	t.watchLinks()
 	if t.src != nil {
@@ -420,6 +436,7 @@ func (t *task) resume(epoch uint64) {
 }
 
 func (t *task) shutdown() {
+	t.giveUpInFlight(math.MaxUint64) // an upload waiting for channel state ends
 	t.et.stop()
 	t.proc.stop()
 	if t.lingerTimer != nil {

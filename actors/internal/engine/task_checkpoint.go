@@ -36,8 +36,17 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 		reuse = t.disk.plan(files.DB, id, t.barrierBase)
 	}
 	t.flush()
-	t.sendControl(outItem{barrier: &messages.Barrier{Epoch: t.epoch, CheckpointId: id, TimestampUnixNano: t.barrierTS, Savepoint: savepoint,
-		BaseCheckpointId: t.barrierBase}})
+	barrier := &messages.Barrier{Epoch: t.epoch, CheckpointId: id, TimestampUnixNano: t.barrierTS, Savepoint: savepoint, BaseCheckpointId: t.barrierBase,
+		Aligned: t.barrierAligned}
+	var persist *inFlight // unaligned: the channel state of the inputs, once complete
+	if t.sh.cfg.unaligned && savepoint == "" && !t.barrierAligned {
+		st.InFlight = t.overtake(barrier)
+		if p := t.persist; p != nil && p.id == id {
+			persist = p
+		}
+	} else {
+		t.sendControl(outItem{barrier: barrier})
+	}
 	if err != nil {
 		if files != nil {
 			files.Release()
@@ -75,6 +84,16 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 				return
 			}
 		}
+		if persist != nil { // the barrier has yet to arrive on every input
+			select {
+			case items := <-persist.out:
+				st.InFlight = append(st.InFlight, items...)
+			case <-persist.gone:
+				return // given up: declined by the task
+			case <-ctx.Done():
+				return
+			}
+		}
 		var h *messages.StateHandle
 		var err error
 		switch {
@@ -109,17 +128,18 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 		root.Send(sh.jobPID, &messages.AckCheckpoint{
 			Epoch: epoch, CheckpointId: id, TaskId: taskID, State: h, StateBytes: snapshots.StateSize(h), UploadedBytes: snapshots.UploadedSize(h),
 			AlignmentNanos: aligned.Nanoseconds(), SyncNanos: syncTime.Nanoseconds(), AsyncNanos: time.Since(t0).Nanoseconds(),
-			WorkerId: sh.worker,
+			WorkerId: sh.worker, InFlightBytes: inFlightBytes(st.InFlight),
 		})
 	}
-	inc := sh.inc.Load()
+	// The task's context, not sh.inc's: a task of an incarnation being
+	// replaced may still snapshot, and its upload ends with it.
 	if sh.cfg.syncSnapshots { // stop the world: nothing else until the state is stored
-		ctx, cancel := context.WithTimeout(inc.ctx, sh.timeout())
+		ctx, cancel := context.WithTimeout(t.ctx, sh.timeout())
 		defer cancel()
 		upload(ctx)
 		return
 	}
-	sh.goUploadCtx(inc.ctx, upload)
+	sh.goUploadCtx(t.ctx, upload)
 }
 
 func (t *task) decline(id uint64, reason string) {

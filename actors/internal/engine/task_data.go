@@ -56,7 +56,8 @@ func (t *task) sendItem(o *outChannel, it outItem) {
 			o.watch.SentBarrier(it.barrier.CheckpointId)
 		}
 		t.root.Send(o.pid, &messages.Barrier{Epoch: it.barrier.Epoch, Channel: uint32(o.input),
-			CheckpointId: it.barrier.CheckpointId, TimestampUnixNano: it.barrier.TimestampUnixNano, LastSeq: o.seq, Savepoint: it.barrier.Savepoint, BaseCheckpointId: it.barrier.BaseCheckpointId})
+			CheckpointId: it.barrier.CheckpointId, TimestampUnixNano: it.barrier.TimestampUnixNano, LastSeq: o.seq, Savepoint: it.barrier.Savepoint, BaseCheckpointId: it.barrier.BaseCheckpointId,
+			Aligned: it.barrier.Aligned})
 	case it.end:
 		if o.watch != nil {
 			o.watch.SentEnd()
@@ -213,7 +214,7 @@ func (t *task) onBarrier(m *messages.Barrier) {
 			m.CheckpointId, m.Channel, t.inputName(int(m.Channel)), m.LastSeq, in.seq))
 	}
 	t.noteBarrier(m)
-	t.acts = t.aligner.Step(align.Event[*batchMsg]{Kind: align.Barrier, Input: int(m.Channel), Checkpoint: m.CheckpointId, Aligned: m.Savepoint != ""}, t.acts[:0])
+	t.acts = t.aligner.Step(align.Event[*batchMsg]{Kind: align.Barrier, Input: int(m.Channel), Checkpoint: m.CheckpointId, Aligned: m.Savepoint != "" || m.Aligned}, t.acts[:0])
 	if id, ok := t.aligner.Aligning(); ok && id != t.alignID {
 		t.alignID, t.alignStart = id, time.Now()
 	}
@@ -225,6 +226,7 @@ type barrierInfo struct {
 	id, base  uint64
 	ts        int64
 	savepoint string
+	aligned   bool
 }
 
 // maxBarriers bounds the checkpoints a task remembers barriers of: the
@@ -247,7 +249,7 @@ func (t *task) noteBarrier(m *messages.Barrier) {
 	if len(t.barriers) == maxBarriers {
 		t.barriers = append(t.barriers[:0], t.barriers[1:]...)
 	}
-	t.barriers = append(t.barriers, barrierInfo{id: m.CheckpointId, base: m.BaseCheckpointId, ts: m.TimestampUnixNano, savepoint: m.Savepoint})
+	t.barriers = append(t.barriers, barrierInfo{id: m.CheckpointId, base: m.BaseCheckpointId, ts: m.TimestampUnixNano, savepoint: m.Savepoint, aligned: m.Aligned})
 }
 
 // useBarrier sets the fields snapshot reads from what checkpoint id's
@@ -257,7 +259,7 @@ func (t *task) useBarrier(id uint64) {
 	n := 0
 	for _, b := range t.barriers {
 		if b.id == id {
-			t.barrierTS, t.savepointName, t.savepointID, t.barrierBase = b.ts, b.savepoint, b.id, b.base
+			t.barrierTS, t.savepointName, t.savepointID, t.barrierBase, t.barrierAligned = b.ts, b.savepoint, b.id, b.base, b.aligned
 		}
 		if b.id > id {
 			t.barriers[n] = b
@@ -299,6 +301,9 @@ func (t *task) inputName(i int) string {
 
 // enqueue queues the aligner's actions and runs what output credit allows.
 func (t *task) enqueue() {
+	if t.sh.cfg.unaligned {
+		t.stepUnaligned()
+	}
 	t.ready = append(t.ready, t.acts...)
 	clear(t.acts)
 	t.drain()
@@ -337,6 +342,9 @@ func (t *task) execute(a align.Action[*batchMsg]) {
 		}
 		dataflow.ReleaseTimestamps(a.Data.ts)
 		t.dirty = true
+		if a.Data.replayed { // channel state: its credit was spent before the restore
+			return
+		}
 		in := &t.ins[a.Input]
 		in.consumed++
 		in.done++

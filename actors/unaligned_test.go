@@ -1,0 +1,240 @@
+package actors_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/internal/testsrc"
+	"github.com/snapflow/snapflow/snapshots"
+	"github.com/snapflow/snapflow/topology"
+)
+
+// tallyJob is seenJob with a second keyed stage, "tally" (parallelism 1,
+// six inputs), that counts each value again and works hard per record:
+// the stages before it are held back by credit, so that barriers have
+// queued output and unprocessed input to overtake.
+func tallyJob(name string, n, keys int64, fail *armedFailures, tallyP int) *topology.Graph {
+	g := topology.New(name)
+	src := testsrc.GatedSplits(g, "source", n, func(i int64) int64 { return i + 1 }, testsrc.NewGate(n), topology.Parallelism(3))
+	count := func(stage string, work int) func(ks *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, int64, int64] {
+		return func(ks *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, int64, int64] {
+			times := topology.MapOf[int64, int64](ks, "times")
+			buf := make([]byte, 64)
+			return func(ctx *topology.Context[int64], v int64, out *topology.Collector[int64]) error {
+				if stage == "seen" && fail != nil && fail.armed.CompareAndSwap(true, false) {
+					panic(fmt.Sprintf("injected failure in %s on record %d", ctx.TaskID(), v))
+				}
+				for range work { // a slow operator, whatever the machine's speed
+					buf[0]++
+					_ = crc32.ChecksumIEEE(buf)
+				}
+				c, _ := times.Get(v)
+				times.Put(v, c+1)
+				out.Emit(v)
+				return nil
+			}
+		}
+	}
+	seen := topology.Process(topology.KeyBy(src, func(v int64) int64 { return v % keys }), "seen", count("seen", 0), topology.Parallelism(2))
+	tally := topology.Process(topology.KeyBy(seen, func(v int64) int64 { return v % keys }), "tally", count("tally", 40), topology.Parallelism(tallyP))
+	topology.Sink(tally, "sink", func(int64) error { return nil })
+	return g
+}
+
+// armedFailures fails the next record "seen" processes once armed.
+type armedFailures struct{ armed atomic.Bool }
+
+// TestUnalignedExactlyOnce runs tallyJob with a checkpoint every 2ms,
+// unaligned, and fails a task just after each of the first three
+// checkpoints that stored records in flight completes: the restores
+// replay channel state, and at the end both keyed stages have counted
+// each value exactly once. The same job aligned gives the same counts.
+func TestUnalignedExactlyOnce(t *testing.T) {
+	for _, mode := range []actors.CheckpointMode{actors.CheckpointUnaligned, actors.CheckpointAligned} {
+		t.Run(mode.String(), func(t *testing.T) { testExactlyOnce(t, mode) })
+	}
+}
+
+func testExactlyOnce(t *testing.T, mode actors.CheckpointMode) {
+	const n, keys = 30_000, 64
+	store := snapshots.NewMem()
+	fail := &armedFailures{}
+	var failed atomic.Int64
+	var ev events
+	var inFlight, unalignedCkpts, ckpts atomic.Uint64
+	replays := &countLog{msg: "replaying the channel state of an unaligned checkpoint"}
+	err := actors.Run(context.Background(), tallyJob("tally", n, keys, fail, 1), actors.WithStore(store), actors.WithLogger(slog.New(teeHandler{replays, testLogger(t).Handler()})),
+		actors.WithCheckpointInterval(2*time.Millisecond), actors.WithCheckpointMode(mode), actors.WithListener(ev.listen),
+		actors.WithListener(func(e actors.Event) {
+			if e.Kind == actors.EventCheckpointCompleted {
+				ckpts.Add(1)
+			}
+			if e.Kind == actors.EventCheckpointCompleted && e.InFlight > 0 {
+				inFlight.Add(e.InFlight)
+				unalignedCkpts.Add(1)
+				if failed.Add(1) <= 3 {
+					fail.armed.Store(true)
+				}
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d restores, %d of them replaying channel state (by task); %d of %d checkpoints stored %d bytes in flight",
+		ev.count(actors.EventRestoring), replays.n.Load(), unalignedCkpts.Load(), ckpts.Load(), inFlight.Load())
+	if mode == actors.CheckpointUnaligned && (unalignedCkpts.Load() == 0 || replays.n.Load() == 0) {
+		t.Fatal("no checkpoint stored a record in flight, or no restore replayed one")
+	}
+	if mode == actors.CheckpointAligned && unalignedCkpts.Load() != 0 {
+		t.Fatal("an aligned checkpoint stored records in flight")
+	}
+	for _, op := range []string{"seen", "tally"} {
+		got := countsOf(t, store, "tally", op)
+		for v := int64(1); v <= n; v++ {
+			if got[v] != 1 {
+				t.Fatalf("%s counted value %d %d times, want exactly once (%d distinct values)", op, v, got[v], len(got))
+			}
+		}
+		if int64(len(got)) != n {
+			t.Fatalf("%s counted %d distinct values, want %d", op, len(got), n)
+		}
+	}
+}
+
+// countsOf reads, from the job's final checkpoint, how often operator op
+// counted each value.
+func countsOf(t *testing.T, store snapshots.Store, job, op string) map[int64]int64 {
+	t.Helper()
+	cps := snapshots.NewCheckpoints(store, job, nil)
+	rp, err := cps.LoadLatest(context.Background())
+	if err != nil || rp == nil || !rp.Manifest.Final {
+		t.Fatalf("load the final checkpoint: %v (%v)", err, rp)
+	}
+	out := map[int64]int64{}
+	for _, st := range rp.States {
+		if st.Operator != op {
+			continue
+		}
+		if len(st.InFlight) > 0 {
+			t.Errorf("the final checkpoint holds %d items in flight for %s", len(st.InFlight), st.TaskId)
+		}
+		m, err := topology.DecodeMapState[int64, int64, int64](st, "times")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, vs := range m {
+			for v, c := range vs {
+				out[v] += c
+			}
+		}
+	}
+	return out
+}
+
+// countLog is a slog handler that counts the records with message msg.
+type countLog struct {
+	msg string
+	n   atomic.Int64
+}
+
+func (c *countLog) Enabled(context.Context, slog.Level) bool { return true }
+func (c *countLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == c.msg {
+		c.n.Add(1)
+	}
+	return nil
+}
+func (c *countLog) WithAttrs([]slog.Attr) slog.Handler { return c }
+func (c *countLog) WithGroup(string) slog.Handler      { return c }
+
+// teeHandler hands each record to both handlers.
+type teeHandler struct{ a, b slog.Handler }
+
+func (h teeHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.a.Enabled(ctx, l) || h.b.Enabled(ctx, l)
+}
+func (h teeHandler) Handle(ctx context.Context, r slog.Record) error {
+	_ = h.a.Handle(ctx, r)
+	if h.b.Enabled(ctx, r.Level) {
+		return h.b.Handle(ctx, r)
+	}
+	return nil
+}
+func (h teeHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return teeHandler{h.a.WithAttrs(as), h.b.WithAttrs(as)}
+}
+func (h teeHandler) WithGroup(g string) slog.Handler {
+	return teeHandler{h.a.WithGroup(g), h.b.WithGroup(g)}
+}
+
+// TestUnalignedRefusals: what unaligned checkpoints cannot do is refused
+// before any record flows, saying why: an edge whose records have no wire
+// codec, and a rescale from a checkpoint that
+// holds records in flight (which the same topology resumes from, exactly).
+func TestUnalignedRefusals(t *testing.T) {
+	ctx := context.Background()
+	unaligned := actors.WithCheckpointMode(actors.CheckpointUnaligned)
+	t.Run("no-codec", func(t *testing.T) {
+		g := topology.New("nocodec")
+		src := testsrc.GatedSplits(g, "source", 10, func(i int64) int64 { return i }, testsrc.NewGate(10), topology.Parallelism(1))
+		ch := topology.Map(src, "wrap", func(v int64) chanRecord { return chanRecord{V: v} })
+		topology.Sink(ch, "sink", func(chanRecord) error { return nil })
+		_, err := actors.Start(ctx, g, actors.WithStore(snapshots.NewMem()), unaligned)
+		if err == nil || !strings.Contains(err.Error(), "unaligned") || !strings.Contains(err.Error(), `"wrap"`) {
+			t.Fatalf("unaligned with a record type no codec carries: %v", err)
+		}
+	})
+	t.Run("rescale", func(t *testing.T) {
+		const n = 30_000
+		store := snapshots.NewMem()
+		runCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		var with atomic.Uint64 // a checkpoint that stored records in flight
+		job, err := actors.Start(runCtx, tallyJob("rescale", n, 64, nil, 1), actors.WithStore(store), actors.WithLogger(testLogger(t)), unaligned,
+			actors.WithCheckpointInterval(2*time.Millisecond), actors.WithRetainedCheckpoints(1000),
+			actors.WithListener(func(e actors.Event) {
+				if e.Kind == actors.EventCheckpointCompleted && e.InFlight > 0 && with.CompareAndSwap(0, e.Checkpoint) {
+					cancel()
+				}
+			}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = job.Wait() // canceled, or finished first
+		id := with.Load()
+		if id == 0 {
+			t.Fatal("no checkpoint stored records in flight")
+		}
+		_, err = actors.Start(ctx, tallyJob("rescale", n, 64, nil, 2), actors.WithStore(store), actors.WithCheckpoint(id))
+		if !errors.Is(err, topology.ErrRestoreRefused) || !strings.Contains(err.Error(), "unaligned") {
+			t.Fatalf("rescale from unaligned checkpoint %d: %v, want it refused", id, err)
+		}
+		// The same topology resumes from it, exactly.
+		if err := actors.Run(ctx, tallyJob("rescale", n, 64, nil, 1), actors.WithStore(store), actors.WithLogger(testLogger(t)), unaligned,
+			actors.WithCheckpoint(id), actors.WithCheckpointInterval(2*time.Millisecond)); err != nil {
+			t.Fatalf("resume from unaligned checkpoint %d: %v", id, err)
+		}
+		for _, op := range []string{"seen", "tally"} {
+			got := countsOf(t, store, "rescale", op)
+			for v := int64(1); v <= n; v++ {
+				if got[v] != 1 {
+					t.Fatalf("%s counted value %d %d times after resuming from checkpoint %d", op, v, got[v], id)
+				}
+			}
+		}
+	})
+}
+
+// chanRecord holds a channel: no wire codec carries it.
+type chanRecord struct {
+	V int64
+	C chan int
+}
