@@ -59,6 +59,9 @@ func plan(f flags) ([]rowConfig, error) {
 	case "backpressure": // unthrottled, then a sink 10 times slower (added once measured)
 		add(func(rc *rowConfig) { rc.Mode = "abs" })
 		return out, nil
+	case "backpressure-checkpoints": // checkpoints off, then each mode unthrottled and with a sink 10 times slower (added once measured)
+		add(func(rc *rowConfig) { rc.Mode = "abs" })
+		return out, nil
 	case "latency": // the maximum, then 50% of it (added once measured)
 		add(func(rc *rowConfig) { rc.Mode, rc.Interval = "abs", "100ms" })
 		return out, nil
@@ -140,7 +143,7 @@ func plan(f flags) ([]rowConfig, error) {
 		}
 		return out, nil
 	default:
-		return nil, fmt.Errorf("%w: unknown -sweep %q (state-size, fan-in, recovery, parallelism, backpressure, latency, monitoring, rescale, incremental, statebackend, eventtime)", errUsage, f.sweep)
+		return nil, fmt.Errorf("%w: unknown -sweep %q (state-size, fan-in, recovery, parallelism, backpressure, backpressure-checkpoints, latency, monitoring, rescale, incremental, statebackend, eventtime)", errUsage, f.sweep)
 	}
 	for _, m := range strings.Split(f.modes, ",") {
 		switch m = strings.TrimSpace(m); m {
@@ -177,11 +180,14 @@ func plan(f flags) ([]rowConfig, error) {
 	return out, nil
 }
 
+// checkpointModes are the modes -sweep backpressure-checkpoints compares.
+var checkpointModes = []string{"aligned", "unaligned", "at-least-once"}
+
 // followUps are the rows a sweep adds once the first is measured. A first
 // row whose records/s was not measured, or is 0, has none: its rate could not
 // be derived.
 func followUps(progress io.Writer, sweep string, first Row) []rowConfig {
-	if first.SinkRate > 0 || first.Rate > 0 || (sweep != "backpressure" && sweep != "latency") {
+	if first.SinkRate > 0 || first.Rate > 0 || (sweep != "backpressure" && sweep != "latency" && sweep != "backpressure-checkpoints") {
 		return nil
 	}
 	top, ok := first.RecordsPerSec.value()
@@ -190,6 +196,19 @@ func followUps(progress io.Writer, sweep string, first Row) []rowConfig {
 		return nil
 	}
 	rc := first.rowConfig
+	if sweep == "backpressure-checkpoints" {
+		// Each mode at 100ms, unthrottled (what the mode costs without
+		// backpressure) and behind a sink 10 times slower than the source.
+		var out []rowConfig
+		for _, sink := range []float64{0, top / 10} {
+			for _, m := range checkpointModes {
+				r := rc
+				r.Interval, r.CheckpointMode, r.SinkRate = "100ms", m, sink
+				out = append(out, r)
+			}
+		}
+		return out
+	}
 	if sweep == "backpressure" {
 		rc.SinkRate = top / 10
 	} else {

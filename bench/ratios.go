@@ -56,6 +56,11 @@ func ratios(rows []Row) {
 				r.RatioToUntimed = per(v, u)
 			}
 		}
+		if r.CheckpointMode != "" && r.CheckpointMode != "aligned" {
+			if u, ok := twinRate(rows, *r, func(o Row) bool { return o.CheckpointMode == "aligned" }); ok {
+				r.RatioToAligned = per(v, u)
+			}
+		}
 		if r.Monitored {
 			if u, ok := twinRate(rows, *r, func(o Row) bool { return !o.Monitored && o.EventTime == r.EventTime }); ok {
 				r.RatioToUnmonitored = per(v, u)

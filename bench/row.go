@@ -67,6 +67,10 @@ type rowConfig struct {
 	// passes).
 	EventTime  string `json:"event_time,omitempty"`
 	CPUProfile string `json:"-"` // the run's CPU profiles: this path and an ending ("": none)
+	// CheckpointMode is actors.WithCheckpointMode's: "aligned",
+	// "unaligned" or "at-least-once"; "" is aligned, in rows that do not
+	// compare modes.
+	CheckpointMode string `json:"checkpoint_mode,omitempty"`
 }
 
 // Row is a measured configuration. A metric that was not measured, or does
@@ -109,6 +113,13 @@ type Row struct {
 	// the window by their own count (actors.Event.Uploaded): state objects
 	// only, no manifest, and nothing for states inline in the manifest.
 	StateUploadedBytesPerCkpt metric `json:"state_uploaded_bytes_per_ckpt"`
+	// InFlightBytesPerCkpt is the channel state (records in flight) an
+	// unaligned checkpoint stored, per checkpoint in the window
+	// (actors.Event.InFlight).
+	InFlightBytesPerCkpt metric `json:"in_flight_bytes_per_ckpt"`
+	// RatioToAligned is a row's records/s against the same row's with
+	// aligned checkpoints (rows of another CheckpointMode).
+	RatioToAligned metric `json:"ratio_to_aligned"`
 	// RatioP99ToFull is an incremental row's checkpoint p99 against that of
 	// the full row of the same interval, state and store.
 	RatioP99ToFull metric `json:"ckpt_p99_ratio_to_full"`
@@ -470,6 +481,7 @@ type ckptStats struct {
 	uploaded    int64           // bytes Put for the checkpoints counted
 	written     int64           // bytes Put before the last completion, counted or not
 	stateUp     uint64          // the tasks' own count of what they stored (Event.Uploaded) for the checkpoints counted
+	inFlight    uint64          // channel state of the checkpoints counted (Event.InFlight)
 }
 
 // completed takes a completed checkpoint, with written the bytes Put to
@@ -490,6 +502,7 @@ func (s *ckptStats) completed(e actors.Event, written int64, inWindow bool) {
 		s.bytes, s.last = s.bytes+e.Bytes, e.Bytes
 		s.uploaded += written - s.written
 		s.stateUp += e.Uploaded
+		s.inFlight += e.InFlight
 	}
 	s.written = written
 }
@@ -506,6 +519,7 @@ func (s *ckptStats) fill(row *Row) {
 		row.StateBytes = measured(float64(s.last))
 		row.UploadedBytesPerCkpt = per(float64(s.uploaded), float64(n))
 		row.StateUploadedBytesPerCkpt = per(float64(s.stateUp), float64(n))
+		row.InFlightBytesPerCkpt = per(float64(s.inFlight), float64(n))
 	}
 }
 
@@ -557,6 +571,12 @@ func peakRSS() int64 {
 // backendOptions are the job options of rc's state backend: the on-disk
 // one keeps its task databases under the system's temporary directory.
 func backendOptions(rc rowConfig) []actors.Option {
+	switch rc.CheckpointMode {
+	case "unaligned":
+		return append(backendOptions(rowConfig{Backend: rc.Backend}), actors.WithCheckpointMode(actors.CheckpointUnaligned))
+	case "at-least-once":
+		return append(backendOptions(rowConfig{Backend: rc.Backend}), actors.WithCheckpointMode(actors.CheckpointAtLeastOnce))
+	}
 	switch rc.Backend {
 	case "disk":
 		return []actors.Option{actors.WithDiskState(actors.DiskState{})}

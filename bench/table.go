@@ -43,6 +43,7 @@ var columns = []column{
 	}},
 	{"updated/s", func(r Row) string { return fractionCell(r.UpdateFraction) }},
 	{"ckpt kind", func(r Row) string { return cmp.Or(r.Checkpointing, notMeasured) }},
+	{"ckpt mode", func(r Row) string { return cmp.Or(r.CheckpointMode, notMeasured) }},
 	{"backend", func(r Row) string {
 		if r.Backend == "" && r.Checkpointing == "" {
 			return notMeasured
@@ -59,6 +60,7 @@ var columns = []column{
 	{"% of loop", func(r Row) string { return percent(r.RatioToLoop) }},
 	{"% of unmonitored", func(r Row) string { return percent(r.RatioToUnmonitored) }},
 	{"% of untimed", func(r Row) string { return percent(r.RatioToUntimed) }},
+	{"% of aligned", func(r Row) string { return percent(r.RatioToAligned) }},
 	{"ckpts", checkpointsCell},
 	{"ckpt p50/p99 ms", func(r Row) string { return pair(r.CkptP50Ms, r.CkptP99Ms) }},
 	{"align p50/p99 ms", func(r Row) string { return pair(r.AlignP50Ms, r.AlignP99Ms) }},
@@ -68,6 +70,7 @@ var columns = []column{
 	{"state B", func(r Row) string { return r.StateBytes.cell(0) }},
 	{"uploaded B/ckpt", func(r Row) string { return r.UploadedBytesPerCkpt.cell(0) }},
 	{"% uploaded", func(r Row) string { return percent(uploadedShare(r)) }},
+	{"in-flight B/ckpt", func(r Row) string { return r.InFlightBytesPerCkpt.cell(0) }},
 	{"p99 % of full", func(r Row) string { return percent(r.RatioP99ToFull) }},
 	{"wire B/record", func(r Row) string { return r.WireBytesPerRecord.cell(1) }},
 	{"latency p50/p99 ms", func(r Row) string { return pair(r.LatencyP50Ms, r.LatencyP99Ms) }},
@@ -84,7 +87,7 @@ var columns = []column{
 }
 
 // optional columns are printed only when some row has a value in them.
-var optional = map[string]bool{"backend": true, "sync p50/p99 ms": true, "sync % of heap": true, "% of heap": true, "key groups": true, "updated/s": true, "ckpt kind": true, "state B": true, "uploaded B/ckpt": true, "% uploaded": true, "p99 % of full": true, "restore ms": true, "restore read B": true, "ckpt B": true, "raw read ms": true, "restore % of raw": true, "offered/s": true, "sink limit/s": true, "recovery ms": true, "recovery local B": true, "recovery downloaded B": true, "% of in-proc off": true, "wire B/record": true, "% of loop": true, "CPU µs/record": true, "% of unmonitored": true}
+var optional = map[string]bool{"ckpt mode": true, "% of aligned": true, "in-flight B/ckpt": true, "backend": true, "sync p50/p99 ms": true, "sync % of heap": true, "% of heap": true, "key groups": true, "updated/s": true, "ckpt kind": true, "state B": true, "uploaded B/ckpt": true, "% uploaded": true, "p99 % of full": true, "restore ms": true, "restore read B": true, "ckpt B": true, "raw read ms": true, "restore % of raw": true, "offered/s": true, "sink limit/s": true, "recovery ms": true, "recovery local B": true, "recovery downloaded B": true, "% of in-proc off": true, "wire B/record": true, "% of loop": true, "CPU µs/record": true, "% of unmonitored": true}
 
 // tableNote explains the table's symbols and relative columns.
 const tableNote = `–: does not apply to the row, or was not measured (no record, no checkpoint, no time).
