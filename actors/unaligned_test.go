@@ -44,7 +44,9 @@ func tallyJob(name string, n, keys int64, fail *armedFailures, tallyP int) *topo
 		}
 	}
 	seen := topology.Process(topology.KeyBy(src, func(v int64) int64 { return v % keys }), "seen", count("seen", 0), topology.Parallelism(2))
-	tally := topology.Process(topology.KeyBy(seen, func(v int64) int64 { return v % keys }), "tally", count("tally", 40), topology.Parallelism(tallyP))
+	// A stateless stage between: its channel state is all it stores.
+	relabel := topology.Filter(topology.Map(seen, "relabel", func(v int64) int64 { return v }), "keep", func(int64) bool { return true }, topology.Parallelism(1))
+	tally := topology.Process(topology.KeyBy(relabel, func(v int64) int64 { return v % keys }), "tally", count("tally", 40), topology.Parallelism(tallyP))
 	topology.Sink(tally, "sink", func(int64) error { return nil })
 	return g
 }

@@ -140,7 +140,7 @@ func (a *Aligner[M]) dispatch(ev Event[M], out []Action[M]) []Action[M] {
 		switch {
 		case a.track && !ev.Aligned:
 			return a.onTracked(ev, out)
-		case a.una && !ev.Aligned:
+		case (a.una || a.persisting != 0) && !ev.Aligned:
 			return a.onUnaligned(ev, out)
 		case a.persisting != 0:
 			// An aligned barrier (a savepoint's) while an unaligned

@@ -18,11 +18,40 @@ func NewUnaligned[M any](inputs int) *Aligner[M] {
 	return a
 }
 
-// onUnaligned handles a barrier of an unaligned checkpoint.
+// Timeout switches checkpoint id, being aligned, to unaligned (the
+// alignment timeout of an aligned Aligner): a Snapshot with Unaligned is
+// appended at once; the inputs not yet at barrier id are recorded from
+// now on (InFlight) until it arrives there, and every input is unblocked,
+// its buffered items (which follow its barrier) released as Process
+// actions. Persisted (or Abort) ends the checkpoint as for NewUnaligned.
+// Any other id, or an Aligner not aligning id, is a no-op.
+func (a *Aligner[M]) Timeout(id uint64, out []Action[M]) []Action[M] {
+	if a.aligning != id || id == 0 {
+		return out
+	}
+	a.aligning, a.arrived = 0, 0
+	a.persisting, a.lastSnap = id, id
+	for j := range a.rec {
+		a.rec[j] = !a.blocked[j] && !a.ended[j]
+	}
+	out = append(out, Action[M]{Kind: Snapshot, Input: -1, Checkpoint: id, Unaligned: true})
+	out = a.dropTracked(id, out)
+	clear(a.blocked)
+	a.release = true
+	out = a.drain(out)
+	return a.maybePersisted(out)
+}
+
+// onUnaligned handles a barrier of an unaligned checkpoint, or of one
+// switched to unaligned by Timeout.
 func (a *Aligner[M]) onUnaligned(ev Event[M], out []Action[M]) []Action[M] {
 	id, i := ev.Checkpoint, ev.Input
 	if id <= a.done || id < a.persisting || (a.aligning != 0 && id < a.aligning) {
 		return out // stale
+	}
+	if !a.una && id > a.persisting { // a newer checkpoint, after a timeout: it starts aligned
+		out = a.endPersisting(Abort, out)
+		return a.onBarrier(ev, out)
 	}
 	if a.aligning != 0 { // a savepoint aligned, overtaken: given up upstream
 		out = a.finish(Abort, out)

@@ -17,7 +17,7 @@ import (
 func TestUnalignedNeverBlocks(t *testing.T) {
 	persisted := 0
 	for seed := uint64(1); seed <= 3000; seed++ {
-		n, err := runUnaligned(seed)
+		n, err := runUnaligned(seed, false)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
@@ -28,17 +28,42 @@ func TestUnalignedNeverBlocks(t *testing.T) {
 	}
 }
 
-func runUnaligned(seed uint64) (int, error) {
+// TestAlignmentTimeout: an aligned Aligner whose alignments are switched
+// to unaligned at random moments (Timeout) keeps both snapshot boundaries:
+// an aligned snapshot reflects exactly the items before its barriers, and
+// a switched one, with the items it marks InFlight, too.
+func TestAlignmentTimeout(t *testing.T) {
+	persisted := 0
+	for seed := uint64(1); seed <= 3000; seed++ {
+		n, err := runUnaligned(seed, true)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		persisted += n
+	}
+	if persisted == 0 {
+		t.Fatal("no alignment was switched and persisted in any run")
+	}
+}
+
+// runUnaligned drives an unaligned Aligner with random streams, or, with
+// timeout, an aligned one whose alignments time out at random moments; it
+// returns the number of checkpoints persisted unaligned.
+func runUnaligned(seed uint64, timeout bool) (int, error) {
 	r := rand.New(rand.NewPCG(seed, 0x5a))
 	k := 1 + r.IntN(5)
 	K := 1 + r.IntN(8)
 	streams := genStreams(r, k, K, r.IntN(3) != 0)
 	a := NewUnaligned[item](k)
+	if timeout {
+		a = New[item](k)
+	}
 	type ckpt struct {
-		before   []int  // per input, data items delivered before its barrier (-1: not yet)
-		snapAt   []int  // per input, data items processed when it was snapshotted
-		inflight []int  // per input, data items marked InFlight for it
-		end      string // "persisted" or "abort"
+		before    []int  // per input, data items delivered before its barrier (-1: not yet)
+		snapAt    []int  // per input, data items processed when it was snapshotted
+		inflight  []int  // per input, data items marked InFlight for it
+		end       string // "persisted" or "abort"
+		unaligned bool
 	}
 	cks := map[uint64]*ckpt{}
 	get := func(id uint64) *ckpt {
@@ -62,7 +87,9 @@ func runUnaligned(seed uint64) (int, error) {
 		if len(live) == 0 {
 			break
 		}
-		if r.IntN(100) < 2 {
+		if id, ok := a.Aligning(); timeout && ok && r.IntN(10) == 0 {
+			out = a.Timeout(id, out[:0])
+		} else if r.IntN(100) < 2 {
 			external = true
 			out = a.AbortCheckpoint(1+uint64(r.IntN(K)), out[:0])
 		} else {
@@ -80,7 +107,7 @@ func runUnaligned(seed uint64) (int, error) {
 				ended[i] = true
 			}
 			out = a.Step(ev, out[:0])
-			if ev.Kind == Data && (len(out) != 1 || out[0].Kind != Process || out[0].Data != ev.Data) {
+			if ev.Kind == Data && !timeout && (len(out) != 1 || out[0].Kind != Process || out[0].Data != ev.Data) {
 				return 0, fmt.Errorf("data on input %d gave %v, want it processed at once", i, out)
 			}
 		}
@@ -99,21 +126,28 @@ func runUnaligned(seed uint64) (int, error) {
 					c.inflight[act.Input]++
 				}
 			case Snapshot:
-				if !act.Unaligned || act.Checkpoint <= last {
+				if (!act.Unaligned && !timeout) || act.Checkpoint <= last {
 					return 0, fmt.Errorf("%v after checkpoint %d", act, last)
 				}
 				last = act.Checkpoint
 				c := get(act.Checkpoint)
-				c.snapAt = append([]int(nil), processed...)
+				c.snapAt, c.unaligned = append([]int(nil), processed...), act.Unaligned
+				if !act.Unaligned { // aligned: ends here
+					c.end = "persisted"
+				}
 			case Persisted, Abort:
 				c := get(act.Checkpoint)
+				if act.Kind == Abort && c.snapAt == nil { // an alignment given up before its snapshot
+					c.end = "abort"
+					continue
+				}
 				if c.snapAt == nil || c.end != "" {
 					return 0, fmt.Errorf("%v of a checkpoint not snapshotted or already ended", act)
 				}
 				c.end = act.Kind.String()
 			}
 		}
-		if a.Buffered() != 0 {
+		if a.Buffered() != 0 && !timeout {
 			return 0, fmt.Errorf("%d items buffered", a.Buffered())
 		}
 	}
@@ -125,7 +159,9 @@ func runUnaligned(seed uint64) (int, error) {
 		if c.end != "persisted" {
 			continue
 		}
-		n++
+		if c.unaligned {
+			n++
+		}
 		for i := range k {
 			want := c.before[i]
 			if want < 0 {

@@ -155,11 +155,12 @@ type storedOperator struct {
 	keyed       bool         // a task holds keyed state or state descriptors
 	opState     bool         // a task holds non-keyed operator state
 	txns        bool         // a task holds a transactional sink's transactions
+	inFlight    bool         // a task holds channel state (an unaligned checkpoint's records in flight)
 	descriptors []*messages.StateDescriptor
 }
 
 func (o *storedOperator) stateful() bool {
-	return o.offsets || o.splits || o.keyed || o.opState || o.txns
+	return o.offsets || o.splits || o.keyed || o.opState || o.txns || o.inFlight
 }
 
 func (o *storedOperator) what() string {
@@ -175,6 +176,9 @@ func (o *storedOperator) what() string {
 	}
 	if o.txns {
 		parts = append(parts, "transactions")
+	}
+	if o.inFlight {
+		parts = append(parts, "records in flight")
 	}
 	return strings.Join(parts, " and ")
 }
@@ -211,6 +215,7 @@ func storedOperators(m *messages.Manifest, states map[string]*messages.TaskState
 		op.keyed = op.keyed || len(st.GetKeyGroups()) > 0 || len(st.GetStateDescriptors()) > 0
 		op.opState = op.opState || len(st.GetOperatorState()) > 0
 		op.txns = op.txns || len(st.GetTransactions()) > 0
+		op.inFlight = op.inFlight || len(st.GetInFlight()) > 0
 		if op.descriptors == nil && len(st.GetStateDescriptors()) > 0 {
 			op.descriptors = st.GetStateDescriptors()
 		}
@@ -326,6 +331,9 @@ func PlanRestore(p *Plan, declared map[string][]*messages.StateDescriptor, m *me
 		}
 		if op.txns && rescale {
 			add(nil, "%s: the transactions of a two-phase-commit sink are not redistributed yet, over %d tasks: keep parallelism %d", label, len(n.tasks), len(op.tasks))
+		}
+		if op.inFlight && rescale {
+			add(nil, "%s: the checkpoint is unaligned and holds records in flight of its channels, which are not redistributed over %d tasks: keep parallelism %d, or rescale from a savepoint (always aligned)", label, len(n.tasks), len(op.tasks))
 		}
 		if op.txns && !n.transactional {
 			add(nil, "%s: the checkpoint holds the transactions of a two-phase-commit sink, which it no longer is: they would be neither committed nor aborted", label)
