@@ -120,6 +120,16 @@ const (
 // CheckpointAtLeastOnce. Another value is refused by Start.
 func WithCheckpointMode(m CheckpointMode) Option { return engine.WithCheckpointMode(m) }
 
+// WithAlignmentTimeout makes aligned checkpoints switch to unaligned where
+// aligning takes longer than d (Flink's aligned checkpoint timeout): a task
+// whose alignment of a checkpoint has waited d since the first barrier
+// snapshots at once, releases its inputs, and stores the records still
+// before the barrier on the others as channel state, as
+// CheckpointUnaligned does. Checkpoints that align within d cost nothing
+// more. It needs the aligned mode (the default); edges need a wire codec.
+// Savepoints and the final checkpoint never switch.
+func WithAlignmentTimeout(d time.Duration) Option { return engine.WithAlignmentTimeout(d) }
+
 // WithInlineStateLimit sets the size up to which a task's stored state
 // travels inside the checkpoint's manifest instead of as an object of its
 // own, so that a checkpoint of small tasks is one write. 0 stores every

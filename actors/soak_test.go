@@ -48,17 +48,18 @@ func TestSoak(t *testing.T) {
 	t.Run("disk-rescale", func(t *testing.T) {
 		soakRescale(t, seed+5, srv, []actors.Option{actors.WithDiskState(actors.DiskState{Dir: t.TempDir()})})
 	})
-	t.Run("unaligned", func(t *testing.T) { soakUnaligned(t, seed+6, srv) })
+	t.Run("unaligned", func(t *testing.T) { soakUnaligned(t, seed+6, srv, actors.WithCheckpointMode(actors.CheckpointUnaligned)) })
+	t.Run("aligned-timeout", func(t *testing.T) { soakUnaligned(t, seed+7, srv, actors.WithAlignmentTimeout(time.Millisecond)) })
 }
 
-// soakUnaligned runs the shapes with unaligned checkpoints, unpaced
-// sources (so that queues fill and barriers overtake records), and
-// failures at 20ms checkpoints; every run must end with the state of a
-// failure-free run, and some checkpoints must have stored records in
-// flight.
-func soakUnaligned(t *testing.T, seed uint64, srv *miniotest.Server) {
+// soakUnaligned runs the shapes with unaligned checkpoints (mode: the
+// unaligned mode, or an alignment timeout), unpaced sources (so that
+// queues fill and barriers overtake records), and failures at 20ms
+// checkpoints; every run must end with the state of a failure-free run,
+// and some checkpoints must have stored records in flight.
+func soakUnaligned(t *testing.T, seed uint64, srv *miniotest.Server, mode actors.Option) {
 	var inFlight, with atomic.Int64
-	p := &soakParams{n: 40_000, opts: []actors.Option{actors.WithCheckpointMode(actors.CheckpointUnaligned),
+	p := &soakParams{n: 40_000, opts: []actors.Option{mode,
 		actors.WithListener(func(e actors.Event) {
 			if e.Kind == actors.EventCheckpointCompleted && e.InFlight > 0 {
 				with.Add(1)

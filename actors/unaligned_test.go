@@ -61,11 +61,13 @@ type armedFailures struct{ armed atomic.Bool }
 // each value exactly once. The same job aligned gives the same counts.
 func TestUnalignedExactlyOnce(t *testing.T) {
 	for _, mode := range []actors.CheckpointMode{actors.CheckpointUnaligned, actors.CheckpointAligned} {
-		t.Run(mode.String(), func(t *testing.T) { testExactlyOnce(t, mode) })
+		t.Run(mode.String(), func(t *testing.T) { testExactlyOnce(t, mode, 0) })
 	}
+	// Aligned, switched to unaligned where an alignment waits 1ms.
+	t.Run("aligned-timeout", func(t *testing.T) { testExactlyOnce(t, actors.CheckpointAligned, time.Millisecond) })
 }
 
-func testExactlyOnce(t *testing.T, mode actors.CheckpointMode) {
+func testExactlyOnce(t *testing.T, mode actors.CheckpointMode, timeout time.Duration) {
 	const n, keys = 30_000, 64
 	store := snapshots.NewMem()
 	fail := &armedFailures{}
@@ -74,7 +76,7 @@ func testExactlyOnce(t *testing.T, mode actors.CheckpointMode) {
 	var inFlight, unalignedCkpts, ckpts atomic.Uint64
 	replays := &countLog{msg: "replaying the channel state of an unaligned checkpoint"}
 	err := actors.Run(context.Background(), tallyJob("tally", n, keys, fail, 1), actors.WithStore(store), actors.WithLogger(slog.New(teeHandler{replays, testLogger(t).Handler()})),
-		actors.WithCheckpointInterval(2*time.Millisecond), actors.WithCheckpointMode(mode), actors.WithListener(ev.listen),
+		actors.WithCheckpointInterval(2*time.Millisecond), actors.WithCheckpointMode(mode), actors.WithListener(ev.listen), alignmentTimeout(timeout),
 		actors.WithListener(func(e actors.Event) {
 			if e.Kind == actors.EventCheckpointCompleted {
 				ckpts.Add(1)
@@ -92,10 +94,10 @@ func testExactlyOnce(t *testing.T, mode actors.CheckpointMode) {
 	}
 	t.Logf("%d restores, %d of them replaying channel state (by task); %d of %d checkpoints stored %d bytes in flight",
 		ev.count(actors.EventRestoring), replays.n.Load(), unalignedCkpts.Load(), ckpts.Load(), inFlight.Load())
-	if mode == actors.CheckpointUnaligned && (unalignedCkpts.Load() == 0 || replays.n.Load() == 0) {
+	if (mode == actors.CheckpointUnaligned || timeout > 0) && (unalignedCkpts.Load() == 0 || replays.n.Load() == 0) {
 		t.Fatal("no checkpoint stored a record in flight, or no restore replayed one")
 	}
-	if mode == actors.CheckpointAligned && unalignedCkpts.Load() != 0 {
+	if mode == actors.CheckpointAligned && timeout == 0 && unalignedCkpts.Load() != 0 {
 		t.Fatal("an aligned checkpoint stored records in flight")
 	}
 	for _, op := range []string{"seen", "tally"} {
@@ -239,4 +241,12 @@ func TestUnalignedRefusals(t *testing.T) {
 type chanRecord struct {
 	V int64
 	C chan int
+}
+
+// alignmentTimeout is actors.WithAlignmentTimeout(d), or no option for 0.
+func alignmentTimeout(d time.Duration) actors.Option {
+	if d == 0 {
+		return actors.WithListener(func(actors.Event) {}) // no option
+	}
+	return actors.WithAlignmentTimeout(d)
 }

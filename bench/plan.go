@@ -181,7 +181,7 @@ func plan(f flags) ([]rowConfig, error) {
 }
 
 // checkpointModes are the modes -sweep backpressure-checkpoints compares.
-var checkpointModes = []string{"aligned", "unaligned", "at-least-once"}
+var checkpointModes = []string{"aligned", "unaligned", "aligned-timeout-10ms", "at-least-once"}
 
 // followUps are the rows a sweep adds once the first is measured. A first
 // row whose records/s was not measured, or is 0, has none: its rate could not

@@ -68,8 +68,9 @@ type rowConfig struct {
 	EventTime  string `json:"event_time,omitempty"`
 	CPUProfile string `json:"-"` // the run's CPU profiles: this path and an ending ("": none)
 	// CheckpointMode is actors.WithCheckpointMode's: "aligned",
-	// "unaligned" or "at-least-once"; "" is aligned, in rows that do not
-	// compare modes.
+	// "unaligned" or "at-least-once", or "aligned-timeout-10ms" (aligned,
+	// actors.WithAlignmentTimeout(10ms)); "" is aligned, in rows that do
+	// not compare modes.
 	CheckpointMode string `json:"checkpoint_mode,omitempty"`
 }
 
@@ -576,6 +577,8 @@ func backendOptions(rc rowConfig) []actors.Option {
 		return append(backendOptions(rowConfig{Backend: rc.Backend}), actors.WithCheckpointMode(actors.CheckpointUnaligned))
 	case "at-least-once":
 		return append(backendOptions(rowConfig{Backend: rc.Backend}), actors.WithCheckpointMode(actors.CheckpointAtLeastOnce))
+	case "aligned-timeout-10ms":
+		return append(backendOptions(rowConfig{Backend: rc.Backend}), actors.WithAlignmentTimeout(10*time.Millisecond))
 	}
 	switch rc.Backend {
 	case "disk":

@@ -475,9 +475,13 @@ type RuntimeSettings struct {
 	AtLeastOnce bool `protobuf:"varint,16,opt,name=at_least_once,json=atLeastOnce,proto3" json:"at_least_once,omitempty"`
 	// unaligned: tasks take unaligned checkpoints (actors.CheckpointUnaligned)
 	// and store channel state; savepoints still align.
-	Unaligned     bool `protobuf:"varint,17,opt,name=unaligned,proto3" json:"unaligned,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Unaligned bool `protobuf:"varint,17,opt,name=unaligned,proto3" json:"unaligned,omitempty"`
+	// align_timeout_nanos: aligned checkpoints switch to unaligned at a task
+	// whose alignment has waited that long (actors.WithAlignmentTimeout); 0:
+	// never.
+	AlignTimeoutNanos int64 `protobuf:"varint,18,opt,name=align_timeout_nanos,json=alignTimeoutNanos,proto3" json:"align_timeout_nanos,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *RuntimeSettings) Reset() {
@@ -627,6 +631,13 @@ func (x *RuntimeSettings) GetUnaligned() bool {
 		return x.Unaligned
 	}
 	return false
+}
+
+func (x *RuntimeSettings) GetAlignTimeoutNanos() int64 {
+	if x != nil {
+		return x.AlignTimeoutNanos
+	}
+	return 0
 }
 
 // Registered answers a RegisterWorker. When refused is set the worker must
@@ -1492,7 +1503,7 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x14\n" +
 	"\x05slots\x18\x03 \x01(\rR\x05slots\x12/\n" +
 	"\x04jobs\x18\x04 \x03(\v2\x1b.snapflow.v1.JobFingerprintR\x04jobs\x12\x18\n" +
-	"\aattempt\x18\x05 \x01(\x04R\aattempt\"\xc9\x05\n" +
+	"\aattempt\x18\x05 \x01(\x04R\aattempt\"\xf9\x05\n" +
 	"\x0fRuntimeSettings\x12\x1d\n" +
 	"\n" +
 	"batch_size\x18\x01 \x01(\rR\tbatchSize\x12\x1f\n" +
@@ -1514,7 +1525,8 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\x13disk_memtable_bytes\x18\x0e \x01(\x03R\x11diskMemtableBytes\x123\n" +
 	"\x16disk_no_local_recovery\x18\x0f \x01(\bR\x13diskNoLocalRecovery\x12\"\n" +
 	"\rat_least_once\x18\x10 \x01(\bR\vatLeastOnce\x12\x1c\n" +
-	"\tunaligned\x18\x11 \x01(\bR\tunaligned\"\xfd\x01\n" +
+	"\tunaligned\x18\x11 \x01(\bR\tunaligned\x12.\n" +
+	"\x13align_timeout_nanos\x18\x12 \x01(\x03R\x11alignTimeoutNanos\"\xfd\x01\n" +
 	"\n" +
 	"Registered\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +

@@ -79,7 +79,7 @@ func newClusterCoord(j *jobActor, id string) *clusterCoord {
 		settings: &messages.RuntimeSettings{
 			BatchSize: uint32(c.batchSize), BatchBytes: uint64(c.batchBytes), Credits: uint32(c.credits),
 			LingerNanos: c.linger.Nanoseconds(), CheckpointTimeoutNanos: j.sh.timeout().Nanoseconds(),
-			SynchronousSnapshots: c.syncSnapshots, AtLeastOnce: c.atLeastOnce, Unaligned: c.unaligned,
+			SynchronousSnapshots: c.syncSnapshots, AtLeastOnce: c.atLeastOnce, Unaligned: c.unaligned, AlignTimeoutNanos: int64(c.alignTimeout),
 			Incremental: c.incremental, RewriteEvery: uint32(c.rewriteEvery), InlineLimit: uint64(c.inlineLimit(j.sh.plan)),
 			DiskState: c.diskState != nil, DiskCacheBytes: c.diskState.GetCacheBytes(), DiskMemtableBytes: c.diskState.GetMemTableBytes(),
 			DiskNoLocalRecovery:    c.diskState.GetNoLocalRecovery(),

@@ -452,6 +452,9 @@ func workerRuntime(s *messages.RuntimeSettings, log *slog.Logger, store snapshot
 	if c.unaligned = s.GetUnaligned() && !c.atLeastOnce && !c.syncSnapshots; c.unaligned {
 		c.mode = Unaligned
 	}
+	if d := time.Duration(s.GetAlignTimeoutNanos()); d > 0 && c.mode == Aligned && !c.syncSnapshots {
+		c.alignTimeout = d
+	}
 	c.incremental, c.rewriteEvery = s.GetIncremental(), int(s.GetRewriteEvery())
 	c.inline, c.inlineSet = int(s.GetInlineLimit()), true
 	if s.GetDiskState() {

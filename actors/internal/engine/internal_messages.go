@@ -53,6 +53,10 @@ type uploadedMsg struct {
 // lingerMsg asks a task to flush its partly filled batches.
 type lingerMsg struct{ epoch uint64 }
 
+// alignTimeoutMsg says that the alignment of checkpoint id has waited the
+// alignment timeout.
+type alignTimeoutMsg struct{ epoch, id uint64 }
+
 // tickMsg wakes the job actor's coordinator.
 type tickMsg struct{ gen uint64 }
 

@@ -81,7 +81,7 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 		closeStore()
 		return nil, err
 	}
-	if cfg.unaligned {
+	if cfg.unaligned || cfg.alignTimeout > 0 {
 		// Channel state is stored encoded, by each edge's codec.
 		if err := plan.CheckWire(); err != nil {
 			closeStore()

@@ -57,7 +57,10 @@ type config struct {
 	// unaligned: mode is Unaligned (tasks snapshot at the first barrier
 	// and store channel state).
 	unaligned bool
-	faults    *Faults
+	// alignTimeout, when positive, switches an aligned checkpoint to
+	// unaligned at a task whose alignment has waited that long.
+	alignTimeout time.Duration
+	faults       *Faults
 	// linkInterval and linkTimeout drive the link watch of channels
 	// between nodes (a worker's heartbeat interval and timeout; zero in
 	// one process).
@@ -235,6 +238,10 @@ func (m CheckpointMode) String() string {
 // aligned.
 func WithCheckpointMode(m CheckpointMode) Option { return func(c *config) { c.mode = m } }
 
+// WithAlignmentTimeout switches an aligned checkpoint to unaligned at a
+// task whose alignment has waited d (see actors.WithAlignmentTimeout).
+func WithAlignmentTimeout(d time.Duration) Option { return func(c *config) { c.alignTimeout = d } }
+
 // WithAllowTopologyChange lets a job resume from its newest checkpoint
 // although the topology changed (another fingerprint), as long as the
 // checkpoint can still be restored exactly, as from a savepoint (see
@@ -350,6 +357,12 @@ func (c *config) finish() error {
 		c.atLeastOnce, c.unaligned = c.mode == AtLeastOnce, c.mode == Unaligned
 	default:
 		return fmt.Errorf("actors: WithCheckpointMode(%d): unknown mode (want actors.CheckpointAligned, actors.CheckpointUnaligned or actors.CheckpointAtLeastOnce)", int(c.mode))
+	}
+	if c.alignTimeout < 0 || (c.alignTimeout > 0 && c.mode != Aligned) {
+		return fmt.Errorf("actors: WithAlignmentTimeout(%v): the timeout must be positive and the checkpoint mode aligned (the default), not %v", c.alignTimeout, c.mode)
+	}
+	if c.alignTimeout > 0 && c.syncSnapshots {
+		return errors.New("actors: WithAlignmentTimeout with WithSynchronousSnapshots: a switched checkpoint's upload waits for its channel state, which the task records while it runs on; choose one")
 	}
 	if c.unaligned && c.syncSnapshots {
 		return errors.New("actors: WithCheckpointMode(actors.CheckpointUnaligned) with WithSynchronousSnapshots: an unaligned checkpoint's upload waits for its channel state, which the task records while it runs on; choose one")

@@ -104,6 +104,8 @@ type task struct {
 	// task was restored with, until it runs.
 	persist *inFlight
 	replay  []*messages.InFlight
+	// alignTimer fires the alignment timeout (WithAlignmentTimeout).
+	alignTimer *time.Timer
 	// stopAt is the checkpoint of a stop-with-savepoint this source took:
 	// it stays paused when that savepoint completes (the job stops).
 	stopAt uint64
@@ -195,6 +197,8 @@ func (t *task) Receive(ctx actor.Context) {
 		t.onPoll()
 	case *lingerMsg:
 		t.onLinger(m)
+	case *alignTimeoutMsg:
+		t.onAlignTimeout(m)
 	case *linkTick:
 		t.onLinkTick(m)
 	case *uploadedMsg:
@@ -437,6 +441,9 @@ func (t *task) resume(epoch uint64) {
 
 func (t *task) shutdown() {
 	t.giveUpInFlight(math.MaxUint64) // an upload waiting for channel state ends
+	if t.alignTimer != nil {
+		t.alignTimer.Stop()
+	}
 	t.et.stop()
 	t.proc.stop()
 	if t.lingerTimer != nil {

@@ -38,8 +38,9 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 	t.flush()
 	barrier := &messages.Barrier{Epoch: t.epoch, CheckpointId: id, TimestampUnixNano: t.barrierTS, Savepoint: savepoint, BaseCheckpointId: t.barrierBase,
 		Aligned: t.barrierAligned}
-	var persist *inFlight // unaligned: the channel state of the inputs, once complete
-	if t.sh.cfg.unaligned && savepoint == "" && !t.barrierAligned {
+	var persist *inFlight                              // unaligned: the channel state of the inputs, once complete
+	switched := t.persist != nil && t.persist.id == id // unaligned, or an alignment timed out
+	if savepoint == "" && !t.barrierAligned && (t.sh.cfg.unaligned || switched) {
 		st.InFlight = t.overtake(barrier)
 		if p := t.persist; p != nil && p.id == id {
 			persist = p

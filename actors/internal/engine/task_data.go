@@ -217,6 +217,7 @@ func (t *task) onBarrier(m *messages.Barrier) {
 	t.acts = t.aligner.Step(align.Event[*batchMsg]{Kind: align.Barrier, Input: int(m.Channel), Checkpoint: m.CheckpointId, Aligned: m.Savepoint != "" || m.Aligned}, t.acts[:0])
 	if id, ok := t.aligner.Aligning(); ok && id != t.alignID {
 		t.alignID, t.alignStart = id, time.Now()
+		t.armAlignTimeout(id)
 	}
 	t.enqueue()
 }
@@ -301,7 +302,7 @@ func (t *task) inputName(i int) string {
 
 // enqueue queues the aligner's actions and runs what output credit allows.
 func (t *task) enqueue() {
-	if t.sh.cfg.unaligned {
+	if t.sh.cfg.unaligned || t.sh.cfg.alignTimeout > 0 {
 		t.stepUnaligned()
 	}
 	t.ready = append(t.ready, t.acts...)

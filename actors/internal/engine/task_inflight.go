@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/snapflow/snapflow/actors/align"
 	"github.com/snapflow/snapflow/internal/dataflow"
@@ -215,4 +216,37 @@ func (t *task) decodeInFlight(codec dataflow.BatchCodec, it *messages.InFlight) 
 		}
 	}
 	return data, ts
+}
+
+// armAlignTimeout starts the alignment timeout of checkpoint id, whose
+// first barrier just arrived (WithAlignmentTimeout).
+func (t *task) armAlignTimeout(id uint64) {
+	d := t.sh.cfg.alignTimeout
+	if d <= 0 {
+		return
+	}
+	root, self, msg := t.root, t.self, &alignTimeoutMsg{epoch: t.epoch, id: id}
+	if t.alignTimer != nil {
+		t.alignTimer.Stop()
+	}
+	t.alignTimer = time.AfterFunc(d, func() { root.Send(self, msg) })
+}
+
+// onAlignTimeout switches the alignment of a checkpoint that has waited
+// the alignment timeout to unaligned, unless it is a savepoint or the
+// final checkpoint, which always align.
+func (t *task) onAlignTimeout(m *alignTimeoutMsg) {
+	if m.epoch != t.epoch || t.aligner == nil {
+		return
+	}
+	if id, ok := t.aligner.Aligning(); !ok || id != m.id {
+		return
+	}
+	for _, b := range t.barriers {
+		if b.id == m.id && (b.savepoint != "" || b.aligned) {
+			return
+		}
+	}
+	t.acts = t.aligner.Timeout(m.id, t.acts[:0])
+	t.enqueue()
 }
