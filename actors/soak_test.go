@@ -48,7 +48,9 @@ func TestSoak(t *testing.T) {
 	t.Run("disk-rescale", func(t *testing.T) {
 		soakRescale(t, seed+5, srv, []actors.Option{actors.WithDiskState(actors.DiskState{Dir: t.TempDir()})})
 	})
-	t.Run("unaligned", func(t *testing.T) { soakUnaligned(t, seed+6, srv, actors.WithCheckpointMode(actors.CheckpointUnaligned)) })
+	t.Run("unaligned", func(t *testing.T) {
+		soakUnaligned(t, seed+6, srv, actors.WithCheckpointMode(actors.CheckpointUnaligned))
+	})
 	t.Run("aligned-timeout", func(t *testing.T) { soakUnaligned(t, seed+7, srv, actors.WithAlignmentTimeout(time.Millisecond)) })
 }
 

@@ -1476,6 +1476,9 @@ type TaskStateEntry struct {
 	Parallelism   uint32 `protobuf:"varint,6,opt,name=parallelism,proto3" json:"parallelism,omitempty"`
 	KeyGroupStart uint32 `protobuf:"varint,7,opt,name=key_group_start,json=keyGroupStart,proto3" json:"key_group_start,omitempty"`
 	KeyGroupEnd   uint32 `protobuf:"varint,8,opt,name=key_group_end,json=keyGroupEnd,proto3" json:"key_group_end,omitempty"`
+	// in_flight_bytes is the channel state (records in flight) an unaligned
+	// checkpoint stored in the task's state, as the task reported it.
+	InFlightBytes uint64 `protobuf:"varint,9,opt,name=in_flight_bytes,json=inFlightBytes,proto3" json:"in_flight_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1562,6 +1565,13 @@ func (x *TaskStateEntry) GetKeyGroupStart() uint32 {
 func (x *TaskStateEntry) GetKeyGroupEnd() uint32 {
 	if x != nil {
 		return x.KeyGroupEnd
+	}
+	return 0
+}
+
+func (x *TaskStateEntry) GetInFlightBytes() uint64 {
+	if x != nil {
+		return x.InFlightBytes
 	}
 	return 0
 }
@@ -3124,7 +3134,7 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\aRestore\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12.\n" +
-	"\x05state\x18\x03 \x01(\v2\x18.snapflow.v1.StateHandleR\x05state\"\x9e\x02\n" +
+	"\x05state\x18\x03 \x01(\v2\x18.snapflow.v1.StateHandleR\x05state\"\xc6\x02\n" +
 	"\x0eTaskStateEntry\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1a\n" +
 	"\boperator\x18\x02 \x01(\tR\boperator\x12\x18\n" +
@@ -3134,7 +3144,8 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"operatorId\x12 \n" +
 	"\vparallelism\x18\x06 \x01(\rR\vparallelism\x12&\n" +
 	"\x0fkey_group_start\x18\a \x01(\rR\rkeyGroupStart\x12\"\n" +
-	"\rkey_group_end\x18\b \x01(\rR\vkeyGroupEnd\"\xde\x01\n" +
+	"\rkey_group_end\x18\b \x01(\rR\vkeyGroupEnd\x12&\n" +
+	"\x0fin_flight_bytes\x18\t \x01(\x04R\rinFlightBytes\"\xde\x01\n" +
 	"\rOperatorEntry\x12\x1f\n" +
 	"\voperator_id\x18\x01 \x01(\tR\n" +
 	"operatorId\x12\x12\n" +

@@ -130,11 +130,11 @@ func (m *Monitor) completed(e actors.Event) {
 	if e.Savepoint != "" {
 		c.Savepoint = e.Savepoint
 	}
-	c.DurationSeconds, c.Bytes, c.UploadedBytes, c.Settled = e.Duration.Seconds(), e.Bytes, e.Uploaded, e.Settled
+	c.DurationSeconds, c.Bytes, c.UploadedBytes, c.InFlightBytes, c.Settled = e.Duration.Seconds(), e.Bytes, e.Uploaded, e.InFlight, e.Settled
 	c.AlignmentSeconds, c.UploadSeconds = e.Alignment.Seconds(), e.Upload.Seconds()
 	c.Tasks = make([]TaskCheckpoint, len(e.Tasks))
 	for i, t := range e.Tasks {
-		c.Tasks[i] = TaskCheckpoint{Task: t.Task, Bytes: t.Bytes, UploadedBytes: t.Uploaded, AlignmentSeconds: t.Alignment.Seconds(),
+		c.Tasks[i] = TaskCheckpoint{Task: t.Task, Bytes: t.Bytes, UploadedBytes: t.Uploaded, InFlightBytes: t.InFlight, AlignmentSeconds: t.Alignment.Seconds(),
 			SyncSeconds: t.Sync.Seconds(), AsyncSeconds: t.Async.Seconds()}
 	}
 	m.counts.Completed++

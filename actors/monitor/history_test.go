@@ -269,7 +269,7 @@ func TestJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := string(b), `{"id":1,"savepoint":"","status":"in_progress","final":false,"epoch":1,"triggered":"2026-12-01T10:00:00Z","duration_seconds":0,"bytes":0,"uploaded_bytes":0,"alignment_seconds":0,"upload_seconds":0,"tasks":[]}`; got != want {
+	if got, want := string(b), `{"id":1,"savepoint":"","status":"in_progress","final":false,"epoch":1,"triggered":"2026-12-01T10:00:00Z","duration_seconds":0,"bytes":0,"uploaded_bytes":0,"in_flight_bytes":0,"alignment_seconds":0,"upload_seconds":0,"tasks":[]}`; got != want {
 		t.Errorf("checkpoint JSON\n got %s\nwant %s", got, want)
 	}
 }

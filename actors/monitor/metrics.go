@@ -32,6 +32,7 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 var (
 	descDuration   = desc("snapflow_checkpoint_duration_seconds", "Time from the trigger of a checkpoint to its completion.")
 	descSize       = desc("snapflow_checkpoint_size_bytes", "State bytes of a completed checkpoint, every task's.")
+	descInFlight   = desc("snapflow_checkpoint_in_flight_bytes", "Channel state (records in flight) a completed unaligned checkpoint stored, every task's (0 when aligned).")
 	descAlignment  = desc("snapflow_checkpoint_alignment_seconds", "Time a task with several input channels took to align their barriers, per such task per completed checkpoint.")
 	descSync       = desc("snapflow_checkpoint_sync_seconds", "Synchronous part of a task's snapshot (records stop), per task per completed checkpoint.")
 	descAsync      = desc("snapflow_checkpoint_async_seconds", "Asynchronous upload of a task's snapshot, per task per completed checkpoint.")
@@ -85,13 +86,14 @@ func (h *histogram) metric(d *prometheus.Desc, job string) prometheus.Metric {
 }
 
 type histograms struct {
-	duration, size, alignment, sync, async histogram
+	duration, size, alignment, sync, async, inFlight histogram
 }
 
 func newHistograms() histograms {
 	return histograms{
 		duration: newHistogram(secondsBuckets), size: newHistogram(bytesBuckets),
 		alignment: newHistogram(secondsBuckets), sync: newHistogram(secondsBuckets), async: newHistogram(secondsBuckets),
+		inFlight: newHistogram(bytesBuckets),
 	}
 }
 
@@ -106,6 +108,7 @@ func (h *histograms) observe(e actors.Event, aligns func(task string) bool) {
 		h.duration.observe(e.Duration.Seconds())
 	}
 	h.size.observe(float64(e.Bytes))
+	h.inFlight.observe(float64(e.InFlight))
 	for _, t := range e.Tasks {
 		if aligns == nil || aligns(t.Task) {
 			h.alignment.observe(t.Alignment.Seconds())
@@ -116,7 +119,7 @@ func (h *histograms) observe(e actors.Event, aligns func(task string) bool) {
 }
 
 func (h *histograms) clone() histograms {
-	return histograms{h.duration.clone(), h.size.clone(), h.alignment.clone(), h.sync.clone(), h.async.clone()}
+	return histograms{h.duration.clone(), h.size.clone(), h.alignment.clone(), h.sync.clone(), h.async.clone(), h.inFlight.clone()}
 }
 
 // collector exports a Monitor's metrics as const metrics built at scrape:
@@ -126,7 +129,7 @@ type collector struct{ m *Monitor }
 
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descDuration, descSize, descAlignment, descSync, descAsync, descCount,
+	for _, d := range []*prometheus.Desc{descDuration, descSize, descInFlight, descAlignment, descSync, descAsync, descCount,
 		descLastID, descLastAge, descRestores, descFailures, descRecordsIn, descRecordsOut, descBackpress, descQueued, descRefused} {
 		ch <- d
 	}
@@ -152,6 +155,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 
 	ch <- h.duration.metric(descDuration, job)
 	ch <- h.size.metric(descSize, job)
+	ch <- h.inFlight.metric(descInFlight, job)
 	ch <- h.alignment.metric(descAlignment, job)
 	ch <- h.sync.metric(descSync, job)
 	ch <- h.async.metric(descAsync, job)

@@ -217,6 +217,7 @@ snapflow_restores_total{job_name="monitored"} 1
 	for name, n := range map[string]int{
 		"snapflow_checkpoint_duration_seconds":  s.completed - s.settled, // a settled one's duration includes the failover
 		"snapflow_checkpoint_size_bytes":        s.completed,
+		"snapflow_checkpoint_in_flight_bytes":   s.completed,
 		"snapflow_checkpoint_alignment_seconds": s.taskFigures / len(engine.PlanOf(j).Tasks) * aligning,
 		"snapflow_checkpoint_sync_seconds":      s.taskFigures,
 		"snapflow_checkpoint_async_seconds":     s.taskFigures,
@@ -399,7 +400,7 @@ func TestMetricNamesFollowConventions(t *testing.T) {
 	}
 	want := []string{
 		"snapflow_checkpoint_alignment_seconds", "snapflow_checkpoint_async_seconds", "snapflow_checkpoint_duration_seconds",
-		"snapflow_checkpoint_size_bytes", "snapflow_checkpoint_sync_seconds", "snapflow_checkpoints_total",
+		"snapflow_checkpoint_in_flight_bytes", "snapflow_checkpoint_size_bytes", "snapflow_checkpoint_sync_seconds", "snapflow_checkpoints_total",
 		"snapflow_last_checkpoint_age_seconds", "snapflow_last_checkpoint_id", "snapflow_node_refused_calls_total", "snapflow_operator_records_in_total",
 		"snapflow_operator_records_out_total", "snapflow_restores_total", "snapflow_task_backpressure_seconds_total",
 		"snapflow_task_failures_total", "snapflow_task_queued_batches",

@@ -161,6 +161,9 @@ type Checkpoint struct {
 	// UploadedBytes is what the tasks stored for it: less than Bytes when
 	// it was incremental, 0 for states inline in the manifest.
 	UploadedBytes uint64 `json:"uploaded_bytes"`
+	// InFlightBytes is the channel state (records in flight) an unaligned
+	// checkpoint stored with the tasks' states (0 when it aligned).
+	InFlightBytes uint64 `json:"in_flight_bytes"`
 	// AlignmentSeconds and UploadSeconds are the longest alignment and
 	// state upload of any task.
 	AlignmentSeconds float64 `json:"alignment_seconds"`
@@ -178,6 +181,7 @@ type TaskCheckpoint struct {
 	Task             string  `json:"task"`
 	Bytes            uint64  `json:"bytes"`
 	UploadedBytes    uint64  `json:"uploaded_bytes"`
+	InFlightBytes    uint64  `json:"in_flight_bytes"`
 	AlignmentSeconds float64 `json:"alignment_seconds"`
 	SyncSeconds      float64 `json:"sync_seconds"`
 	AsyncSeconds     float64 `json:"async_seconds"`

@@ -104,13 +104,40 @@ func printManifest(w io.Writer, m *messages.Manifest) error {
 	if z.refGroups > 0 {
 		fmt.Fprintf(tw, "references\t%s, %d bytes, in %s\n", plural(z.refGroups, "key group"), z.refBytes, idList(z.refCheckps))
 	}
+	var inFlight uint64
+	for _, t := range m.GetTasks() {
+		inFlight += t.GetInFlightBytes()
+	}
+	if inFlight > 0 {
+		fmt.Fprintf(tw, "in flight\t%d bytes (unaligned: records stored as channel state)\n", inFlight)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	if err := printOperators(w, m.GetOperators()); err != nil {
 		return err
 	}
-	return printTasks(w, m, savepoint)
+	if err := printTasks(w, m, savepoint); err != nil {
+		return err
+	}
+	if inFlight == 0 {
+		return nil
+	}
+	return printInFlight(w, m)
+}
+
+// printInFlight prints, after an empty line, the channel-state bytes of
+// each task of an unaligned checkpoint that stored some.
+func printInFlight(w io.Writer, m *messages.Manifest) error {
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tIN-FLIGHT-BYTES")
+	for _, t := range m.GetTasks() {
+		if n := t.GetInFlightBytes(); n > 0 {
+			fmt.Fprintf(tw, "%s\t%d\n", t.GetTaskId(), n)
+		}
+	}
+	return tw.Flush()
 }
 
 // printOperators prints a table of the operators, then one of their state

@@ -81,3 +81,28 @@ func TestShowLatestJSON(t *testing.T) {
 		t.Errorf("show --json latest printed\n%s\nwant checkpoint 2's manifest (%v)", r.stdout, err)
 	}
 }
+
+// TestShowInFlight: an unaligned checkpoint's manifest says how many bytes
+// of records in flight it stored, in all and per task.
+func TestShowInFlight(t *testing.T) {
+	m := &messages.Manifest{Job: "u", CheckpointId: 3, Tasks: []*messages.TaskStateEntry{
+		{TaskId: "map#0", Operator: "map", State: &messages.StateHandle{Key: "u/chk-3/map#0.state", Size: 10}, InFlightBytes: 4096},
+		{TaskId: "sink#0", Operator: "sink", State: &messages.StateHandle{Key: "u/chk-3/sink#0.state", Size: 10}},
+	}}
+	var b strings.Builder
+	if err := printManifest(&b, m); err != nil {
+		t.Fatal(err)
+	}
+	got := lines(b.String())
+	if !slices.ContainsFunc(got, func(l []string) bool { return slices.Equal(l, strings.Fields("in flight 4096 bytes (unaligned: records stored as channel state)")) }) {
+		t.Errorf("no in-flight line in\n%s", b.String())
+	}
+	if n := len(got); n < 2 || !slices.Equal(got[n-2], []string{"TASK", "IN-FLIGHT-BYTES"}) || !slices.Equal(got[n-1], []string{"map#0", "4096"}) {
+		t.Errorf("the tasks' in-flight bytes end\n%s", b.String())
+	}
+	m.Tasks[0].InFlightBytes = 0
+	b.Reset()
+	if err := printManifest(&b, m); err != nil || strings.Contains(b.String(), "IN-FLIGHT") || strings.Contains(b.String(), "in flight") {
+		t.Errorf("an aligned checkpoint's manifest: %v\n%s", err, b.String())
+	}
+}

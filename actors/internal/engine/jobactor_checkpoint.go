@@ -79,7 +79,7 @@ func (j *jobActor) writeManifest(a coordinator.Action) {
 	for _, ack := range a.Acks {
 		t := j.sh.plan.Task(ack.TaskId)
 		e := &messages.TaskStateEntry{TaskId: ack.TaskId, Operator: t.Operator, Subtask: uint32(t.Subtask), State: ack.State,
-			OperatorId: t.OperatorID, Parallelism: uint32(t.Parallelism)}
+			OperatorId: t.OperatorID, Parallelism: uint32(t.Parallelism), InFlightBytes: ack.GetInFlightBytes()}
 		if t.Keyed { // the key groups whose state the task stored
 			e.KeyGroupStart, e.KeyGroupEnd = uint32(t.KeyGroupStart), uint32(t.KeyGroupEnd)
 		}
