@@ -94,7 +94,9 @@ func TestShowInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := lines(b.String())
-	if !slices.ContainsFunc(got, func(l []string) bool { return slices.Equal(l, strings.Fields("in flight 4096 bytes (unaligned: records stored as channel state)")) }) {
+	if !slices.ContainsFunc(got, func(l []string) bool {
+		return slices.Equal(l, strings.Fields("in flight 4096 bytes (unaligned: records stored as channel state)"))
+	}) {
 		t.Errorf("no in-flight line in\n%s", b.String())
 	}
 	if n := len(got); n < 2 || !slices.Equal(got[n-2], []string{"TASK", "IN-FLIGHT-BYTES"}) || !slices.Equal(got[n-1], []string{"map#0", "4096"}) {
