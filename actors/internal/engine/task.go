@@ -371,6 +371,12 @@ func (t *task) onRun(m *messages.RunTasks) {
 	if t.replay != nil {
 		t.replayInFlight(t.replay)
 		t.replay = nil
+		// A receiver's credit may have come before this RunTasks (in a
+		// cluster they travel on different links): send what it allows.
+		for i := range t.outs {
+			t.sendQueued(&t.outs[i])
+		}
+		t.drain()
 	}
 	t.watchLinks()
 	if t.src != nil {

@@ -138,6 +138,12 @@ func (t *task) onCredit(m *messages.Credit) {
 	if m.Report && o.watch != nil {
 		o.watch.Heard(time.Now(), linkwatch.Report{Seq: m.ArrivedSeq, Barrier: m.ArrivedBarrier, Ended: m.ArrivedEnd})
 	}
+	t.sendQueued(o)
+}
+
+// sendQueued sends what o's credit allows of its queue; once the queue is
+// empty and no other output waits, the task goes on.
+func (t *task) sendQueued(o *outChannel) {
 	if len(o.queue) == 0 {
 		return
 	}
@@ -215,11 +221,18 @@ func (t *task) onBarrier(m *messages.Barrier) {
 	}
 	t.noteBarrier(m)
 	t.acts = t.aligner.Step(align.Event[*batchMsg]{Kind: align.Barrier, Input: int(m.Channel), Checkpoint: m.CheckpointId, Aligned: m.Savepoint != "" || m.Aligned}, t.acts[:0])
+	t.noteAlignment()
+	t.enqueue()
+}
+
+// noteAlignment starts the clock (and the timeout) of an alignment that
+// began: at a barrier, or at one released from a buffer when an end, an
+// abort or a timeout ended the alignment before it.
+func (t *task) noteAlignment() {
 	if id, ok := t.aligner.Aligning(); ok && id != t.alignID {
 		t.alignID, t.alignStart = id, time.Now()
 		t.armAlignTimeout(id)
 	}
-	t.enqueue()
 }
 
 // barrierInfo is what the barriers of one checkpoint say.
@@ -284,6 +297,7 @@ func (t *task) onEnd(m *messages.EndOfInput) {
 		clear(t.acts)
 	}
 	t.acts = t.aligner.Step(align.Event[*batchMsg]{Kind: align.End, Input: int(m.Channel)}, t.acts[:0])
+	t.noteAlignment()
 	t.enqueue()
 }
 
@@ -292,6 +306,7 @@ func (t *task) onAbort(m *messages.AbortCheckpoint) {
 		return
 	}
 	t.acts = t.aligner.AbortCheckpoint(m.CheckpointId, t.acts[:0])
+	t.noteAlignment()
 	t.enqueue()
 }
 

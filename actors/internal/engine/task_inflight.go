@@ -248,5 +248,6 @@ func (t *task) onAlignTimeout(m *alignTimeoutMsg) {
 		}
 	}
 	t.acts = t.aligner.Timeout(m.id, t.acts[:0])
+	t.noteAlignment()
 	t.enqueue()
 }
