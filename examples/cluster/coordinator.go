@@ -61,6 +61,15 @@ func runCoordinator(ctx context.Context, o options, stdout io.Writer, logger *sl
 	if o.retained > 0 {
 		opts = append(opts, actors.WithRetainedCheckpoints(o.retained))
 	}
+	switch o.checkpointMode {
+	case "unaligned":
+		opts = append(opts, actors.WithCheckpointMode(actors.CheckpointUnaligned))
+	case "at-least-once":
+		opts = append(opts, actors.WithCheckpointMode(actors.CheckpointAtLeastOnce))
+	}
+	if o.alignTimeout > 0 {
+		opts = append(opts, actors.WithAlignmentTimeout(o.alignTimeout))
+	}
 	job, err := actors.Start(ctx, buildJob(o.job), opts...)
 	if err != nil {
 		if errors.Is(err, actors.ErrAlreadyFinished) {

@@ -102,6 +102,36 @@ func TestWorkerKilled(t *testing.T) {
 	}
 }
 
+// TestWorkerKilledUnaligned is TestWorkerKilled with unaligned
+// checkpoints, and with the alignment timeout: the coordinator sends the
+// mode to the workers (their checkpoints store records in flight), and the
+// rollback after the loss is exact.
+func TestWorkerKilledUnaligned(t *testing.T) {
+	for _, mode := range [][]string{{"-checkpoint-mode", "unaligned"}, {"-align-timeout", "1ms"}} {
+		t.Run(mode[0][1:], func(t *testing.T) {
+			c := newTestCluster(t)
+			r := startRunning(c, 3, mode...)
+			v := r.victim(t)
+			if err := r.workers[v].cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			c.release()
+			expectRollback(c, r.coord, r.at, r.addrs[v], "connection broke")
+			c.expectExact(r.coord, append(append([]*child(nil), r.workers[:v]...), r.workers[v+1:]...)...)
+			with := 0
+			for _, e := range events(r.coord, 0) {
+				if e.get("in_flight") != "" {
+					with++
+				}
+			}
+			t.Logf("%d checkpoints stored records in flight", with)
+			if with == 0 { // the workers did not take the coordinator's mode
+				t.Error("no checkpoint stored a record in flight")
+			}
+		})
+	}
+}
+
 // TestWorkerStopped: a worker is SIGSTOPped while the job runs. Its
 // connections stay open, so only the heartbeat notices: the coordinator
 // reports it lost for want of heartbeats, rolls back and places the tasks

@@ -74,6 +74,9 @@ func formatEvent(e actors.Event) string {
 		field("checkpoint", strconv.FormatUint(e.Checkpoint, 10))
 		field("final", strconv.FormatBool(e.Final))
 		field("bytes", strconv.FormatUint(e.Bytes, 10))
+		if e.InFlight > 0 {
+			field("in_flight", strconv.FormatUint(e.InFlight, 10))
+		}
 		field("duration", e.Duration.Round(time.Microsecond).String())
 	}
 	if e.Task != "" {

@@ -108,6 +108,8 @@ type options struct {
 	leaseTimeout     time.Duration
 	inlineLimit      int
 	retained         int
+	checkpointMode   string
+	alignTimeout     time.Duration
 	verbose          bool
 	http             string
 	maxFailures      int
@@ -147,6 +149,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.takeOver, "takeover", false, "coordinator: take the job over from a coordinator of it that still runs on the same store (it is fenced: it fails at its next write); without it, such a coordinator makes this one exit, naming it")
 	fs.DurationVar(&o.leaseTimeout, "lease-timeout", 0, "coordinator: how long another coordinator of the job waits for this one's lease renewals (every tenth of it) before it takes the job over without -takeover (0: the runtime's default, 10s)")
 	fs.IntVar(&o.inlineLimit, "inline-limit", -1, "coordinator: keep a task's state in the checkpoint's manifest up to this many `bytes`; 0 stores every state as an object of its own (-1: the runtime's default, which keeps small states inline)")
+	fs.StringVar(&o.checkpointMode, "checkpoint-mode", "aligned", "coordinator: aligned, unaligned or at-least-once checkpoints (see actors.WithCheckpointMode)")
+	fs.DurationVar(&o.alignTimeout, "align-timeout", 0, "coordinator: switch an aligned checkpoint to unaligned at a task whose alignment waited this long (0: never; see actors.WithAlignmentTimeout)")
 	fs.IntVar(&o.retained, "retain", 0, "coordinator: how many complete checkpoints to keep in the store (0: the runtime's default)")
 	fs.BoolVar(&o.verbose, "v", false, "log the runtime's debug messages")
 	fs.StringVar(&o.http, "http", "", "coordinator and demo: serve the job's dashboard, /metrics and JSON API on `ADDR` (host:port; a host-less :8080 is loopback)")
@@ -232,6 +236,10 @@ func (o options) check() error {
 		return bad("-lease-timeout %v: want 0 (the default) or a positive duration", o.leaseTimeout)
 	case o.retained < 0:
 		return bad("-retain %d: want 0 (the default) or more", o.retained)
+	case o.checkpointMode != "aligned" && o.checkpointMode != "unaligned" && o.checkpointMode != "at-least-once":
+		return bad("-checkpoint-mode %q: want aligned, unaligned or at-least-once", o.checkpointMode)
+	case o.alignTimeout < 0 || (o.alignTimeout > 0 && o.checkpointMode != "aligned"):
+		return bad("-align-timeout %v: want 0 (the default) or a positive duration with -checkpoint-mode aligned", o.alignTimeout)
 	}
 	if n := countSet(o.tlsCert, o.tlsKey, o.tlsCA); n != 0 && n != 3 {
 		return bad("mutual TLS needs -tls-cert, -tls-key and -tls-ca together")
