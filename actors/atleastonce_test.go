@@ -36,27 +36,7 @@ func seenJob(name string, n, keys int64, fail *failures) *topology.Graph {
 // was counted.
 func seenCounts(t *testing.T, store snapshots.Store, job string) map[int64]int64 {
 	t.Helper()
-	cps := snapshots.NewCheckpoints(store, job, nil)
-	rp, err := cps.LoadLatest(context.Background())
-	if err != nil || rp == nil || !rp.Manifest.Final {
-		t.Fatalf("load the final checkpoint: %v (%v)", err, rp)
-	}
-	out := map[int64]int64{}
-	for _, st := range rp.States {
-		if st.Operator != "seen" {
-			continue
-		}
-		m, err := topology.DecodeMapState[int64, int64, int64](st, "times")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, vs := range m {
-			for v, c := range vs {
-				out[v] += c
-			}
-		}
-	}
-	return out
+	return countsOf(t, store, job, "seen")
 }
 
 // TestAtLeastOnceLosesNothing runs a job whose keyed tasks have three

@@ -89,17 +89,27 @@ func expectRollback(c *testCluster, coord *child, from int, addr, reason string)
 // exact.
 func TestWorkerKilled(t *testing.T) {
 	c := newTestCluster(t)
-	r := startRunning(c, 3)
-	v := r.victim(t)
+	r, v := killBusiest(c)
+	if code := c.exit(r.workers[v]); code != -1 {
+		t.Errorf("the killed worker exited %d", code)
+	}
+}
+
+// killBusiest starts a coordinator (with coordExtra) and 3 workers,
+// SIGKILLs the busiest worker once a checkpoint has completed, and expects
+// a rollback without it and an exact result; it returns the cluster and
+// the index of the worker killed.
+func killBusiest(c *testCluster, coordExtra ...string) (*running, int) {
+	c.t.Helper()
+	r := startRunning(c, 3, coordExtra...)
+	v := r.victim(c.t)
 	if err := r.workers[v].cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
+		c.t.Fatal(err)
 	}
 	c.release()
 	expectRollback(c, r.coord, r.at, r.addrs[v], "connection broke")
 	c.expectExact(r.coord, append(append([]*child(nil), r.workers[:v]...), r.workers[v+1:]...)...)
-	if code := c.exit(r.workers[v]); code != -1 {
-		t.Errorf("the killed worker exited %d", code)
-	}
+	return r, v
 }
 
 // TestWorkerKilledUnaligned is TestWorkerKilled with unaligned
@@ -110,14 +120,7 @@ func TestWorkerKilledUnaligned(t *testing.T) {
 	for _, mode := range [][]string{{"-checkpoint-mode", "unaligned"}, {"-align-timeout", "1ms"}} {
 		t.Run(mode[0][1:], func(t *testing.T) {
 			c := newTestCluster(t)
-			r := startRunning(c, 3, mode...)
-			v := r.victim(t)
-			if err := r.workers[v].cmd.Process.Kill(); err != nil {
-				t.Fatal(err)
-			}
-			c.release()
-			expectRollback(c, r.coord, r.at, r.addrs[v], "connection broke")
-			c.expectExact(r.coord, append(append([]*child(nil), r.workers[:v]...), r.workers[v+1:]...)...)
+			r, _ := killBusiest(c, mode...)
 			with := 0
 			for _, e := range events(r.coord, 0) {
 				if e.get("in_flight") != "" {
