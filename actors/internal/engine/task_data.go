@@ -20,6 +20,12 @@ func (t *task) Send(out int, batch any, ts []int64) {
 		t.sendBatch(o, batch, ts)
 		return
 	}
+	t.queueOut(o, outItem{batch: batch, ts: ts})
+}
+
+// queueOut queues it on o until credit allows it; the first item queued
+// while no output waits begins backpressure.
+func (t *task) queueOut(o *outChannel, it outItem) {
 	if len(o.queue) == 0 {
 		if t.backlogged == 0 { // backpressure begins
 			t.blockedSince = monoNow()
@@ -27,8 +33,10 @@ func (t *task) Send(out int, batch any, ts []int64) {
 		}
 		t.backlogged++
 	}
-	t.ctr.queued.Add(1)
-	o.queue = append(o.queue, outItem{batch: batch, ts: ts})
+	if it.batch != nil {
+		t.ctr.queued.Add(1)
+	}
+	o.queue = append(o.queue, it)
 }
 
 // sendControl sends a barrier, an end of input or a watermark on every

@@ -178,17 +178,8 @@ func (t *task) replayInFlight(items []*messages.InFlight) {
 				q.wm = &watermark.Status{Watermark: it.Watermark, Idle: it.Idle}
 			} else {
 				q.batch, q.ts = t.decodeInFlight(t.sh.plan.ChannelCodec(t.plan.Outputs[ch]), it)
-				t.ctr.queued.Add(1)
 			}
-			o := &t.outs[ch]
-			if len(o.queue) == 0 {
-				if t.backlogged == 0 {
-					t.blockedSince = monoNow()
-					t.ctr.startBlocked(t.blockedSince)
-				}
-				t.backlogged++
-			}
-			o.queue = append(o.queue, q)
+			t.queueOut(&t.outs[ch], q)
 			continue
 		}
 		if ch >= len(t.ins) {
