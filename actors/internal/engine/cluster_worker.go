@@ -585,7 +585,7 @@ func (h *workerHost) startTasks(ctx actor.Context, m *deployLoaded) {
 		sh := m.dep
 		arr := newArrivals(epoch, len(t.Inputs))
 		sh.arrivals[idx] = arr
-		pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return newTask(sh, idx) }, actor.WithMailbox(actor.Unbounded(arr))),
+		pid, err := ctx.SpawnNamed(taskProps(sh, idx, arr),
 			taskActorName(m.deploy.Coordinator, epoch, t.ID))
 		if err != nil {
 			h.system.Root.Send(h.coordPID, &messages.TaskFailed{WorkerId: h.id, Epoch: epoch, TaskId: t.ID, Reason: "spawn: " + err.Error(), Cause: string(CauseOther)})

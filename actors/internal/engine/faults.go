@@ -33,6 +33,10 @@ type Faults struct {
 	// where transactional sinks commit: a panic there is a failure in the
 	// window between a checkpoint's completion and its commit.
 	Complete func(task string, checkpoint uint64)
+	// Priority runs when a barrier or an alignment timeout is posted to a
+	// task's mailbox, in the poster's goroutine, in the modes where they
+	// overtake the mailbox (see task_priority.go).
+	Priority func(task string, msg any)
 }
 
 // WithFaults installs fault-injection hooks.

@@ -235,7 +235,7 @@ func (j *jobActor) onStarted(ctx actor.Context) {
 	pids := make([]*actor.PID, len(j.sh.plan.Tasks))
 	for i, t := range j.sh.plan.Tasks {
 		idx := i
-		pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return newTask(j.sh, idx) }), t.ID)
+		pid, err := ctx.SpawnNamed(taskProps(j.sh, idx), t.ID)
 		if err != nil {
 			j.fail(fmt.Errorf("actors: spawn task %s: %w", t.ID, err), "could not start")
 			return

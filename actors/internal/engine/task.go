@@ -106,6 +106,10 @@ type task struct {
 	replay  []*messages.InFlight
 	// alignTimer fires the alignment timeout (WithAlignmentTimeout).
 	alignTimer *time.Timer
+	// prio counts the barriers and alignment timeouts waiting in the
+	// mailbox, nil in the modes where they do not overtake it (see
+	// task_priority.go).
+	prio *priorityMail
 	// stopAt is the checkpoint of a stop-with-savepoint this source took:
 	// it stays paused when that savepoint completes (the job stops).
 	stopAt uint64
@@ -176,6 +180,7 @@ func newTask(sh *shared, idx int) *task {
 // protoactor-go escalates to the job actor.
 func (t *task) Receive(ctx actor.Context) {
 	defer t.recoverFailure()
+	prio := t.prio.received(ctx.Message())
 	switch m := ctx.Message().(type) {
 	case *batchMsg:
 		t.onBatch(m)
@@ -247,6 +252,11 @@ func (t *task) Receive(ctx actor.Context) {
 	case *actor.Stopped:
 	default:
 		t.log.Warn("dropping a message of unknown type", "type", fmt.Sprintf("%T", m))
+	}
+	if prio && !t.prio.waiting() {
+		// The queue waited for this barrier or timeout, also when it was
+		// dropped (fenced, stale) and started nothing.
+		t.drain()
 	}
 }
 

@@ -333,9 +333,10 @@ func (t *task) enqueue() {
 	t.drain()
 }
 
-// drain runs queued actions while no output waits for credit.
+// drain runs queued actions while no output waits for credit, and no
+// barrier or alignment timeout waits in the mailbox (task_priority.go).
 func (t *task) drain() {
-	for t.head < len(t.ready) && t.backlogged == 0 {
+	for t.head < len(t.ready) && t.backlogged == 0 && !t.prio.waiting() {
 		a := t.ready[t.head]
 		t.ready[t.head] = align.Action[*batchMsg]{}
 		t.head++
