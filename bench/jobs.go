@@ -68,7 +68,18 @@ func buildJob(job string, rc rowConfig, p *probe) (*topology.Graph, error) {
 		first := sumStage(topology.KeyBy(source("source", 1), recordKey), "pre", 4, rc, p)
 		in = topology.Map(first, "unwrap", func(o benchwork.Output) benchwork.Record { return benchwork.Record{Key: o.Key, TS: o.TS} })
 	case "union":
-		in = topology.Union(source("source-a", 1), source("source-b", 1))
+		a, b := source("source-a", 1), source("source-b", 1)
+		switch arg {
+		case "":
+		case "skewed":
+			// One input of the union lags: source-b passes through "lag",
+			// which -sink-rate (here the lag's, not the sink's) paces.
+			pace := newPacer(rc.SinkRate)
+			b = topology.Map(b, "lag", func(r benchwork.Record) benchwork.Record { pace.record(); return r })
+		default:
+			return nil, fmt.Errorf("topology %q: want union or union-skewed", rc.Topology)
+		}
+		in = topology.Union(a, b)
 	case "diamond":
 		src := source("source", 1)
 		in = topology.Union(
@@ -82,7 +93,7 @@ func buildJob(job string, rc rowConfig, p *probe) (*topology.Graph, error) {
 		}
 		in = source("source", f)
 	default:
-		return nil, fmt.Errorf("unknown topology %q (paritysum, chain-N, fanout, union, diamond, fanin-F)", rc.Topology)
+		return nil, fmt.Errorf("unknown topology %q (paritysum, chain-N, fanout, union, union-skewed, diamond, fanin-F)", rc.Topology)
 	}
 	par := rc.Parallelism
 	if strings.HasPrefix(rc.Topology, "fanin") {
@@ -112,7 +123,7 @@ func buildJob(job string, rc rowConfig, p *probe) (*topology.Graph, error) {
 		p.records.Add(n - reported)
 		reported = n
 		tss = tss[:0]
-		if rc.SinkRate > 0 { // a slow consumer: block until its rate allows more
+		if rc.SinkRate > 0 && rc.Topology != "union-skewed" { // a slow consumer: block until its rate allows more
 			if sinkStart.IsZero() {
 				sinkStart = time.Now()
 			}
@@ -121,6 +132,29 @@ func buildJob(job string, rc rowConfig, p *probe) (*topology.Graph, error) {
 		return nil
 	})
 	return g, nil
+}
+
+// pacer holds a task to rate records/s (0: no limit), sleeping every 256
+// records as the slow sink does. One task calls it: it needs no lock.
+type pacer struct {
+	rate  float64
+	n     int64
+	start time.Time
+}
+
+func newPacer(rate float64) *pacer { return &pacer{rate: rate} }
+
+func (p *pacer) record() {
+	if p.rate <= 0 {
+		return
+	}
+	if p.n++; p.n%256 != 0 {
+		return
+	}
+	if p.start.IsZero() {
+		p.start = time.Now()
+	}
+	time.Sleep(time.Until(p.start.Add(time.Duration(float64(p.n) / p.rate * float64(time.Second)))))
 }
 
 func recordKey(r benchwork.Record) uint64 { return r.Key }

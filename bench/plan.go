@@ -198,15 +198,22 @@ func followUps(progress io.Writer, sweep string, first Row) []rowConfig {
 	rc := first.rowConfig
 	if sweep == "backpressure-checkpoints" {
 		// Each mode at 100ms, unthrottled (what the mode costs without
-		// backpressure) and behind a sink 10 times slower than the source.
+		// backpressure) and behind a sink 10 times slower; behind the slow
+		// sink again with one failure (the recovery time); and the skewed
+		// union: one of its two inputs lags, 10 times slower.
 		var out []rowConfig
-		for _, sink := range []float64{0, top / 10} {
+		add := func(f func(r *rowConfig)) {
 			for _, m := range checkpointModes {
 				r := rc
-				r.Interval, r.CheckpointMode, r.SinkRate = "100ms", m, sink
+				r.Interval, r.CheckpointMode = "100ms", m
+				f(&r)
 				out = append(out, r)
 			}
 		}
+		add(func(*rowConfig) {})
+		add(func(r *rowConfig) { r.SinkRate = top / 10 })
+		add(func(r *rowConfig) { r.SinkRate, r.Recovery = top/10, true })
+		add(func(r *rowConfig) { r.SinkRate, r.Topology = top/10, "union-skewed" })
 		return out
 	}
 	if sweep == "backpressure" {

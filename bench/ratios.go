@@ -12,6 +12,7 @@ func ratios(rows []Row) {
 		r.RatioToOff, r.RatioToInProcess, r.RatioToLoop, r.RatioToUnmonitored = metric{}, metric{}, metric{}, metric{}
 		r.RatioToUntimed = metric{}
 		r.RatioP99ToFull, r.RatioToHeap, r.SyncRatioToHeap = metric{}, metric{}, metric{}
+		r.RatioToAligned, r.RatioP99ToAligned = metric{}, metric{}
 		if r.Backend != "" {
 			if heap, ok := heapRow(rows, *r); ok {
 				r.RatioToHeap = per(r.RecordsPerSec.or(0), heap.RecordsPerSec.or(0))
@@ -57,8 +58,14 @@ func ratios(rows []Row) {
 			}
 		}
 		if r.CheckpointMode != "" && r.CheckpointMode != "aligned" {
-			if u, ok := twinRate(rows, *r, func(o Row) bool { return o.CheckpointMode == "aligned" }); ok {
+			aligned := func(o Row) bool { return o.CheckpointMode == "aligned" && o.Recovery == r.Recovery }
+			if u, ok := twinRate(rows, *r, aligned); ok {
 				r.RatioToAligned = per(v, u)
+			}
+			if p99, ok := r.CkptP99Ms.value(); ok {
+				if a, ok := twinP99(rows, *r, aligned); ok {
+					r.RatioP99ToAligned = per(p99, a)
+				}
 			}
 		}
 		if r.Monitored {
@@ -103,6 +110,19 @@ func twinRate(rows []Row, r Row, twin func(Row) bool) (v float64, ok bool) {
 		if twin(o) && o.Mode == r.Mode && o.Interval == r.Interval && o.Topology == r.Topology &&
 			o.Parallelism == r.Parallelism && o.StateSize == r.StateSize && o.SinkRate == r.SinkRate && o.Rate == r.Rate {
 			if u, measured := o.RecordsPerSec.value(); measured {
+				v, ok = u, true
+			}
+		}
+	}
+	return v, ok
+}
+
+// twinP99 is twinRate's for the checkpoint p99.
+func twinP99(rows []Row, r Row, twin func(Row) bool) (v float64, ok bool) {
+	for _, o := range rows {
+		if twin(o) && o.Mode == r.Mode && o.Interval == r.Interval && o.Topology == r.Topology &&
+			o.Parallelism == r.Parallelism && o.StateSize == r.StateSize && o.SinkRate == r.SinkRate && o.Rate == r.Rate {
+			if u, measured := o.CkptP99Ms.value(); measured {
 				v, ok = u, true
 			}
 		}

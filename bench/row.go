@@ -121,6 +121,9 @@ type Row struct {
 	// RatioToAligned is a row's records/s against the same row's with
 	// aligned checkpoints (rows of another CheckpointMode).
 	RatioToAligned metric `json:"ratio_to_aligned"`
+	// RatioP99ToAligned is such a row's checkpoint p99 against the aligned
+	// row's: the targets of the checkpoint modes under backpressure.
+	RatioP99ToAligned metric `json:"ckpt_p99_ratio_to_aligned"`
 	// RatioP99ToFull is an incremental row's checkpoint p99 against that of
 	// the full row of the same interval, state and store.
 	RatioP99ToFull metric `json:"ckpt_p99_ratio_to_full"`

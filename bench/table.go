@@ -61,6 +61,7 @@ var columns = []column{
 	{"% of unmonitored", func(r Row) string { return percent(r.RatioToUnmonitored) }},
 	{"% of untimed", func(r Row) string { return percent(r.RatioToUntimed) }},
 	{"% of aligned", func(r Row) string { return percent(r.RatioToAligned) }},
+	{"p99 % of aligned", func(r Row) string { return percent(r.RatioP99ToAligned) }},
 	{"ckpts", checkpointsCell},
 	{"ckpt p50/p99 ms", func(r Row) string { return pair(r.CkptP50Ms, r.CkptP99Ms) }},
 	{"align p50/p99 ms", func(r Row) string { return pair(r.AlignP50Ms, r.AlignP99Ms) }},
@@ -87,7 +88,7 @@ var columns = []column{
 }
 
 // optional columns are printed only when some row has a value in them.
-var optional = map[string]bool{"ckpt mode": true, "% of aligned": true, "in-flight B/ckpt": true, "backend": true, "sync p50/p99 ms": true, "sync % of heap": true, "% of heap": true, "key groups": true, "updated/s": true, "ckpt kind": true, "state B": true, "uploaded B/ckpt": true, "% uploaded": true, "p99 % of full": true, "restore ms": true, "restore read B": true, "ckpt B": true, "raw read ms": true, "restore % of raw": true, "offered/s": true, "sink limit/s": true, "recovery ms": true, "recovery local B": true, "recovery downloaded B": true, "% of in-proc off": true, "wire B/record": true, "% of loop": true, "CPU µs/record": true, "% of unmonitored": true}
+var optional = map[string]bool{"ckpt mode": true, "% of aligned": true, "p99 % of aligned": true, "in-flight B/ckpt": true, "backend": true, "sync p50/p99 ms": true, "sync % of heap": true, "% of heap": true, "key groups": true, "updated/s": true, "ckpt kind": true, "state B": true, "uploaded B/ckpt": true, "% uploaded": true, "p99 % of full": true, "restore ms": true, "restore read B": true, "ckpt B": true, "raw read ms": true, "restore % of raw": true, "offered/s": true, "sink limit/s": true, "recovery ms": true, "recovery local B": true, "recovery downloaded B": true, "% of in-proc off": true, "wire B/record": true, "% of loop": true, "CPU µs/record": true, "% of unmonitored": true}
 
 // tableNote explains the table's symbols and relative columns.
 const tableNote = `–: does not apply to the row, or was not measured (no record, no checkpoint, no time).
