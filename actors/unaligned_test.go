@@ -24,9 +24,9 @@ import (
 // six inputs), that counts each value again and works hard per record:
 // the stages before it are held back by credit, so that barriers have
 // queued output and unprocessed input to overtake.
-func tallyJob(name string, n, keys int64, fail *armedFailures, tallyP int) *topology.Graph {
+func tallyJob(name string, n, keys int64, gate *testsrc.Gate, fail *armedFailures, tallyP int) *topology.Graph {
 	g := topology.New(name)
-	src := testsrc.GatedSplits(g, "source", n, func(i int64) int64 { return i + 1 }, testsrc.NewGate(n), topology.Parallelism(3))
+	src := testsrc.GatedSplits(g, "source", n, func(i int64) int64 { return i + 1 }, gate, topology.Parallelism(3))
 	count := func(stage string, work int) func(ks *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, int64, int64] {
 		return func(ks *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, int64, int64] {
 			times := topology.MapOf[int64, int64](ks, "times")
@@ -54,6 +54,21 @@ func tallyJob(name string, n, keys int64, fail *armedFailures, tallyP int) *topo
 	return g
 }
 
+// stepGate returns a gate that lets the first chunk of n records through
+// and a listener that lets each completed checkpoint release one chunk
+// more: a job cannot finish before n/chunk checkpoints, however fast the
+// machine, and each chunk backs the slow stage up again.
+func stepGate(n, chunk int64) (*testsrc.Gate, actors.Option) {
+	gate := testsrc.NewGate(chunk)
+	var limit atomic.Int64
+	limit.Store(chunk)
+	return gate, actors.WithListener(func(e actors.Event) {
+		if e.Kind == actors.EventCheckpointCompleted {
+			gate.SetLimit(min(n, limit.Add(chunk)))
+		}
+	})
+}
+
 // armedFailures fails the next record "seen" processes once armed.
 type armedFailures struct{ armed atomic.Bool }
 
@@ -78,7 +93,8 @@ func testExactlyOnce(t *testing.T, mode actors.CheckpointMode, timeout time.Dura
 	var ev events
 	var inFlight, unalignedCkpts, ckpts atomic.Uint64
 	replays := &countLog{msg: "replaying the channel state of an unaligned checkpoint"}
-	err := actors.Run(context.Background(), tallyJob("tally", n, keys, fail, 1), actors.WithStore(store), actors.WithLogger(slog.New(teeHandler{replays, testLogger(t).Handler()})),
+	gate, step := stepGate(n, 2_000)
+	err := actors.Run(context.Background(), tallyJob("tally", n, keys, gate, fail, 1), step, actors.WithStore(store), actors.WithLogger(slog.New(teeHandler{replays, testLogger(t).Handler()})),
 		actors.WithCheckpointInterval(2*time.Millisecond), actors.WithCheckpointMode(mode), actors.WithListener(ev.listen), alignmentTimeout(timeout),
 		actors.WithListener(func(e actors.Event) {
 			if e.Kind == actors.EventCheckpointCompleted {
@@ -205,7 +221,8 @@ func TestUnalignedRefusals(t *testing.T) {
 		runCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		var with atomic.Uint64 // a checkpoint that stored records in flight
-		job, err := actors.Start(runCtx, tallyJob("rescale", n, 64, nil, 1), actors.WithStore(store), actors.WithLogger(testLogger(t)), unaligned,
+		gate, step := stepGate(n, 2_000)
+		job, err := actors.Start(runCtx, tallyJob("rescale", n, 64, gate, nil, 1), step, actors.WithStore(store), actors.WithLogger(testLogger(t)), unaligned,
 			actors.WithCheckpointInterval(2*time.Millisecond), actors.WithRetainedCheckpoints(1000),
 			actors.WithListener(func(e actors.Event) {
 				if e.Kind == actors.EventCheckpointCompleted && e.InFlight > 0 && with.CompareAndSwap(0, e.Checkpoint) {
@@ -220,12 +237,12 @@ func TestUnalignedRefusals(t *testing.T) {
 		if id == 0 {
 			t.Fatal("no checkpoint stored records in flight")
 		}
-		_, err = actors.Start(ctx, tallyJob("rescale", n, 64, nil, 2), actors.WithStore(store), actors.WithCheckpoint(id))
+		_, err = actors.Start(ctx, tallyJob("rescale", n, 64, testsrc.NewGate(n), nil, 2), actors.WithStore(store), actors.WithCheckpoint(id))
 		if !errors.Is(err, topology.ErrRestoreRefused) || !strings.Contains(err.Error(), "unaligned") {
 			t.Fatalf("rescale from unaligned checkpoint %d: %v, want it refused", id, err)
 		}
 		// The same topology resumes from it, exactly.
-		if err := actors.Run(ctx, tallyJob("rescale", n, 64, nil, 1), actors.WithStore(store), actors.WithLogger(testLogger(t)), unaligned,
+		if err := actors.Run(ctx, tallyJob("rescale", n, 64, testsrc.NewGate(n), nil, 1), actors.WithStore(store), actors.WithLogger(testLogger(t)), unaligned,
 			actors.WithCheckpoint(id), actors.WithCheckpointInterval(2*time.Millisecond)); err != nil {
 			t.Fatalf("resume from unaligned checkpoint %d: %v", id, err)
 		}
