@@ -20,10 +20,12 @@ import (
 	"github.com/snapflow/snapflow/topology"
 )
 
-// tallyJob is seenJob with a second keyed stage, "tally" (parallelism 1,
-// six inputs), that counts each value again and works hard per record:
-// the stages before it are held back by credit, so that barriers have
-// queued output and unprocessed input to overtake.
+// tallyJob is seenJob with a second keyed stage, "tally", that counts
+// each value again and works hard per record: the stages before it are
+// held back by credit, so that barriers have queued output and
+// unprocessed input to overtake. Task seen#1 works hard too, so that the
+// barriers from seen#0 reach relabel well before its own: an alignment
+// there waits for seen#1's backlog.
 func tallyJob(name string, n, keys int64, gate *testsrc.Gate, fail *armedFailures, tallyP int) *topology.Graph {
 	g := topology.New(name)
 	src := testsrc.GatedSplits(g, "source", n, func(i int64) int64 { return i + 1 }, gate, topology.Parallelism(3))
@@ -35,7 +37,11 @@ func tallyJob(name string, n, keys int64, gate *testsrc.Gate, fail *armedFailure
 				if stage == "seen" && fail != nil && fail.armed.CompareAndSwap(true, false) {
 					panic(fmt.Sprintf("injected failure in %s on record %d", ctx.TaskID(), v))
 				}
-				for range work { // a slow operator, whatever the machine's speed
+				w := work
+				if stage == "seen" && ctx.TaskID() == "seen#1" {
+					w = 100 // a skewed input: relabel waits for this task's barriers
+				}
+				for range w { // a slow operator, whatever the machine's speed
 					buf[0]++
 					_ = crc32.ChecksumIEEE(buf)
 				}
@@ -396,4 +402,112 @@ func sourceQueues(j *actors.Job) bool {
 		}
 	}
 	return false
+}
+
+// TestTimeoutSwitchesQueuedSnapshot: aligned with a timeout, a task with
+// one input, which never waits for an alignment, still switches a
+// checkpoint to unaligned when its barrier has waited the timeout behind
+// unprocessed input: it snapshots after the batch it was processing when
+// the timeout fired, and stores the batch behind it as channel state.
+//
+// The source emits three batches and stops at its gate; "count" blocks in
+// the first until the barrier has been posted behind the other two, and
+// in the second until the timeout has fired.
+func TestTimeoutSwitchesQueuedSnapshot(t *testing.T) {
+	const n, batch = 40, 4
+	gate := testsrc.NewGate(3 * batch)
+	g := topology.New("queued")
+	src := testsrc.GatedSplits(g, "source", n, func(i int64) int64 { return i + 1 }, gate, topology.Parallelism(1))
+	var processed atomic.Int64
+	counted := topology.Process(topology.KeyBy(src, func(v int64) int64 { return v % 8 }), "count",
+		func(ks *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, int64, int64] {
+			times := topology.MapOf[int64, int64](ks, "times")
+			return func(ctx *topology.Context[int64], v int64, out *topology.Collector[int64]) error {
+				processed.Add(1)
+				c, _ := times.Get(v)
+				times.Put(v, c+1)
+				out.Emit(v)
+				return nil
+			}
+		}, topology.Parallelism(1))
+	topology.Sink(counted, "sink", func(int64) error { return nil })
+
+	posted, timedOut, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	defer close(done)
+	var postedOnce, timedOutOnce sync.Once
+	var calls atomic.Int64
+	var atSnapshot atomic.Int64
+	atSnapshot.Store(-1)
+	faults := &actorstest.Faults{
+		Process: func(task string) {
+			if task != "count#0" {
+				return
+			}
+			var wait chan struct{}
+			switch calls.Add(1) {
+			case 1:
+				wait = posted
+			case 2:
+				wait = timedOut
+			default:
+				return
+			}
+			select {
+			case <-wait:
+			case <-done:
+			}
+		},
+		Priority: func(task string, msg any) {
+			if task != "count#0" {
+				return
+			}
+			if b, ok := msg.(*messages.Barrier); ok && b.CheckpointId == 1 {
+				postedOnce.Do(func() { close(posted) })
+			} else if !ok { // the alignment timeout
+				timedOutOnce.Do(func() { close(timedOut) })
+			}
+		},
+		Snapshot: func(task string, id uint64) {
+			if task == "count#0" && id == 1 {
+				atSnapshot.Store(processed.Load())
+			}
+		},
+	}
+	var inFlight atomic.Int64
+	inFlight.Store(-1)
+	store := snapshots.NewMem()
+	j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(testLogger(t)),
+		actors.WithAlignmentTimeout(time.Millisecond), actors.WithCheckpointInterval(0), actors.WithBatchSize(batch), actors.WithCredits(4),
+		actorstest.WithFaults(faults), actors.WithListener(func(e actors.Event) {
+			if e.Kind == actors.EventCheckpointCompleted && e.Checkpoint == 1 {
+				for _, tc := range e.Tasks {
+					if tc.Task == "count#0" {
+						inFlight.Store(int64(tc.InFlight))
+					}
+				}
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate.WaitReached(t, 3*batch)
+	if _, err := j.Checkpoint(context.Background()); err != nil {
+		t.Fatalf("checkpoint: %v", err)
+	}
+	gate.SetLimit(n)
+	if err := j.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	got, in := atSnapshot.Load(), inFlight.Load()
+	t.Logf("count processed %d records before its snapshot; %d bytes in flight", got, in)
+	if got != 2*batch || in <= 0 {
+		t.Errorf("count snapshotted after %d records with %d bytes in flight, want after the batch it was processing when the timeout fired (%d records) with the third batch in flight",
+			got, in, 2*batch)
+	}
+	counts := countsOf(t, store, "queued", "count")
+	for v := int64(1); v <= n; v++ {
+		if counts[v] != 1 {
+			t.Fatalf("count counted value %d %d times", v, counts[v])
+		}
+	}
 }

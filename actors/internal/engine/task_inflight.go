@@ -230,15 +230,57 @@ func (t *task) onAlignTimeout(m *alignTimeoutMsg) {
 	if m.epoch != t.epoch || t.aligner == nil {
 		return
 	}
-	if id, ok := t.aligner.Aligning(); !ok || id != m.id {
-		return
-	}
 	for _, b := range t.barriers {
 		if b.id == m.id && (b.savepoint != "" || b.aligned) {
 			return
 		}
 	}
+	if id, ok := t.aligner.Aligning(); !ok || id != m.id {
+		t.switchQueued(m.id)
+		return
+	}
 	t.acts = t.aligner.Timeout(m.id, t.acts[:0])
 	t.noteAlignment()
 	t.enqueue()
+}
+
+// switchQueued switches checkpoint id to unaligned when its alignment is
+// over but its snapshot still waits in the task's queue, behind input
+// that arrived before the last barrier and is not processed yet: the
+// barrier's wait in the queue counts towards the timeout, as in Flink.
+// The task snapshots at once, records that input as the checkpoint's
+// channel state (every barrier has arrived, so it is complete), and sends
+// the barrier ahead of its queued output.
+func (t *task) switchQueued(id uint64) {
+	k := -1
+	for i := t.head; i < len(t.ready); i++ {
+		if a := t.ready[i]; a.Kind == align.Snapshot && a.Checkpoint == id {
+			k = i
+			break
+		}
+	}
+	if k < 0 {
+		return // taken already, or given up
+	}
+	var aligned time.Duration
+	if t.alignID == id && !t.alignStart.IsZero() {
+		aligned = time.Since(t.alignStart)
+	}
+	p := &inFlight{id: id, out: make(chan []*messages.InFlight, 1), gone: make(chan struct{})}
+	for _, a := range t.ready[t.head:k] {
+		if a.Kind == align.Process {
+			t.recordInput(p, a)
+		}
+	}
+	copy(t.ready[k:], t.ready[k+1:])
+	t.ready[len(t.ready)-1] = align.Action[*batchMsg]{}
+	t.ready = t.ready[:len(t.ready)-1]
+	t.giveUpInFlight(id - 1)
+	t.persist = p
+	t.useBarrier(id)
+	t.snapshot(id, aligned)
+	if t.persist == p {
+		p.out <- p.items
+		t.persist = nil
+	}
 }
