@@ -283,16 +283,23 @@ func alignmentTimeout(d time.Duration) actors.Option {
 // stores the rest as channel state. Aligned, the same task snapshots
 // only after processing every batch ahead of the barrier.
 //
+// Aligned with a timeout, the barrier waits behind the source's queued
+// output first: once it has waited the timeout there, the source sends it
+// ahead of them and stores them as its channel state, and "count"
+// snapshots before processing them.
+//
 // "count" blocks in its first batch until the barrier of checkpoint 1 has
-// been posted to it (unaligned) or the source has begun that checkpoint
-// (aligned), while the source has filled its credit and queued more.
+// been posted to it (unaligned, timeout) or the source has begun that
+// checkpoint (aligned), while the source has filled its credit and queued
+// more.
 func TestBarrierOvertakesMailbox(t *testing.T) {
 	for _, mode := range []actors.CheckpointMode{actors.CheckpointUnaligned, actors.CheckpointAligned} {
-		t.Run(mode.String(), func(t *testing.T) { testOvertakesMailbox(t, mode) })
+		t.Run(mode.String(), func(t *testing.T) { testOvertakesMailbox(t, mode, 0) })
 	}
+	t.Run("aligned-timeout", func(t *testing.T) { testOvertakesMailbox(t, actors.CheckpointAligned, time.Millisecond) })
 }
 
-func testOvertakesMailbox(t *testing.T, mode actors.CheckpointMode) {
+func testOvertakesMailbox(t *testing.T, mode actors.CheckpointMode, timeout time.Duration) {
 	const n, batch, credits = 400, 4, 4
 	g := topology.New("overtake")
 	src := testsrc.GatedSplits(g, "source", n, func(i int64) int64 { return i + 1 }, testsrc.NewGate(n), topology.Parallelism(1))
@@ -331,7 +338,7 @@ func testOvertakesMailbox(t *testing.T, mode actors.CheckpointMode) {
 			}
 		},
 		Snapshot: func(task string, id uint64) {
-			if task == "source#0" && id == 1 && mode == actors.CheckpointAligned {
+			if task == "source#0" && id == 1 && mode == actors.CheckpointAligned && timeout == 0 {
 				releaseOnce.Do(func() { close(release) })
 			}
 			if task == "count#0" && id == 1 {
@@ -339,16 +346,19 @@ func testOvertakesMailbox(t *testing.T, mode actors.CheckpointMode) {
 			}
 		},
 	}
-	var inFlight atomic.Int64
+	var inFlight, srcInFlight atomic.Int64
 	inFlight.Store(-1)
 	store := snapshots.NewMem()
 	j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(testLogger(t)),
-		actors.WithCheckpointMode(mode), actors.WithCheckpointInterval(0), actors.WithBatchSize(batch), actors.WithCredits(credits),
+		actors.WithCheckpointMode(mode), alignmentTimeout(timeout), actors.WithCheckpointInterval(0), actors.WithBatchSize(batch), actors.WithCredits(credits),
 		actorstest.WithFaults(faults), actors.WithListener(func(e actors.Event) {
 			if e.Kind == actors.EventCheckpointCompleted && e.Checkpoint == 1 {
 				for _, tc := range e.Tasks {
-					if tc.Task == "count#0" {
+					switch tc.Task {
+					case "count#0":
 						inFlight.Store(int64(tc.InFlight))
+					case "source#0":
+						srcInFlight.Store(int64(tc.InFlight))
 					}
 				}
 			}
@@ -372,9 +382,15 @@ func testOvertakesMailbox(t *testing.T, mode actors.CheckpointMode) {
 		t.Fatal(err)
 	}
 	got, in := atSnapshot.Load(), inFlight.Load()
-	t.Logf("%s: count processed %d records before its snapshot; %d bytes in flight", mode, got, in)
-	switch mode {
-	case actors.CheckpointUnaligned:
+	t.Logf("%s (timeout %v): count processed %d records before its snapshot; %d bytes in flight; the source stored %d bytes in flight",
+		mode, timeout, got, in, srcInFlight.Load())
+	switch {
+	case timeout > 0:
+		if got < batch || got > credits*batch || srcInFlight.Load() <= 0 {
+			t.Errorf("aligned with a timeout: count snapshotted after %d records, the source stored %d bytes in flight; want at most the %d records sent before the barrier, the rest in flight",
+				got, srcInFlight.Load(), credits*batch)
+		}
+	case mode == actors.CheckpointUnaligned:
 		if got != batch || in <= 0 {
 			t.Errorf("unaligned: count snapshotted after %d records with %d bytes in flight, want after its first batch (%d records) with the batches behind it in flight",
 				got, in, batch)

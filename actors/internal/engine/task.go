@@ -104,6 +104,9 @@ type task struct {
 	// task was restored with, until it runs.
 	persist *inFlight
 	replay  []*messages.InFlight
+	// outWait is the aligned checkpoint whose barrier waits in output
+	// queues (see task_outswitch.go).
+	outWait *outSwitch
 	// alignTimer fires the alignment timeout (WithAlignmentTimeout).
 	alignTimer *time.Timer
 	// prio counts the barriers and alignment timeouts waiting in the
@@ -204,6 +207,8 @@ func (t *task) Receive(ctx actor.Context) {
 		t.onLinger(m)
 	case *alignTimeoutMsg:
 		t.onAlignTimeout(m)
+	case *outTimeoutMsg:
+		t.onOutTimeout(m)
 	case *linkTick:
 		t.onLinkTick(m)
 	case *uploadedMsg:
@@ -457,6 +462,7 @@ func (t *task) resume(epoch uint64) {
 
 func (t *task) shutdown() {
 	t.giveUpInFlight(math.MaxUint64) // an upload waiting for channel state ends
+	t.abortOutWait(math.MaxUint64)
 	if t.alignTimer != nil {
 		t.alignTimer.Stop()
 	}

@@ -38,6 +38,7 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 	t.flush()
 	barrier := &messages.Barrier{Epoch: t.epoch, CheckpointId: id, TimestampUnixNano: t.barrierTS, Savepoint: savepoint, BaseCheckpointId: t.barrierBase,
 		Aligned: t.barrierAligned}
+	var outWait *outSwitch                             // aligned with a timeout: the channel state of the outputs, once known
 	var persist *inFlight                              // unaligned: the channel state of the inputs, once complete
 	switched := t.persist != nil && t.persist.id == id // unaligned, or an alignment timed out
 	if savepoint == "" && !t.barrierAligned && (t.sh.cfg.unaligned || switched) {
@@ -47,6 +48,9 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 		}
 	} else {
 		t.sendControl(outItem{barrier: barrier})
+		if savepoint == "" && !t.barrierAligned {
+			outWait = t.watchOutBarrier(id)
+		}
 	}
 	if err != nil {
 		if files != nil {
@@ -82,6 +86,16 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 		if finish != nil { // the encoding of a state captured in the synchronous phase
 			if err := finish(); err != nil {
 				root.Send(sh.jobPID, &messages.DeclineCheckpoint{Epoch: epoch, CheckpointId: id, TaskId: taskID, Reason: "snapshot: " + err.Error(), WorkerId: sh.worker})
+				return
+			}
+		}
+		if outWait != nil { // the barrier has yet to leave every output
+			select {
+			case items := <-outWait.out:
+				st.InFlight = append(st.InFlight, items...)
+			case <-outWait.gone:
+				return // given up: aborted, or the incarnation ended
+			case <-ctx.Done():
 				return
 			}
 		}

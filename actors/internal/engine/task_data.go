@@ -164,11 +164,20 @@ func (t *task) sendQueued(o *outChannel) {
 		}
 		n++
 		t.sendItem(o, it)
+		if it.barrier != nil && t.outWait != nil {
+			t.barrierLeft(it.barrier.CheckpointId)
+		}
 	}
 	o.queue = o.queue[n:]
 	if len(o.queue) > 0 {
 		return
 	}
+	t.outDrained(o)
+}
+
+// outDrained notes that o's queue is empty: once no other output waits,
+// the task goes on.
+func (t *task) outDrained(o *outChannel) {
 	o.queue = nil
 	t.backlogged--
 	if t.backlogged == 0 {
@@ -317,6 +326,9 @@ func (t *task) onEnd(m *messages.EndOfInput) {
 }
 
 func (t *task) onAbort(m *messages.AbortCheckpoint) {
+	if m.Epoch == t.epoch {
+		t.abortOutWait(m.CheckpointId)
+	}
 	if m.Epoch != t.epoch || t.aligner == nil {
 		return
 	}

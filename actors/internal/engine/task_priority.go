@@ -54,7 +54,7 @@ func (p *priorityMail) MailboxEmpty()         {}
 
 func isPriority(m any) bool {
 	switch m.(type) {
-	case *messages.Barrier, *alignTimeoutMsg:
+	case *messages.Barrier, *alignTimeoutMsg, *outTimeoutMsg:
 		return true
 	}
 	return false

@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/snapflow/snapflow/messages"
+)
+
+// The sending side of the alignment timeout (WithAlignmentTimeout). An
+// aligned checkpoint's barrier leaves a task behind the batches its
+// outputs queue for lack of credit; downstream, its wait there counts for
+// nothing until it arrives. When the barrier has waited the timeout in an
+// output queue, the task switches that checkpoint to unaligned on its
+// outputs: the barrier goes out at once, ahead of the batches it was
+// queued behind, and those batches, which stay queued and are sent as
+// credit allows, are stored with the task's state as channel state
+// (output channel state, replayed ahead of new output on restore). The
+// receiver, aligned or not, sees them after the barrier: they are not in
+// its snapshot, and exactly once the restore replays them.
+//
+// A task's upload of such a checkpoint waits until the barrier has left
+// every output, by credit or by the switch, to know its channel state.
+
+// outSwitch is an aligned checkpoint whose barrier waits in output queues.
+type outSwitch struct {
+	id uint64
+	// waiting counts the outputs whose queue still holds the barrier.
+	waiting int
+	items   []*messages.InFlight
+	out     chan []*messages.InFlight // the channel state, once known (buffered)
+	gone    chan struct{}             // closed when the checkpoint is given up
+	timer   *time.Timer
+}
+
+// outTimeoutMsg says that the barrier of checkpoint id has waited the
+// alignment timeout in an output queue.
+type outTimeoutMsg struct{ epoch, id uint64 }
+
+// watchOutBarrier starts the timeout of checkpoint id's barrier, just
+// queued by snapshot, on the outputs where it waits behind batches; nil
+// when it left at once. A checkpoint still watched is switched first:
+// its barrier is ahead in the queues.
+func (t *task) watchOutBarrier(id uint64) *outSwitch {
+	d := t.sh.cfg.alignTimeout
+	if d <= 0 {
+		return nil
+	}
+	if t.outWait != nil {
+		t.switchOutputs()
+	}
+	n := 0
+	for i := range t.outs {
+		if barrierAt(t.outs[i].queue, id) >= 0 {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	w := &outSwitch{id: id, waiting: n, out: make(chan []*messages.InFlight, 1), gone: make(chan struct{})}
+	root, self, msg := t.root, t.self, &outTimeoutMsg{epoch: t.epoch, id: id}
+	w.timer = time.AfterFunc(d, func() { root.Send(self, msg) })
+	t.outWait = w
+	return w
+}
+
+// barrierAt is the position of checkpoint id's barrier in q, or -1.
+func barrierAt(q []outItem, id uint64) int {
+	for k := range q {
+		if b := q[k].barrier; b != nil && b.CheckpointId == id {
+			return k
+		}
+	}
+	return -1
+}
+
+// barrierLeft notes that checkpoint id's barrier left an output by credit.
+func (t *task) barrierLeft(id uint64) {
+	w := t.outWait
+	if w == nil || w.id != id {
+		return
+	}
+	if w.waiting--; w.waiting == 0 {
+		t.endOutWait()
+	}
+}
+
+// endOutWait hands the watched checkpoint's channel state to its upload.
+func (t *task) endOutWait() {
+	w := t.outWait
+	w.timer.Stop()
+	w.out <- w.items
+	t.outWait = nil
+}
+
+func (t *task) onOutTimeout(m *outTimeoutMsg) {
+	if m.epoch != t.epoch || t.outWait == nil || t.outWait.id != m.id {
+		return
+	}
+	t.switchOutputs()
+}
+
+// switchOutputs sends the watched checkpoint's barrier ahead of the
+// batches it waits behind, on every output, and records those as its
+// channel state.
+func (t *task) switchOutputs() {
+	w := t.outWait
+	for i := range t.outs {
+		o := &t.outs[i]
+		k := barrierAt(o.queue, w.id)
+		if k < 0 {
+			continue
+		}
+		codec := t.sh.plan.ChannelCodec(t.plan.Outputs[i])
+		for j := range o.queue[:k] {
+			q := &o.queue[j]
+			switch {
+			case q.batch != nil:
+				it := &messages.InFlight{Output: true, Channel: uint32(i)}
+				q.batch = t.recordBatch(codec, q.batch, q.ts, it)
+				w.items = append(w.items, it)
+			case q.wm != nil:
+				w.items = append(w.items, &messages.InFlight{Output: true, Channel: uint32(i), IsWatermark: true, Watermark: q.wm.Watermark, Idle: q.wm.Idle})
+			}
+		}
+		b := o.queue[k]
+		o.queue = append(o.queue[:k], o.queue[k+1:]...)
+		o.queue[len(o.queue):cap(o.queue)][0] = outItem{} // the moved tail's old last slot
+		t.sendItem(o, b)
+		if len(o.queue) == 0 { // nothing was ahead of it: cannot happen, as a barrier leaves once first
+			t.outDrained(o)
+		}
+	}
+	t.endOutWait()
+}
+
+// abortOutWait gives up the watched checkpoint if it is id or older (an
+// abort, or the end of the incarnation): its upload ends, and the barrier
+// leaves by credit.
+func (t *task) abortOutWait(id uint64) {
+	if w := t.outWait; w != nil && w.id <= id {
+		w.timer.Stop()
+		close(w.gone)
+		t.outWait = nil
+	}
+}
