@@ -60,18 +60,26 @@ func tallyJob(name string, n, keys int64, gate *testsrc.Gate, fail *armedFailure
 	return g
 }
 
-// stepGate returns a gate that lets the first chunk of n records through
-// and a listener that lets each completed checkpoint release one chunk
-// more: a job cannot finish before n/chunk checkpoints, however fast the
-// machine, and each chunk backs the slow stage up again.
-func stepGate(n, chunk int64) (*testsrc.Gate, actors.Option) {
-	gate := testsrc.NewGate(chunk)
-	var limit atomic.Int64
-	limit.Store(chunk)
-	return gate, actors.WithListener(func(e actors.Event) {
-		if e.Kind == actors.EventCheckpointCompleted {
-			gate.SetLimit(min(n, limit.Add(chunk)))
-		}
+// holdUntilBarrier returns faults that block task in its first batch
+// until a barrier has been posted to it: the stages before it fill their
+// credit and queue output, so that the first checkpoint's barriers have
+// batches to overtake on every edge, however fast the machine. Only for
+// modes where barriers overtake (unaligned, or a timeout): an aligned
+// barrier would wait for the held task forever.
+func holdUntilBarrier(task string) actors.Option {
+	held := make(chan struct{})
+	var once sync.Once
+	return actorstest.WithFaults(&actorstest.Faults{
+		Process: func(tk string) {
+			if tk == task {
+				<-held
+			}
+		},
+		Priority: func(tk string, msg any) {
+			if _, ok := msg.(*messages.Barrier); ok && tk == task {
+				once.Do(func() { close(held) })
+			}
+		},
 	})
 }
 
@@ -83,6 +91,8 @@ type armedFailures struct{ armed atomic.Bool }
 // checkpoints that stored records in flight completes: the restores
 // replay channel state, and at the end both keyed stages have counted
 // each value exactly once. The same job aligned gives the same counts.
+// "tally" holds its first batch until the first barrier reaches it, so
+// that the first checkpoint stores records in flight.
 func TestUnalignedExactlyOnce(t *testing.T) {
 	for _, mode := range []actors.CheckpointMode{actors.CheckpointUnaligned, actors.CheckpointAligned} {
 		t.Run(mode.String(), func(t *testing.T) { testExactlyOnce(t, mode, 0) })
@@ -99,8 +109,11 @@ func testExactlyOnce(t *testing.T, mode actors.CheckpointMode, timeout time.Dura
 	var ev events
 	var inFlight, unalignedCkpts, ckpts atomic.Uint64
 	replays := &countLog{msg: "replaying the channel state of an unaligned checkpoint"}
-	gate, step := stepGate(n, 2_000)
-	err := actors.Run(context.Background(), tallyJob("tally", n, keys, gate, fail, 1), step, actors.WithStore(store), actors.WithLogger(slog.New(teeHandler{replays, testLogger(t).Handler()})),
+	hold := actors.WithListener(func(actors.Event) {}) // no option
+	if mode == actors.CheckpointUnaligned || timeout > 0 {
+		hold = holdUntilBarrier("tally#0")
+	}
+	err := actors.Run(context.Background(), tallyJob("tally", n, keys, testsrc.NewGate(n), fail, 1), hold, actors.WithStore(store), actors.WithLogger(slog.New(teeHandler{replays, testLogger(t).Handler()})),
 		actors.WithCheckpointInterval(2*time.Millisecond), actors.WithCheckpointMode(mode), actors.WithListener(ev.listen), alignmentTimeout(timeout),
 		actors.WithListener(func(e actors.Event) {
 			if e.Kind == actors.EventCheckpointCompleted {
@@ -227,8 +240,7 @@ func TestUnalignedRefusals(t *testing.T) {
 		runCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		var with atomic.Uint64 // a checkpoint that stored records in flight
-		gate, step := stepGate(n, 2_000)
-		job, err := actors.Start(runCtx, tallyJob("rescale", n, 64, gate, nil, 1), step, actors.WithStore(store), actors.WithLogger(testLogger(t)), unaligned,
+		job, err := actors.Start(runCtx, tallyJob("rescale", n, 64, testsrc.NewGate(n), nil, 1), holdUntilBarrier("tally#0"), actors.WithStore(store), actors.WithLogger(testLogger(t)), unaligned,
 			actors.WithCheckpointInterval(2*time.Millisecond), actors.WithRetainedCheckpoints(1000),
 			actors.WithListener(func(e actors.Event) {
 				if e.Kind == actors.EventCheckpointCompleted && e.InFlight > 0 && with.CompareAndSwap(0, e.Checkpoint) {
@@ -320,12 +332,14 @@ func testOvertakesMailbox(t *testing.T, mode actors.CheckpointMode, timeout time
 	release, done := make(chan struct{}), make(chan struct{})
 	defer close(done)
 	var releaseOnce sync.Once
+	entered := make(chan struct{})
 	var first atomic.Bool
 	var atSnapshot atomic.Int64
 	atSnapshot.Store(-1)
 	faults := &actorstest.Faults{
 		Process: func(task string) {
 			if task == "count#0" && first.CompareAndSwap(false, true) {
+				close(entered)
 				select {
 				case <-release:
 				case <-done:
@@ -367,7 +381,9 @@ func testOvertakesMailbox(t *testing.T, mode actors.CheckpointMode, timeout time
 		t.Fatal(err)
 	}
 	// The source has spent its credit and queues batches: "count", blocked
-	// in its first, has the others waiting in its mailbox.
+	// in its first, has the others waiting in its mailbox. (Before count
+	// has a batch, the source may queue for want of its first credit.)
+	<-entered
 	deadline := time.Now().Add(time.Minute)
 	for !sourceQueues(j) {
 		if time.Now().After(deadline) {
@@ -479,7 +495,7 @@ func TestTimeoutSwitchesQueuedSnapshot(t *testing.T) {
 			}
 			if b, ok := msg.(*messages.Barrier); ok && b.CheckpointId == 1 {
 				postedOnce.Do(func() { close(posted) })
-			} else if !ok { // the alignment timeout
+			} else if fmt.Sprintf("%T", msg) == "*engine.alignTimeoutMsg" {
 				timedOutOnce.Do(func() { close(timedOut) })
 			}
 		},

@@ -109,6 +109,8 @@ type task struct {
 	outWait *outSwitch
 	// alignTimer fires the alignment timeout (WithAlignmentTimeout).
 	alignTimer *time.Timer
+	// alignTimerID is the checkpoint alignTimer was last armed for.
+	alignTimerID uint64
 	// prio counts the barriers and alignment timeouts waiting in the
 	// mailbox, nil in the modes where they do not overtake it (see
 	// task_priority.go).

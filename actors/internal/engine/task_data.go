@@ -239,11 +239,10 @@ func (t *task) onBarrier(m *messages.Barrier) {
 	t.noteBarrier(m)
 	t.acts = t.aligner.Step(align.Event[*batchMsg]{Kind: align.Barrier, Input: int(m.Channel), Checkpoint: m.CheckpointId, Aligned: m.Savepoint != "" || m.Aligned}, t.acts[:0])
 	t.noteAlignment()
-	if t.sh.cfg.alignTimeout > 0 && m.CheckpointId > t.alignID {
+	if t.sh.cfg.alignTimeout > 0 && m.CheckpointId > t.alignTimerID {
 		// No alignment began (one input, or the last barrier came at
 		// once), but the snapshot may wait behind the queued input: the
 		// timeout covers that wait too (switchQueued).
-		t.alignID, t.alignStart = m.CheckpointId, time.Now()
 		t.armAlignTimeout(m.CheckpointId)
 	}
 	t.enqueue()
@@ -405,6 +404,7 @@ func (t *task) execute(a align.Action[*batchMsg]) {
 		if a.Checkpoint == t.alignID && !t.alignStart.IsZero() {
 			aligned = time.Since(t.alignStart)
 		}
+		t.stopAlignTimeout(a.Checkpoint)
 		t.useBarrier(a.Checkpoint)
 		t.snapshot(a.Checkpoint, aligned)
 	case align.Abort:

@@ -74,6 +74,7 @@ func (t *task) stepUnaligned() {
 // once: it records what is queued and not processed as channel state, and
 // snapshots.
 func (t *task) snapshotUnaligned(id uint64) {
+	t.dropQueuedSnapshots(id)
 	p := &inFlight{id: id, out: make(chan []*messages.InFlight, 1), gone: make(chan struct{})}
 	for _, a := range t.ready[t.head:] {
 		if a.Kind == align.Process {
@@ -82,8 +83,21 @@ func (t *task) snapshotUnaligned(id uint64) {
 	}
 	t.giveUpInFlight(id - 1)
 	t.persist = p
+	t.stopAlignTimeout(id)
 	t.useBarrier(id)
 	t.snapshot(id, 0)
+}
+
+// dropQueuedSnapshots turns the snapshots of checkpoints older than id
+// that still wait in the task's queue (aligned, behind input) into
+// declines: checkpoint id is snapshotted ahead of them, and as one
+// checkpoint is pending at a time, the coordinator has given them up.
+func (t *task) dropQueuedSnapshots(id uint64) {
+	for i := t.head; i < len(t.ready); i++ {
+		if a := &t.ready[i]; a.Kind == align.Snapshot && a.Checkpoint < id {
+			a.Kind = align.Abort
+		}
+	}
 }
 
 // giveUpInFlight ends the recording of a checkpoint <= id.
@@ -220,7 +234,16 @@ func (t *task) armAlignTimeout(id uint64) {
 	if t.alignTimer != nil {
 		t.alignTimer.Stop()
 	}
+	t.alignTimerID = id
 	t.alignTimer = time.AfterFunc(d, func() { root.Send(self, msg) })
+}
+
+// stopAlignTimeout stops the alignment timeout once checkpoint id is
+// snapshotted.
+func (t *task) stopAlignTimeout(id uint64) {
+	if t.alignTimer != nil && t.alignTimerID <= id {
+		t.alignTimer.Stop()
+	}
 }
 
 // onAlignTimeout switches the alignment of a checkpoint that has waited
@@ -262,6 +285,7 @@ func (t *task) switchQueued(id uint64) {
 	if k < 0 {
 		return // taken already, or given up
 	}
+	t.dropQueuedSnapshots(id)
 	var aligned time.Duration
 	if t.alignID == id && !t.alignStart.IsZero() {
 		aligned = time.Since(t.alignStart)
@@ -277,6 +301,7 @@ func (t *task) switchQueued(id uint64) {
 	t.ready = t.ready[:len(t.ready)-1]
 	t.giveUpInFlight(id - 1)
 	t.persist = p
+	t.stopAlignTimeout(id)
 	t.useBarrier(id)
 	t.snapshot(id, aligned)
 	if t.persist == p {

@@ -38,16 +38,15 @@ type outTimeoutMsg struct{ epoch, id uint64 }
 
 // watchOutBarrier starts the timeout of checkpoint id's barrier, just
 // queued by snapshot, on the outputs where it waits behind batches; nil
-// when it left at once. A checkpoint still watched is switched first:
-// its barrier is ahead in the queues.
+// when it left at once. A checkpoint still watched is older, so given up
+// (one checkpoint is pending at a time: a newer one means the coordinator
+// aborted it); its barrier leaves by credit.
 func (t *task) watchOutBarrier(id uint64) *outSwitch {
 	d := t.sh.cfg.alignTimeout
 	if d <= 0 {
 		return nil
 	}
-	if t.outWait != nil {
-		t.switchOutputs()
-	}
+	t.abortOutWait(id - 1)
 	n := 0
 	for i := range t.outs {
 		if barrierAt(t.outs[i].queue, id) >= 0 {
