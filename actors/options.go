@@ -120,14 +120,17 @@ const (
 // CheckpointAtLeastOnce. Another value is refused by Start.
 func WithCheckpointMode(m CheckpointMode) Option { return engine.WithCheckpointMode(m) }
 
-// WithAlignmentTimeout makes aligned checkpoints switch to unaligned where
-// aligning takes longer than d (Flink's aligned checkpoint timeout): a task
-// whose alignment of a checkpoint has waited d since the first barrier
-// snapshots at once, releases its inputs, and stores the records still
-// before the barrier on the others as channel state, as
-// CheckpointUnaligned does. Checkpoints that align within d cost nothing
-// more. It needs the aligned mode (the default); edges need a wire codec.
-// Savepoints and the final checkpoint never switch.
+// WithAlignmentTimeout makes aligned checkpoints switch to unaligned once
+// d has passed since the checkpoint was triggered (Flink's aligned
+// checkpoint timeout), wherever its barrier still waits: a task whose
+// alignment still waits for other inputs, or whose snapshot waits behind
+// input not processed yet, snapshots at once and stores that input, and
+// what arrives before the barrier on its other inputs, as channel state,
+// as CheckpointUnaligned does; a task whose barrier waits in an output
+// queue sends it ahead of the batches there and stores them. Checkpoints
+// whose barriers pass within d cost nothing more. It needs the aligned
+// mode (the default); edges need a wire codec. Savepoints and the final
+// checkpoint never switch.
 func WithAlignmentTimeout(d time.Duration) Option { return engine.WithAlignmentTimeout(d) }
 
 // WithInlineStateLimit sets the size up to which a task's stored state

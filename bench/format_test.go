@@ -213,14 +213,14 @@ func TestFollowUpsNeedAMeasuredRate(t *testing.T) {
 	if more := followUps(&progress, "backpressure", first); len(more) != 1 || more[0].SinkRate != 100 {
 		t.Fatalf("backpressure follow-ups %+v", more)
 	} // Four modes each: unthrottled, behind the slow sink, with a failure
-	// there, and the skewed union.
+	// there, the skewed union, and behind a sink 1,000 times slower.
 	more := followUps(&progress, "backpressure-checkpoints", first)
 	shapes := map[string]int{}
 	for _, r := range more {
 		shapes[fmt.Sprintf("%s sink=%v recovery=%v", r.Topology, r.SinkRate, r.Recovery)]++
 	}
 	want := map[string]int{"paritysum sink=0 recovery=false": 4, "paritysum sink=100 recovery=false": 4,
-		"paritysum sink=100 recovery=true": 4, "union-skewed sink=100 recovery=false": 4}
+		"paritysum sink=100 recovery=true": 4, "union-skewed sink=100 recovery=false": 4, "paritysum sink=1 recovery=false": 4}
 	if fmt.Sprint(shapes) != fmt.Sprint(want) {
 		t.Fatalf("backpressure-checkpoints follow-ups by shape %v, want %v", shapes, want)
 	}

@@ -178,7 +178,8 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.Int64Var(&f.records, "records", 0, "instead of -duration, run each row until this many records have reached the sink, and measure the whole run")
 	fs.StringVar(&f.store, "store", "mem://", "snapshot store URL: mem://, a directory, or s3://BUCKET/PREFIX?endpoint=HOST:PORT&secure=false")
 	fs.StringVar(&f.sweep, "sweep", "", "a sweep instead: state-size, fan-in, recovery, parallelism, backpressure, latency, monitoring (metrics, API and dashboard served and polled, against none),\n"+
-		"backpressure-checkpoints (aligned, unaligned and at-least-once checkpoints at 100ms, unthrottled and behind a sink 10 times slower),\n"+
+		"backpressure-checkpoints (aligned, unaligned, aligned with a 10ms timeout and at-least-once checkpoints at 100ms: unthrottled,\n"+
+		"behind a sink 10 times slower, with a failure there, a skewed union, and behind a sink 1,000 times slower),\n"+
 		"eventtime (sources with watermarks, and one event-time timer per record, against neither),\n"+
 		"rescale, or incremental (full and incremental checkpoints side by side: what a checkpoint uploads against\n"+
 		"the state, checkpoint p99, and a restore against raw reads of the same bytes, at 100ms or -intervals;\n"+

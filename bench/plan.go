@@ -199,8 +199,11 @@ func followUps(progress io.Writer, sweep string, first Row) []rowConfig {
 	if sweep == "backpressure-checkpoints" {
 		// Each mode at 100ms, unthrottled (what the mode costs without
 		// backpressure) and behind a sink 10 times slower; behind the slow
-		// sink again with one failure (the recovery time); and the skewed
-		// union: one of its two inputs lags, 10 times slower.
+		// sink again with one failure (the recovery time); the skewed
+		// union: one of its two inputs lags, 10 times slower; and behind
+		// a sink 1,000 times slower, where full queues take long to drain
+		// (the shape of Flink's CheckpointingTimeBenchmark, whose sink
+		// sleeps 1 ms per record).
 		var out []rowConfig
 		add := func(f func(r *rowConfig)) {
 			for _, m := range checkpointModes {
@@ -214,6 +217,7 @@ func followUps(progress io.Writer, sweep string, first Row) []rowConfig {
 		add(func(r *rowConfig) { r.SinkRate = top / 10 })
 		add(func(r *rowConfig) { r.SinkRate, r.Recovery = top/10, true })
 		add(func(r *rowConfig) { r.SinkRate, r.Topology = top/10, "union-skewed" })
+		add(func(r *rowConfig) { r.SinkRate = top / 1000 })
 		return out
 	}
 	if sweep == "backpressure" {

@@ -234,8 +234,29 @@ func (t *task) armAlignTimeout(id uint64) {
 	if t.alignTimer != nil {
 		t.alignTimer.Stop()
 	}
+	var ts int64
+	for _, b := range t.barriers {
+		if b.id == id {
+			ts = b.ts
+		}
+	}
 	t.alignTimerID = id
-	t.alignTimer = time.AfterFunc(d, func() { root.Send(self, msg) })
+	t.alignTimer = time.AfterFunc(t.timeoutLeft(ts), func() { root.Send(self, msg) })
+}
+
+// timeoutLeft is what remains of the alignment timeout for a checkpoint
+// triggered at ts (its barriers' time, from the coordinator's clock): the
+// timeout counts from the trigger, as Flink's does from the checkpoint's
+// start, so that a checkpoint late at one task does not wait the timeout
+// again at each task after it. It is at most the timeout, so that a
+// clock behind the coordinator's waits no longer than that, and 0 once
+// passed (0 for ts: the timeout in full).
+func (t *task) timeoutLeft(ts int64) time.Duration {
+	d := t.sh.cfg.alignTimeout
+	if ts == 0 {
+		return d
+	}
+	return min(max(d-time.Since(time.Unix(0, ts)), 0), d)
 }
 
 // stopAlignTimeout stops the alignment timeout once checkpoint id is

@@ -9,8 +9,9 @@ import (
 // The sending side of the alignment timeout (WithAlignmentTimeout). An
 // aligned checkpoint's barrier leaves a task behind the batches its
 // outputs queue for lack of credit; downstream, its wait there counts for
-// nothing until it arrives. When the barrier has waited the timeout in an
-// output queue, the task switches that checkpoint to unaligned on its
+// nothing until it arrives. When the timeout has passed since the
+// checkpoint was triggered (timeoutLeft) and the barrier still waits in
+// an output queue, the task switches that checkpoint to unaligned on its
 // outputs: the barrier goes out at once, ahead of the batches it was
 // queued behind, and those batches, which stay queued and are sent as
 // credit allows, are stored with the task's state as channel state
@@ -58,7 +59,7 @@ func (t *task) watchOutBarrier(id uint64) *outSwitch {
 	}
 	w := &outSwitch{id: id, waiting: n, out: make(chan []*messages.InFlight, 1), gone: make(chan struct{})}
 	root, self, msg := t.root, t.self, &outTimeoutMsg{epoch: t.epoch, id: id}
-	w.timer = time.AfterFunc(d, func() { root.Send(self, msg) })
+	w.timer = time.AfterFunc(t.timeoutLeft(t.barrierTS), func() { root.Send(self, msg) })
 	t.outWait = w
 	return w
 }
