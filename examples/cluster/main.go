@@ -150,7 +150,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.leaseTimeout, "lease-timeout", 0, "coordinator: how long another coordinator of the job waits for this one's lease renewals (every tenth of it) before it takes the job over without -takeover (0: the runtime's default, 10s)")
 	fs.IntVar(&o.inlineLimit, "inline-limit", -1, "coordinator: keep a task's state in the checkpoint's manifest up to this many `bytes`; 0 stores every state as an object of its own (-1: the runtime's default, which keeps small states inline)")
 	fs.StringVar(&o.checkpointMode, "checkpoint-mode", "aligned", "coordinator: aligned, unaligned or at-least-once checkpoints (see actors.WithCheckpointMode)")
-	fs.DurationVar(&o.alignTimeout, "align-timeout", 0, "coordinator: switch an aligned checkpoint to unaligned at a task whose alignment waited this long (0: never; see actors.WithAlignmentTimeout)")
+	fs.DurationVar(&o.alignTimeout, "align-timeout", 0, "coordinator: switch an aligned checkpoint to unaligned once this long has passed since it was triggered (0: never; see actors.WithAlignmentTimeout)")
 	fs.IntVar(&o.retained, "retain", 0, "coordinator: how many complete checkpoints to keep in the store (0: the runtime's default)")
 	fs.BoolVar(&o.verbose, "v", false, "log the runtime's debug messages")
 	fs.StringVar(&o.http, "http", "", "coordinator and demo: serve the job's dashboard, /metrics and JSON API on `ADDR` (host:port; a host-less :8080 is loopback)")

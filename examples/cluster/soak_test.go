@@ -68,8 +68,12 @@ func TestClusterSoak(t *testing.T) {
 		}
 		seed = n
 	}
-	t.Logf("cluster soak: seed %d (replay with SNAPFLOW_SEED=%d), %d node failures", seed, seed, failures)
+	// The checkpoint mode comes from the seed too: aligned, unaligned, or
+	// aligned with a 1ms timeout (the coordinator sends it to workers).
+	mode := [][]string{nil, {"-checkpoint-mode", "unaligned"}, {"-align-timeout", "1ms"}}[seed%3]
+	t.Logf("cluster soak: seed %d (replay with SNAPFLOW_SEED=%d), %d node failures, checkpoint mode flags %q", seed, seed, failures, mode)
 	s := newSoak(t, seed, records, rate)
+	s.job = append(s.job, mode...)
 	began := time.Now()
 	s.startAll()
 	for n := range failures {
@@ -267,7 +271,7 @@ func (s *soak) finish() {
 
 // report logs the soak's summary line.
 func (s *soak) report(seed uint64, d time.Duration) {
-	rollbacks, checkpoints := 0, 0
+	rollbacks, checkpoints, inFlight := 0, 0, 0
 	for _, c := range s.coords {
 		for _, ev := range events(c, 0) {
 			switch ev.kind {
@@ -275,11 +279,14 @@ func (s *soak) report(seed uint64, d time.Duration) {
 				rollbacks++
 			case "checkpoint-completed":
 				checkpoints++
+				if ev.get("in_flight") != "" {
+					inFlight++
+				}
 			}
 		}
 	}
 	total := s.counts[workerKill] + s.counts[workerStop] + s.counts[coordinatorKill]
-	s.t.Logf("cluster soak: seed=%d failures=%d (%s=%d %s=%d %s=%d) rollbacks=%d checkpoints=%d duration=%v",
+	s.t.Logf("cluster soak: seed=%d failures=%d (%s=%d %s=%d %s=%d) rollbacks=%d checkpoints=%d (%d with records in flight) duration=%v",
 		seed, total, workerKill, s.counts[workerKill], workerStop, s.counts[workerStop], coordinatorKill, s.counts[coordinatorKill],
-		rollbacks, checkpoints, d.Round(time.Millisecond))
+		rollbacks, checkpoints, inFlight, d.Round(time.Millisecond))
 }
