@@ -313,21 +313,8 @@ func TestBarrierOvertakesMailbox(t *testing.T) {
 
 func testOvertakesMailbox(t *testing.T, mode actors.CheckpointMode, timeout time.Duration) {
 	const n, batch, credits = 400, 4, 4
-	g := topology.New("overtake")
-	src := testsrc.GatedSplits(g, "source", n, func(i int64) int64 { return i + 1 }, testsrc.NewGate(n), topology.Parallelism(1))
 	var processed atomic.Int64
-	counted := topology.Process(topology.KeyBy(src, func(v int64) int64 { return v % 8 }), "count",
-		func(ks *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, int64, int64] {
-			times := topology.MapOf[int64, int64](ks, "times")
-			return func(ctx *topology.Context[int64], v int64, out *topology.Collector[int64]) error {
-				processed.Add(1)
-				c, _ := times.Get(v)
-				times.Put(v, c+1)
-				out.Emit(v)
-				return nil
-			}
-		}, topology.Parallelism(1))
-	topology.Sink(counted, "sink", func(int64) error { return nil })
+	g := countJob("overtake", n, testsrc.NewGate(n), &processed)
 
 	release, done := make(chan struct{}), make(chan struct{})
 	defer close(done)
@@ -425,6 +412,27 @@ func testOvertakesMailbox(t *testing.T, mode actors.CheckpointMode, timeout time
 	}
 }
 
+// countJob is a source of 1..n (one task, held at gate) into "count", one
+// keyed task that counts each value in its state and adds the records it
+// has processed to processed, into a sink.
+func countJob(name string, n int64, gate *testsrc.Gate, processed *atomic.Int64) *topology.Graph {
+	g := topology.New(name)
+	src := testsrc.GatedSplits(g, "source", n, func(i int64) int64 { return i + 1 }, gate, topology.Parallelism(1))
+	counted := topology.Process(topology.KeyBy(src, func(v int64) int64 { return v % 8 }), "count",
+		func(ks *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, int64, int64] {
+			times := topology.MapOf[int64, int64](ks, "times")
+			return func(ctx *topology.Context[int64], v int64, out *topology.Collector[int64]) error {
+				processed.Add(1)
+				c, _ := times.Get(v)
+				times.Put(v, c+1)
+				out.Emit(v)
+				return nil
+			}
+		}, topology.Parallelism(1))
+	topology.Sink(counted, "sink", func(int64) error { return nil })
+	return g
+}
+
 // sourceQueues reports whether task source#0 has batches waiting for
 // credit.
 func sourceQueues(j *actors.Job) bool {
@@ -448,21 +456,8 @@ func sourceQueues(j *actors.Job) bool {
 func TestTimeoutSwitchesQueuedSnapshot(t *testing.T) {
 	const n, batch = 40, 4
 	gate := testsrc.NewGate(3 * batch)
-	g := topology.New("queued")
-	src := testsrc.GatedSplits(g, "source", n, func(i int64) int64 { return i + 1 }, gate, topology.Parallelism(1))
 	var processed atomic.Int64
-	counted := topology.Process(topology.KeyBy(src, func(v int64) int64 { return v % 8 }), "count",
-		func(ks *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, int64, int64] {
-			times := topology.MapOf[int64, int64](ks, "times")
-			return func(ctx *topology.Context[int64], v int64, out *topology.Collector[int64]) error {
-				processed.Add(1)
-				c, _ := times.Get(v)
-				times.Put(v, c+1)
-				out.Emit(v)
-				return nil
-			}
-		}, topology.Parallelism(1))
-	topology.Sink(counted, "sink", func(int64) error { return nil })
+	g := countJob("queued", n, gate, &processed)
 
 	posted, timedOut, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	defer close(done)
