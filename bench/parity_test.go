@@ -35,26 +35,45 @@ func TestMain(m *testing.M) {
 func BenchmarkParity(b *testing.B) {
 	for _, iv := range []string{"off", "100ms", "20ms"} {
 		b.Run(iv, func(b *testing.B) {
-			b.ReportAllocs()
-			var records int64
-			var elapsed time.Duration
-			ckpts := 0
-			for b.Loop() {
-				row, err := runRow(context.Background(), rowConfig{Topology: "paritysum", Mode: "abs", Interval: iv, Parallelism: 2,
-					RecordSize: 16, Keys: 1024, Records: 2_000_000, Store: "mem://"})
-				if err != nil {
-					b.Fatal(err)
-				}
-				records += row.Records
-				elapsed += time.Duration(row.Seconds * float64(time.Second))
-				ckpts += row.Checkpoints
-			}
-			if elapsed > 0 {
-				b.ReportMetric(float64(records)/elapsed.Seconds(), "records/s")
-			}
-			b.ReportMetric(float64(ckpts)/float64(b.N), "checkpoints/op")
+			benchParity(b, rowConfig{Topology: "paritysum", Mode: "abs", Interval: iv, Parallelism: 2,
+				RecordSize: 16, Keys: 1024, Records: 2_000_000, Store: "mem://"})
 		})
 	}
+}
+
+// BenchmarkCheckpointModes runs the parity job over 2M records per
+// iteration with checkpoints every 100ms in each checkpoint mode, side by
+// side: what a mode costs without a slow consumer (issue 26 asks
+// unaligned for at least 0.97x of aligned).
+func BenchmarkCheckpointModes(b *testing.B) {
+	for _, m := range checkpointModes {
+		b.Run(m, func(b *testing.B) {
+			benchParity(b, rowConfig{Topology: "paritysum", Mode: "abs", Interval: "100ms", Parallelism: 2,
+				RecordSize: 16, Keys: 1024, Records: 2_000_000, Store: "mem://", CheckpointMode: m})
+		})
+	}
+}
+
+// benchParity runs rc per iteration and reports records/s over the rows'
+// measured time and checkpoints per run.
+func benchParity(b *testing.B, rc rowConfig) {
+	b.ReportAllocs()
+	var records int64
+	var elapsed time.Duration
+	ckpts := 0
+	for b.Loop() {
+		row, err := runRow(context.Background(), rc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		records += row.Records
+		elapsed += time.Duration(row.Seconds * float64(time.Second))
+		ckpts += row.Checkpoints
+	}
+	if elapsed > 0 {
+		b.ReportMetric(float64(records)/elapsed.Seconds(), "records/s")
+	}
+	b.ReportMetric(float64(ckpts)/float64(b.N), "checkpoints/op")
 }
 
 // TestBenchSmoke keeps the bench program from rotting: a run of every mode
