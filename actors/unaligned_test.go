@@ -83,6 +83,31 @@ func holdUntilBarrier(task string) actors.Option {
 	})
 }
 
+// holdUntilFull blocks task in its first batch until every one of
+// upstream queues output for lack of credit: the channels into task are
+// then full, and the checkpoints pending meanwhile (stuck at task) or
+// triggered then find records to overtake, however fast or busy the
+// machine. Call the returned function with the started job; it returns at
+// once and releases the task from a goroutine. Only for modes where
+// barriers overtake (unaligned, or a timeout).
+func holdUntilFull(task string, upstream ...string) (actors.Option, func(j *actors.Job)) {
+	release := make(chan struct{})
+	opt := actorstest.WithFaults(&actorstest.Faults{Process: func(tk string) {
+		if tk == task {
+			<-release
+		}
+	}})
+	return opt, func(j *actors.Job) {
+		go func() {
+			defer close(release)
+			deadline := time.Now().Add(time.Minute)
+			for !queuing(j, upstream...) && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond) // polls a condition; no push signal exists
+			}
+		}()
+	}
+}
+
 // armedFailures fails the next record "seen" processes once armed.
 type armedFailures struct{ armed atomic.Bool }
 
@@ -91,8 +116,8 @@ type armedFailures struct{ armed atomic.Bool }
 // checkpoints that stored records in flight completes: the restores
 // replay channel state, and at the end both keyed stages have counted
 // each value exactly once. The same job aligned gives the same counts.
-// "tally" holds its first batch until the first barrier reaches it, so
-// that the first checkpoint stores records in flight.
+// "tally" holds its first batch until the channels into it are full, so
+// that the checkpoints meanwhile store records in flight.
 func TestUnalignedExactlyOnce(t *testing.T) {
 	for _, mode := range []actors.CheckpointMode{actors.CheckpointUnaligned, actors.CheckpointAligned} {
 		t.Run(mode.String(), func(t *testing.T) { testExactlyOnce(t, mode, 0) })
@@ -109,11 +134,11 @@ func testExactlyOnce(t *testing.T, mode actors.CheckpointMode, timeout time.Dura
 	var ev events
 	var inFlight, unalignedCkpts, ckpts atomic.Uint64
 	replays := &countLog{msg: "replaying the channel state of an unaligned checkpoint"}
-	hold := actors.WithListener(func(actors.Event) {}) // no option
+	hold, release := actors.WithListener(func(actors.Event) {}), func(*actors.Job) {} // no hold
 	if mode == actors.CheckpointUnaligned || timeout > 0 {
-		hold = holdUntilBarrier("tally#0")
+		hold, release = holdUntilFull("tally#0", "keep#0", "relabel#0")
 	}
-	err := actors.Run(context.Background(), tallyJob("tally", n, keys, testsrc.NewGate(n), fail, 1), hold, actors.WithStore(store), actors.WithLogger(slog.New(teeHandler{replays, testLogger(t).Handler()})),
+	j, err := actors.Start(context.Background(), tallyJob("tally", n, keys, testsrc.NewGate(n), fail, 1), hold, actors.WithStore(store), actors.WithLogger(slog.New(teeHandler{replays, testLogger(t).Handler()})),
 		actors.WithCheckpointInterval(2*time.Millisecond), actors.WithCheckpointMode(mode), actors.WithListener(ev.listen), alignmentTimeout(timeout),
 		actors.WithListener(func(e actors.Event) {
 			if e.Kind == actors.EventCheckpointCompleted {
@@ -128,6 +153,10 @@ func testExactlyOnce(t *testing.T, mode actors.CheckpointMode, timeout time.Dura
 			}
 		}))
 	if err != nil {
+		t.Fatal(err)
+	}
+	release(j)
+	if err := j.Wait(); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%d restores, %d of them replaying channel state (by task); %d of %d checkpoints stored %d bytes in flight",
@@ -240,7 +269,8 @@ func TestUnalignedRefusals(t *testing.T) {
 		runCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		var with atomic.Uint64 // a checkpoint that stored records in flight
-		job, err := actors.Start(runCtx, tallyJob("rescale", n, 64, testsrc.NewGate(n), nil, 1), holdUntilBarrier("tally#0"), actors.WithStore(store), actors.WithLogger(testLogger(t)), unaligned,
+		hold, release := holdUntilFull("tally#0", "keep#0", "relabel#0")
+		job, err := actors.Start(runCtx, tallyJob("rescale", n, 64, testsrc.NewGate(n), nil, 1), hold, actors.WithStore(store), actors.WithLogger(testLogger(t)), unaligned,
 			actors.WithCheckpointInterval(2*time.Millisecond), actors.WithRetainedCheckpoints(1000),
 			actors.WithListener(func(e actors.Event) {
 				if e.Kind == actors.EventCheckpointCompleted && e.InFlight > 0 && with.CompareAndSwap(0, e.Checkpoint) {
@@ -250,6 +280,7 @@ func TestUnalignedRefusals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		release(job)
 		_ = job.Wait() // canceled, or finished first
 		id := with.Load()
 		if id == 0 {
@@ -372,7 +403,7 @@ func testOvertakesMailbox(t *testing.T, mode actors.CheckpointMode, timeout time
 	// has a batch, the source may queue for want of its first credit.)
 	<-entered
 	deadline := time.Now().Add(time.Minute)
-	for !sourceQueues(j) {
+	for !queuing(j, "source#0") {
 		if time.Now().After(deadline) {
 			t.Fatal("the source never ran out of credit")
 		}
@@ -433,108 +464,16 @@ func countJob(name string, n int64, gate *testsrc.Gate, processed *atomic.Int64)
 	return g
 }
 
-// sourceQueues reports whether task source#0 has batches waiting for
-// credit.
-func sourceQueues(j *actors.Job) bool {
+// queuing reports whether each of tasks has batches waiting for credit.
+func queuing(j *actors.Job, tasks ...string) bool {
+	queued := map[string]bool{}
 	for _, m := range j.TaskMetrics() {
-		if m.Task == "source#0" && m.QueuedBatches > 0 {
-			return true
+		queued[m.Task] = m.QueuedBatches > 0
+	}
+	for _, task := range tasks {
+		if !queued[task] {
+			return false
 		}
 	}
-	return false
-}
-
-// TestTimeoutSwitchesQueuedSnapshot: aligned with a timeout, a task with
-// one input, which never waits for an alignment, still switches a
-// checkpoint to unaligned when its barrier has waited the timeout behind
-// unprocessed input: it snapshots after the batch it was processing when
-// the timeout fired, and stores the batch behind it as channel state.
-//
-// The source emits three batches and stops at its gate; "count" blocks in
-// the first until the barrier has been posted behind the other two, and
-// in the second until the timeout has fired.
-func TestTimeoutSwitchesQueuedSnapshot(t *testing.T) {
-	const n, batch = 40, 4
-	gate := testsrc.NewGate(3 * batch)
-	var processed atomic.Int64
-	g := countJob("queued", n, gate, &processed)
-
-	posted, timedOut, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	defer close(done)
-	var postedOnce, timedOutOnce sync.Once
-	var calls atomic.Int64
-	var atSnapshot atomic.Int64
-	atSnapshot.Store(-1)
-	faults := &actorstest.Faults{
-		Process: func(task string) {
-			if task != "count#0" {
-				return
-			}
-			var wait chan struct{}
-			switch calls.Add(1) {
-			case 1:
-				wait = posted
-			case 2:
-				wait = timedOut
-			default:
-				return
-			}
-			select {
-			case <-wait:
-			case <-done:
-			}
-		},
-		Priority: func(task string, msg any) {
-			if task != "count#0" {
-				return
-			}
-			if b, ok := msg.(*messages.Barrier); ok && b.CheckpointId == 1 {
-				postedOnce.Do(func() { close(posted) })
-			} else if fmt.Sprintf("%T", msg) == "*engine.alignTimeoutMsg" {
-				timedOutOnce.Do(func() { close(timedOut) })
-			}
-		},
-		Snapshot: func(task string, id uint64) {
-			if task == "count#0" && id == 1 {
-				atSnapshot.Store(processed.Load())
-			}
-		},
-	}
-	var inFlight atomic.Int64
-	inFlight.Store(-1)
-	store := snapshots.NewMem()
-	j, err := actors.Start(context.Background(), g, actors.WithStore(store), actors.WithLogger(testLogger(t)),
-		actors.WithAlignmentTimeout(time.Millisecond), actors.WithCheckpointInterval(0), actors.WithBatchSize(batch), actors.WithCredits(4),
-		actorstest.WithFaults(faults), actors.WithListener(func(e actors.Event) {
-			if e.Kind == actors.EventCheckpointCompleted && e.Checkpoint == 1 {
-				for _, tc := range e.Tasks {
-					if tc.Task == "count#0" {
-						inFlight.Store(int64(tc.InFlight))
-					}
-				}
-			}
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gate.WaitReached(t, 3*batch)
-	if _, err := j.Checkpoint(context.Background()); err != nil {
-		t.Fatalf("checkpoint: %v", err)
-	}
-	gate.SetLimit(n)
-	if err := j.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	got, in := atSnapshot.Load(), inFlight.Load()
-	t.Logf("count processed %d records before its snapshot; %d bytes in flight", got, in)
-	if got != 2*batch || in <= 0 {
-		t.Errorf("count snapshotted after %d records with %d bytes in flight, want after the batch it was processing when the timeout fired (%d records) with the third batch in flight",
-			got, in, 2*batch)
-	}
-	counts := countsOf(t, store, "queued", "count")
-	for v := int64(1); v <= n; v++ {
-		if counts[v] != 1 {
-			t.Fatalf("count counted value %d %d times", v, counts[v])
-		}
-	}
+	return true
 }
