@@ -327,6 +327,7 @@ func (t *task) onEnd(m *messages.EndOfInput) {
 func (t *task) onAbort(m *messages.AbortCheckpoint) {
 	if m.Epoch == t.epoch {
 		t.abortOutWait(m.CheckpointId)
+		t.stopAlignTimeout(m.CheckpointId)
 	}
 	if m.Epoch != t.epoch || t.aligner == nil {
 		return

@@ -250,7 +250,9 @@ func (t *task) armAlignTimeout(id uint64) {
 // start, so that a checkpoint late at one task does not wait the timeout
 // again at each task after it. It is at most the timeout, so that a
 // clock behind the coordinator's waits no longer than that, and 0 once
-// passed (0 for ts: the timeout in full).
+// passed (0 for ts: the timeout in full). A clock ahead of the
+// coordinator's by the timeout or more switches every checkpoint at once:
+// exact still, at the cost of storing channel state.
 func (t *task) timeoutLeft(ts int64) time.Duration {
 	d := t.sh.cfg.alignTimeout
 	if ts == 0 {
