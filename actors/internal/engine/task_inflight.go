@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/snapflow/snapflow/actors/align"
@@ -75,17 +76,24 @@ func (t *task) stepUnaligned() {
 // snapshots.
 func (t *task) snapshotUnaligned(id uint64) {
 	t.dropQueuedSnapshots(id)
-	p := &inFlight{id: id, out: make(chan []*messages.InFlight, 1), gone: make(chan struct{})}
-	for _, a := range t.ready[t.head:] {
-		if a.Kind == align.Process {
-			t.recordInput(p, a)
-		}
-	}
+	p := t.recordReady(id, t.ready[t.head:])
 	t.giveUpInFlight(id - 1)
 	t.persist = p
 	t.stopAlignTimeout(id)
 	t.useBarrier(id)
 	t.snapshot(id, 0)
+}
+
+// recordReady begins the channel state of checkpoint id with the input of
+// acts, queued and not processed yet.
+func (t *task) recordReady(id uint64, acts []align.Action[*batchMsg]) *inFlight {
+	p := &inFlight{id: id, out: make(chan []*messages.InFlight, 1), gone: make(chan struct{})}
+	for _, a := range acts {
+		if a.Kind == align.Process {
+			t.recordInput(p, a)
+		}
+	}
+	return p
 }
 
 // dropQueuedSnapshots turns the snapshots of checkpoints older than id
@@ -147,18 +155,25 @@ func (t *task) overtake(b *messages.Barrier) []*messages.InFlight {
 	var items []*messages.InFlight
 	for i := range t.outs {
 		o := &t.outs[i]
-		for k := range o.queue {
-			q := &o.queue[k]
-			switch {
-			case q.batch != nil:
-				it := &messages.InFlight{Output: true, Channel: uint32(i)}
-				q.batch = t.recordBatch(t.sh.plan.ChannelCodec(t.plan.Outputs[i]), q.batch, q.ts, it)
-				items = append(items, it)
-			case q.wm != nil:
-				items = append(items, &messages.InFlight{Output: true, Channel: uint32(i), IsWatermark: true, Watermark: q.wm.Watermark, Idle: q.wm.Idle})
-			}
-		}
+		items = t.recordOutput(i, o.queue, items)
 		t.sendItem(o, outItem{barrier: b})
+	}
+	return items
+}
+
+// recordOutput appends to items, as channel state of output i, the
+// batches and watermarks of q (queued there), which stay queued.
+func (t *task) recordOutput(i int, q []outItem, items []*messages.InFlight) []*messages.InFlight {
+	for k := range q {
+		it := &q[k]
+		switch {
+		case it.batch != nil:
+			rec := &messages.InFlight{Output: true, Channel: uint32(i)}
+			it.batch = t.recordBatch(t.sh.plan.ChannelCodec(t.plan.Outputs[i]), it.batch, it.ts, rec)
+			items = append(items, rec)
+		case it.wm != nil:
+			items = append(items, &messages.InFlight{Output: true, Channel: uint32(i), IsWatermark: true, Watermark: it.wm.Watermark, Idle: it.wm.Idle})
+		}
 	}
 	return items
 }
@@ -313,15 +328,8 @@ func (t *task) switchQueued(id uint64) {
 	if t.alignID == id && !t.alignStart.IsZero() {
 		aligned = time.Since(t.alignStart)
 	}
-	p := &inFlight{id: id, out: make(chan []*messages.InFlight, 1), gone: make(chan struct{})}
-	for _, a := range t.ready[t.head:k] {
-		if a.Kind == align.Process {
-			t.recordInput(p, a)
-		}
-	}
-	copy(t.ready[k:], t.ready[k+1:])
-	t.ready[len(t.ready)-1] = align.Action[*batchMsg]{}
-	t.ready = t.ready[:len(t.ready)-1]
+	p := t.recordReady(id, t.ready[t.head:k])
+	t.ready = slices.Delete(t.ready, k, k+1)
 	t.giveUpInFlight(id - 1)
 	t.persist = p
 	t.stopAlignTimeout(id)

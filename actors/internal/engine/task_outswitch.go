@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"time"
 
 	"github.com/snapflow/snapflow/messages"
@@ -111,21 +112,9 @@ func (t *task) switchOutputs() {
 		if k < 0 {
 			continue
 		}
-		codec := t.sh.plan.ChannelCodec(t.plan.Outputs[i])
-		for j := range o.queue[:k] {
-			q := &o.queue[j]
-			switch {
-			case q.batch != nil:
-				it := &messages.InFlight{Output: true, Channel: uint32(i)}
-				q.batch = t.recordBatch(codec, q.batch, q.ts, it)
-				w.items = append(w.items, it)
-			case q.wm != nil:
-				w.items = append(w.items, &messages.InFlight{Output: true, Channel: uint32(i), IsWatermark: true, Watermark: q.wm.Watermark, Idle: q.wm.Idle})
-			}
-		}
+		w.items = t.recordOutput(i, o.queue[:k], w.items)
 		b := o.queue[k]
-		o.queue = append(o.queue[:k], o.queue[k+1:]...)
-		o.queue[len(o.queue):cap(o.queue)][0] = outItem{} // the moved tail's old last slot
+		o.queue = slices.Delete(o.queue, k, k+1)
 		t.sendItem(o, b)
 		if len(o.queue) == 0 { // nothing was ahead of it: cannot happen, as a barrier leaves once first
 			t.outDrained(o)
