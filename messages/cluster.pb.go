@@ -968,9 +968,15 @@ type DeployTask struct {
 	EventTime *SourceEventTime `protobuf:"bytes,8,opt,name=event_time,json=eventTime,proto3" json:"event_time,omitempty"`
 	// watermark is the watermark a rescaled keyed task resumes from: the
 	// highest of the stored tasks' (unset: none stored).
-	Watermark     *int64 `protobuf:"varint,9,opt,name=watermark,proto3,oneof" json:"watermark,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Watermark *int64 `protobuf:"varint,9,opt,name=watermark,proto3,oneof" json:"watermark,omitempty"`
+	// When in_flight_remapped is set, in_flight is the channel state the task
+	// replays (an unaligned checkpoint restored into a changed topology or
+	// parallelism: its records in flight found again or redistributed), in
+	// place of the in-flight records of its stored state.
+	InFlight         []*InFlight `protobuf:"bytes,10,rep,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	InFlightRemapped bool        `protobuf:"varint,11,opt,name=in_flight_remapped,json=inFlightRemapped,proto3" json:"in_flight_remapped,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *DeployTask) Reset() {
@@ -1064,6 +1070,20 @@ func (x *DeployTask) GetWatermark() int64 {
 		return *x.Watermark
 	}
 	return 0
+}
+
+func (x *DeployTask) GetInFlight() []*InFlight {
+	if x != nil {
+		return x.InFlight
+	}
+	return nil
+}
+
+func (x *DeployTask) GetInFlightRemapped() bool {
+	if x != nil {
+		return x.InFlightRemapped
+	}
+	return false
 }
 
 // Deploy starts an epoch of the job: every worker stops the tasks of older
@@ -1551,7 +1571,7 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\vrecords_out\x18\x03 \x01(\x04R\n" +
 	"recordsOut\x12%\n" +
 	"\x0equeued_batches\x18\x04 \x01(\x03R\rqueuedBatches\x12-\n" +
-	"\x12backpressure_nanos\x18\x05 \x01(\x03R\x11backpressureNanos\"\xe8\x02\n" +
+	"\x12backpressure_nanos\x18\x05 \x01(\x03R\x11backpressureNanos\"\xca\x03\n" +
 	"\n" +
 	"DeployTask\x12\x12\n" +
 	"\x04task\x18\x01 \x01(\rR\x04task\x12%\n" +
@@ -1564,7 +1584,10 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\brescaled\x18\a \x01(\bR\brescaled\x12;\n" +
 	"\n" +
 	"event_time\x18\b \x01(\v2\x1c.snapflow.v1.SourceEventTimeR\teventTime\x12!\n" +
-	"\twatermark\x18\t \x01(\x03H\x00R\twatermark\x88\x01\x01B\f\n" +
+	"\twatermark\x18\t \x01(\x03H\x00R\twatermark\x88\x01\x01\x122\n" +
+	"\tin_flight\x18\n" +
+	" \x03(\v2\x15.snapflow.v1.InFlightR\binFlight\x12,\n" +
+	"\x12in_flight_remapped\x18\v \x01(\bR\x10inFlightRemappedB\f\n" +
 	"\n" +
 	"_watermark\"\x94\x01\n" +
 	"\x06Deploy\x12 \n" +
@@ -1633,6 +1656,7 @@ var file_messages_cluster_proto_goTypes = []any{
 	nil,                     // 19: snapflow.v1.JobFingerprint.ParamsEntry
 	(*StateHandle)(nil),     // 20: snapflow.v1.StateHandle
 	(*SourceEventTime)(nil), // 21: snapflow.v1.SourceEventTime
+	(*InFlight)(nil),        // 22: snapflow.v1.InFlight
 }
 var file_messages_cluster_proto_depIdxs = []int32{
 	11, // 0: snapflow.v1.TaskFinished.counters:type_name -> snapflow.v1.TaskCounters
@@ -1643,12 +1667,13 @@ var file_messages_cluster_proto_depIdxs = []int32{
 	20, // 5: snapflow.v1.DeployTask.state:type_name -> snapflow.v1.StateHandle
 	20, // 6: snapflow.v1.DeployTask.parts:type_name -> snapflow.v1.StateHandle
 	21, // 7: snapflow.v1.DeployTask.event_time:type_name -> snapflow.v1.SourceEventTime
-	12, // 8: snapflow.v1.Deploy.tasks:type_name -> snapflow.v1.DeployTask
-	9,  // [9:9] is the sub-list for method output_type
-	9,  // [9:9] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	22, // 8: snapflow.v1.DeployTask.in_flight:type_name -> snapflow.v1.InFlight
+	12, // 9: snapflow.v1.Deploy.tasks:type_name -> snapflow.v1.DeployTask
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_messages_cluster_proto_init() }

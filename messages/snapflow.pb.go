@@ -2223,11 +2223,23 @@ type InFlight struct {
 	Ends       []uint32 `protobuf:"varint,4,rep,packed,name=ends,proto3" json:"ends,omitempty"`
 	Timestamps []int64  `protobuf:"zigzag64,5,rep,packed,name=timestamps,proto3" json:"timestamps,omitempty"`
 	// is_watermark: the item is a watermark status, not a batch.
-	IsWatermark   bool  `protobuf:"varint,6,opt,name=is_watermark,json=isWatermark,proto3" json:"is_watermark,omitempty"`
-	Watermark     int64 `protobuf:"varint,7,opt,name=watermark,proto3" json:"watermark,omitempty"`
-	Idle          bool  `protobuf:"varint,8,opt,name=idle,proto3" json:"idle,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	IsWatermark bool  `protobuf:"varint,6,opt,name=is_watermark,json=isWatermark,proto3" json:"is_watermark,omitempty"`
+	Watermark   int64 `protobuf:"varint,7,opt,name=watermark,proto3" json:"watermark,omitempty"`
+	Idle        bool  `protobuf:"varint,8,opt,name=idle,proto3" json:"idle,omitempty"`
+	// The channel the item belongs to, so that a job whose topology or
+	// parallelism changed can find it again (or redistribute its records):
+	// its sender's and receiver's operator ids and subtasks, the index of its
+	// edge among the receiving operator's inputs, and the edge's
+	// partitioning (dataflow.Partition). Unset in checkpoints of older
+	// versions, whose channel state is restored only into the same topology.
+	FromOperatorId string `protobuf:"bytes,9,opt,name=from_operator_id,json=fromOperatorId,proto3" json:"from_operator_id,omitempty"`
+	FromSubtask    uint32 `protobuf:"varint,10,opt,name=from_subtask,json=fromSubtask,proto3" json:"from_subtask,omitempty"`
+	ToOperatorId   string `protobuf:"bytes,11,opt,name=to_operator_id,json=toOperatorId,proto3" json:"to_operator_id,omitempty"`
+	ToSubtask      uint32 `protobuf:"varint,12,opt,name=to_subtask,json=toSubtask,proto3" json:"to_subtask,omitempty"`
+	Edge           uint32 `protobuf:"varint,13,opt,name=edge,proto3" json:"edge,omitempty"`
+	Partition      uint32 `protobuf:"varint,14,opt,name=partition,proto3" json:"partition,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *InFlight) Reset() {
@@ -2314,6 +2326,48 @@ func (x *InFlight) GetIdle() bool {
 		return x.Idle
 	}
 	return false
+}
+
+func (x *InFlight) GetFromOperatorId() string {
+	if x != nil {
+		return x.FromOperatorId
+	}
+	return ""
+}
+
+func (x *InFlight) GetFromSubtask() uint32 {
+	if x != nil {
+		return x.FromSubtask
+	}
+	return 0
+}
+
+func (x *InFlight) GetToOperatorId() string {
+	if x != nil {
+		return x.ToOperatorId
+	}
+	return ""
+}
+
+func (x *InFlight) GetToSubtask() uint32 {
+	if x != nil {
+		return x.ToSubtask
+	}
+	return 0
+}
+
+func (x *InFlight) GetEdge() uint32 {
+	if x != nil {
+		return x.Edge
+	}
+	return 0
+}
+
+func (x *InFlight) GetPartition() uint32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
 }
 
 // SourceEventTime is a source task's position in event time.
@@ -3209,7 +3263,7 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"diskStates\x122\n" +
 	"\tin_flight\x18\x14 \x03(\v2\x15.snapflow.v1.InFlightR\binFlightB\f\n" +
 	"\n" +
-	"_watermark\"\xd9\x01\n" +
+	"_watermark\"\x9d\x03\n" +
 	"\bInFlight\x12\x16\n" +
 	"\x06output\x18\x01 \x01(\bR\x06output\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\rR\achannel\x12\x12\n" +
@@ -3220,7 +3274,15 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"timestamps\x12!\n" +
 	"\fis_watermark\x18\x06 \x01(\bR\visWatermark\x12\x1c\n" +
 	"\twatermark\x18\a \x01(\x03R\twatermark\x12\x12\n" +
-	"\x04idle\x18\b \x01(\bR\x04idle\"h\n" +
+	"\x04idle\x18\b \x01(\bR\x04idle\x12(\n" +
+	"\x10from_operator_id\x18\t \x01(\tR\x0efromOperatorId\x12!\n" +
+	"\ffrom_subtask\x18\n" +
+	" \x01(\rR\vfromSubtask\x12$\n" +
+	"\x0eto_operator_id\x18\v \x01(\tR\ftoOperatorId\x12\x1d\n" +
+	"\n" +
+	"to_subtask\x18\f \x01(\rR\ttoSubtask\x12\x12\n" +
+	"\x04edge\x18\r \x01(\rR\x04edge\x12\x1c\n" +
+	"\tpartition\x18\x0e \x01(\rR\tpartition\"h\n" +
 	"\x0fSourceEventTime\x12#\n" +
 	"\rmax_timestamp\x18\x01 \x01(\x03R\fmaxTimestamp\x120\n" +
 	"\x14split_max_timestamps\x18\x02 \x03(\x03R\x12splitMaxTimestamps\"J\n" +

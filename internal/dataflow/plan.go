@@ -84,6 +84,9 @@ type ChannelPlan struct {
 	FromOutput int // index in the sender's Outputs
 	ToInput    int // the receiver's input channel index
 	Partition  Partition
+	// Edge is the index of the channel's edge among the receiving
+	// operator's inputs.
+	Edge int
 }
 
 // NewPlan validates g and plans its tasks and channels.
@@ -141,13 +144,13 @@ func NewPlan(g *Graph) (*Plan, error) {
 	for _, n := range order {
 		for s := 0; s < n.parallelism; s++ {
 			to := p.Tasks[first[n.id]+s]
-			for _, e := range n.inputs {
+			for k, e := range n.inputs {
 				for u := 0; u < e.from.parallelism; u++ {
 					id, ok := chans[link{e, first[e.from.id] + u, to.Index}]
 					if !ok {
 						continue // a forward edge reaches one task only
 					}
-					p.Channels[id].ToInput = len(to.Inputs)
+					p.Channels[id].ToInput, p.Channels[id].Edge = len(to.Inputs), k
 					to.Inputs = append(to.Inputs, id)
 					to.InputPorts = append(to.InputPorts, e.port)
 				}

@@ -63,6 +63,13 @@ type Restore struct {
 	// another parallelism, sorted.
 	Rescaled []string
 	tasks    []TaskRestore // by plan task index
+	// DroppedWatermarks lists, per edge, the watermarks in flight that
+	// were dropped because their channels' records were redistributed
+	// (see PlanRestore).
+	DroppedWatermarks []string
+	// inFlightRemapped: the checkpoint's channel state was placed in the
+	// plan (TaskRestore.InFlight), rather than restored with each task.
+	inFlightRemapped bool
 }
 
 // TaskRestore is where one task's state comes from.
@@ -86,6 +93,24 @@ type TaskRestore struct {
 	// watermark: the highest of its operator's stored tasks' (nil: none
 	// stored).
 	Watermark *int64
+	// InFlight is the channel state the task replays when the Restore
+	// remapped the checkpoint's (InFlightRemapped), in its own channels.
+	InFlight []*messages.InFlight
+}
+
+// InFlightRemapped says that the checkpoint's channel state was placed in
+// the plan's channels (TaskRestore.InFlight), as the plan's topology or
+// parallelism differs from the checkpoint's, rather than restored as each
+// task stored it.
+func (r *Restore) InFlightRemapped() bool { return r.inFlightRemapped }
+
+// InFlight returns the channel state task i replays, whose stored state
+// (as Restore.State returns it) is st.
+func (r *Restore) InFlight(i int, st *messages.TaskState) []*messages.InFlight {
+	if r.inFlightRemapped {
+		return r.tasks[i].InFlight
+	}
+	return st.GetInFlight()
 }
 
 // Task returns where task i of the plan gets its state.
@@ -265,6 +290,10 @@ type newOperator struct {
 //     offsets cannot be split), keyed state of a checkpoint that does not
 //     record its max parallelism, and non-keyed operator state.
 //
+// The channel state of an unaligned checkpoint restored into another
+// topology or parallelism is found again by channel, or redistributed
+// (see remapInFlight); what cannot be is refused, naming its edge.
+//
 // With a new parallelism, each task of a keyed operator restores the key
 // groups of its range from whichever stored tasks held them, and a split
 // source's splits are concatenated in subtask order, divided while there
@@ -332,9 +361,6 @@ func PlanRestore(p *Plan, declared map[string][]*messages.StateDescriptor, m *me
 		if op.txns && rescale {
 			add(nil, "%s: the transactions of a two-phase-commit sink are not redistributed yet, over %d tasks: keep parallelism %d", label, len(n.tasks), len(op.tasks))
 		}
-		if op.inFlight && rescale {
-			add(nil, "%s: the checkpoint is unaligned and holds records in flight of its channels, which are not redistributed over %d tasks: keep parallelism %d, or rescale from a savepoint (always aligned)", label, len(n.tasks), len(op.tasks))
-		}
 		if op.txns && !n.transactional {
 			add(nil, "%s: the checkpoint holds the transactions of a two-phase-commit sink, which it no longer is: they would be neither committed nor aborted", label)
 		}
@@ -352,6 +378,9 @@ func PlanRestore(p *Plan, declared map[string][]*messages.StateDescriptor, m *me
 			continue
 		}
 		r.Rescaled = append(r.Rescaled, id)
+	}
+	if m.GetTopologyFingerprint() != p.Fingerprint && slices.ContainsFunc(ids, func(id string) bool { return old[id].inFlight }) {
+		remapInFlight(p, old, ids, cur, r, add)
 	}
 	if len(e.Problems) > 0 {
 		return nil, e

@@ -105,6 +105,9 @@ type edgeCodec interface {
 	// check returns why the default codec cannot carry the edge's records
 	// exactly, wrapping ErrNoWireCodec, or nil.
 	check() error
+	// keyGroups appends to dst the key group of each record of rb under
+	// kg, the edge's key group function (a func(T) int).
+	keyGroups(rb *messages.RecordBatch, kg any, dst []int) ([]int, error)
 }
 
 // ChannelCodec returns the wire codec of channel ch, a channel id as in
@@ -274,6 +277,25 @@ func (c *batchCodec[T]) Decode(rb *messages.RecordBatch) (any, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+func (c *batchCodec[T]) keyGroups(rb *messages.RecordBatch, kg any, dst []int) ([]int, error) {
+	f, ok := kg.(func(T) int)
+	if !ok {
+		return dst, fmt.Errorf("topology: the stream from operator %q to operator %q: key group function of type %T, want func(%s) int",
+			c.from, c.to, kg, typeName(c.typ))
+	}
+	b, err := c.Decode(rb)
+	if err != nil {
+		return dst, err
+	}
+	recs := b.([]T)
+	for i := range recs {
+		dst = append(dst, f(recs[i]))
+	}
+	clear(recs)
+	c.pool.Put(b)
+	return dst, nil
 }
 
 // checkEnds refuses record ends that decrease or that do not end at the

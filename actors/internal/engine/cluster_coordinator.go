@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"github.com/snapflow/snapflow/internal/dataflow"
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
+	"google.golang.org/protobuf/proto"
 )
 
 // clusterCoord is the cluster side of a coordinator's job actor: the
@@ -382,6 +384,7 @@ func (c *clusterCoord) deploy(epoch uint64, rp *snapshots.Restorable, assign *da
 			} else if len(tr.Parts) == 1 {
 				dt.State = states[tr.Parts[0]]
 			}
+			dt.InFlightRemapped = assign.InFlightRemapped()
 		}
 		d.Tasks = append(d.Tasks, dt)
 	}
@@ -389,9 +392,29 @@ func (c *clusterCoord) deploy(epoch uint64, rp *snapshots.Restorable, assign *da
 	j.log.Info("placing the tasks", "epoch", epoch, "checkpoint", id, "placement", placed.String())
 	j.emit(Event{Kind: EventPlaced, Epoch: epoch, Checkpoint: id, Placement: placed.String()})
 	for _, w := range live {
-		j.send(c.pids[w.ID], d)
+		j.send(c.pids[w.ID], withInFlight(d, assign, placed, w.ID))
 	}
 	return nil
+}
+
+// withInFlight returns d for worker id: with the channel state that each of
+// its tasks replays when assign remapped the checkpoint's (to a changed
+// topology or parallelism), and d itself otherwise.
+func withInFlight(d *messages.Deploy, assign *dataflow.Restore, placed membership.Placement, id string) *messages.Deploy {
+	if assign == nil || !assign.InFlightRemapped() {
+		return d
+	}
+	dw := &messages.Deploy{Coordinator: d.Coordinator, Epoch: d.Epoch, CheckpointId: d.CheckpointId, Tasks: slices.Clone(d.Tasks)}
+	for i, dt := range dw.Tasks {
+		items := assign.Task(i).InFlight
+		if w, _ := placed.Worker(i); w.ID != id || len(items) == 0 {
+			continue
+		}
+		c := proto.Clone(dt).(*messages.DeployTask)
+		c.InFlight = items
+		dw.Tasks[i] = c
+	}
+	return dw
 }
 
 // end tells every live worker that the job has ended (err nil: finished)

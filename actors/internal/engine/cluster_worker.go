@@ -663,6 +663,18 @@ func loadDeployed(ctx context.Context, cps *snapshots.Checkpoints, plan *dataflo
 			}
 			states[t.ID] = st
 		}
+		if dt.InFlightRemapped {
+			// The checkpoint's channel state, placed in this plan's
+			// channels by the coordinator, replaces what the task stored.
+			st := states[t.ID]
+			if st == nil && len(dt.InFlight) > 0 {
+				st = &messages.TaskState{TaskId: t.ID, Operator: t.Operator, OperatorId: t.OperatorID, Subtask: uint32(t.Subtask)}
+				states[t.ID] = st
+			}
+			if st != nil {
+				st.InFlight = dt.InFlight
+			}
+		}
 	}
 	return states, "", nil
 }

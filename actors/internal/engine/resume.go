@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/snapflow/snapflow/internal/dataflow"
@@ -245,11 +243,6 @@ func planRestore(cfg *config, plan *dataflow.Plan, declared map[string][]*messag
 		return nil, fmt.Errorf("%w: checkpoint %d was taken from a different topology (fingerprint %s, this job %s); start with WithAllowTopologyChange to restore it anyway, or use another job name or store",
 			topology.ErrRestoreRefused, m.GetCheckpointId(), fp, plan.Fingerprint)
 	}
-	if fp := m.GetTopologyFingerprint(); fp != plan.Fingerprint {
-		if err := refuseInFlight(rp); err != nil {
-			return nil, err
-		}
-	}
 	a, err := dataflow.PlanRestore(plan, declared, m, rp.States, dataflow.RestoreOptions{
 		Rescale: named || cfg.allowNewTopology, AllowNonRestoredState: cfg.allowNonRestored,
 	})
@@ -259,29 +252,13 @@ func planRestore(cfg *config, plan *dataflow.Plan, declared map[string][]*messag
 	if len(a.Dropped) > 0 {
 		log.Warn("dropping the state of operators the job no longer has (WithAllowNonRestoredState)", "checkpoint", m.GetCheckpointId(), "operators", a.Dropped)
 	}
+	if len(a.DroppedWatermarks) > 0 {
+		log.Warn("dropping the watermarks in flight on channels whose records were redistributed; the tasks resume from their stored watermarks", "checkpoint", m.GetCheckpointId(), "watermarks", a.DroppedWatermarks)
+	}
 	if len(a.Rescaled) > 0 {
 		log.Info("redistributing state over new parallelisms", "checkpoint", m.GetCheckpointId(), "operators", a.Rescaled)
 	}
 	return a, nil
-}
-
-// refuseInFlight refuses a checkpoint that holds channel state (an
-// unaligned checkpoint's in-flight records) for a job whose topology or
-// parallelism changed: the records belong to channels that no longer
-// exist as they were.
-func refuseInFlight(rp *snapshots.Restorable) error {
-	ids := slices.Sorted(maps.Keys(rp.States))
-	for _, id := range ids {
-		for _, it := range rp.States[id].GetInFlight() {
-			side := "input"
-			if it.GetOutput() {
-				side = "output"
-			}
-			return fmt.Errorf("%w: checkpoint %d is unaligned and task %s holds in-flight records of its %s %d: it can be restored only by the same topology at the same parallelism; rescale or change the job from a savepoint (always aligned) instead",
-				topology.ErrRestoreRefused, rp.Manifest.GetCheckpointId(), id, side, it.GetChannel())
-		}
-	}
-	return nil
 }
 
 // discard deletes every checkpoint of the job (WithStartOver).

@@ -167,6 +167,17 @@ func (inc *incarnation) restoreState(plan *dataflow.Plan, idx int) *messages.Tas
 	return inc.restore.States[plan.Tasks[idx].ID]
 }
 
+// restoreInFlight returns the channel state task idx replays, whose
+// restored state is st: the checkpoint's items placed in its channels
+// when they were remapped to a changed topology or parallelism, and
+// otherwise those it stored.
+func (inc *incarnation) restoreInFlight(idx int, st *messages.TaskState) []*messages.InFlight {
+	if inc.restore != nil && inc.assign != nil {
+		return inc.assign.InFlight(idx, st)
+	}
+	return st.GetInFlight()
+}
+
 // arrivalsOf returns what task idx's mailbox records, nil when nothing.
 func (sh *shared) arrivalsOf(idx int) *arrivals {
 	if idx < len(sh.arrivals) {

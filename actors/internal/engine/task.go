@@ -321,7 +321,8 @@ func (t *task) onStarted(ctx actor.Context) {
 	// A task without state in the checkpoint belongs to an operator that is
 	// new or held no state: dataflow.PlanRestore has refused any other
 	// checkpoint. It starts empty.
-	if st := inc.restoreState(t.sh.plan, t.idx); st != nil {
+	st := inc.restoreState(t.sh.plan, t.idx)
+	if st != nil {
 		t.restoring = true
 		if f := t.sh.cfg.faults; f != nil && f.Restore != nil {
 			f.Restore(t.plan.ID, inc.restore.Manifest.GetCheckpointId())
@@ -329,9 +330,9 @@ func (t *task) onStarted(ctx actor.Context) {
 		if err := t.restore(inc, st); err != nil {
 			t.fail(fmt.Errorf("restore from checkpoint %d: %w", inc.restore.Manifest.GetCheckpointId(), err))
 		}
-		t.replay = st.GetInFlight()
 		t.restoring = false
 	}
+	t.replay = inc.restoreInFlight(t.idx, st)
 	t.setupIncremental(inc)
 	t.outs = make([]outChannel, len(t.plan.Outputs))
 	t.ins = make([]inChannel, len(t.plan.Inputs))

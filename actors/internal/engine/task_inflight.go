@@ -123,10 +123,13 @@ func (t *task) recordInput(p *inFlight, a align.Action[*batchMsg]) {
 	case markEnd: // the input's end: its sender ends it again after a restore
 		return
 	case markWatermark:
-		p.items = append(p.items, &messages.InFlight{Channel: uint32(a.Input), IsWatermark: true, Watermark: m.wm.Watermark, Idle: m.wm.Idle})
+		it := &messages.InFlight{Channel: uint32(a.Input), IsWatermark: true, Watermark: m.wm.Watermark, Idle: m.wm.Idle}
+		t.sh.plan.LabelInFlight(t.plan.Inputs[a.Input], it)
+		p.items = append(p.items, it)
 		return
 	}
 	it := &messages.InFlight{Channel: uint32(a.Input)}
+	t.sh.plan.LabelInFlight(t.plan.Inputs[a.Input], it)
 	m.data = t.recordBatch(t.sh.plan.ChannelCodec(t.plan.Inputs[a.Input]), m.data, m.ts, it)
 	p.items = append(p.items, it)
 }
@@ -169,10 +172,13 @@ func (t *task) recordOutput(i int, q []outItem, items []*messages.InFlight) []*m
 		switch {
 		case it.batch != nil:
 			rec := &messages.InFlight{Output: true, Channel: uint32(i)}
+			t.sh.plan.LabelInFlight(t.plan.Outputs[i], rec)
 			it.batch = t.recordBatch(t.sh.plan.ChannelCodec(t.plan.Outputs[i]), it.batch, it.ts, rec)
 			items = append(items, rec)
 		case it.wm != nil:
-			items = append(items, &messages.InFlight{Output: true, Channel: uint32(i), IsWatermark: true, Watermark: it.wm.Watermark, Idle: it.wm.Idle})
+			rec := &messages.InFlight{Output: true, Channel: uint32(i), IsWatermark: true, Watermark: it.wm.Watermark, Idle: it.wm.Idle}
+			t.sh.plan.LabelInFlight(t.plan.Outputs[i], rec)
+			items = append(items, rec)
 		}
 	}
 	return items
