@@ -2,7 +2,6 @@ package actors_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"log/slog"
@@ -27,6 +26,12 @@ import (
 // barriers from seen#0 reach relabel well before its own: an alignment
 // there waits for seen#1's backlog.
 func tallyJob(name string, n, keys int64, gate *testsrc.Gate, fail *armedFailures, tallyP int) *topology.Graph {
+	return tallyJobWork(name, n, keys, gate, fail, tallyP, 40)
+}
+
+// tallyJobWork is tallyJob with tallyWork rounds of work per record in
+// tally (tallyJob: 40).
+func tallyJobWork(name string, n, keys int64, gate *testsrc.Gate, fail *armedFailures, tallyP, tallyWork int) *topology.Graph {
 	g := topology.New(name)
 	src := testsrc.GatedSplits(g, "source", n, func(i int64) int64 { return i + 1 }, gate, topology.Parallelism(3))
 	count := func(stage string, work int) func(ks *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, int64, int64] {
@@ -55,8 +60,10 @@ func tallyJob(name string, n, keys int64, gate *testsrc.Gate, fail *armedFailure
 	seen := topology.Process(topology.KeyBy(src, func(v int64) int64 { return v % keys }), "seen", count("seen", 0), topology.Parallelism(2))
 	// A stateless stage between: its channel state is all it stores.
 	relabel := topology.Filter(topology.Map(seen, "relabel", func(v int64) int64 { return v }), "keep", func(int64) bool { return true }, topology.Parallelism(1))
-	tally := topology.Process(topology.KeyBy(relabel, func(v int64) int64 { return v % keys }), "tally", count("tally", 40), topology.Parallelism(tallyP))
-	topology.Sink(tally, "sink", func(int64) error { return nil })
+	tally := topology.Process(topology.KeyBy(relabel, func(v int64) int64 { return v % keys }), "tally", count("tally", tallyWork), topology.Parallelism(tallyP))
+	// Rebalance, not forward: its channel state can be redistributed when
+	// tally is rescaled.
+	topology.Sink(topology.Rebalance(tally), "sink", func(int64) error { return nil })
 	return g
 }
 
@@ -88,16 +95,16 @@ func holdUntilBarrier(task string) actors.Option {
 // then full, and the checkpoints pending meanwhile (stuck at task) or
 // triggered then find records to overtake, however fast or busy the
 // machine. Call the returned function with the started job; it returns at
-// once and releases the task from a goroutine. Only for modes where
-// barriers overtake (unaligned, or a timeout).
-func holdUntilFull(task string, upstream ...string) (actors.Option, func(j *actors.Job)) {
+// once, releases the task from a goroutine, and returns a channel closed
+// then. Only for modes where barriers overtake (unaligned, or a timeout).
+func holdUntilFull(task string, upstream ...string) (actors.Option, func(j *actors.Job) <-chan struct{}) {
 	release := make(chan struct{})
 	opt := actorstest.WithFaults(&actorstest.Faults{Process: func(tk string) {
 		if tk == task {
 			<-release
 		}
 	}})
-	return opt, func(j *actors.Job) {
+	return opt, func(j *actors.Job) <-chan struct{} {
 		go func() {
 			defer close(release)
 			deadline := time.Now().Add(time.Minute)
@@ -105,6 +112,7 @@ func holdUntilFull(task string, upstream ...string) (actors.Option, func(j *acto
 				time.Sleep(time.Millisecond) // polls a condition; no push signal exists
 			}
 		}()
+		return release
 	}
 }
 
@@ -134,7 +142,7 @@ func testExactlyOnce(t *testing.T, mode actors.CheckpointMode, timeout time.Dura
 	var ev events
 	var inFlight, unalignedCkpts, ckpts atomic.Uint64
 	replays := &countLog{msg: "replaying the channel state of an unaligned checkpoint"}
-	hold, release := actors.WithListener(func(actors.Event) {}), func(*actors.Job) {} // no hold
+	hold, release := actors.WithListener(func(actors.Event) {}), func(*actors.Job) <-chan struct{} { return nil } // no hold
 	if mode == actors.CheckpointUnaligned || timeout > 0 {
 		hold, release = holdUntilFull("tally#0", "keep#0", "relabel#0")
 	}
@@ -248,8 +256,9 @@ func (h teeHandler) WithGroup(g string) slog.Handler {
 
 // TestUnalignedRefusals: what unaligned checkpoints cannot do is refused
 // before any record flows, saying why: an edge whose records have no wire
-// codec, and a rescale from a checkpoint that
-// holds records in flight (which the same topology resumes from, exactly).
+// codec. (What a rescale from an unaligned checkpoint cannot redistribute,
+// the channel state of forward and broadcast edges, is refused by
+// dataflow.PlanRestore; see TestRemapInFlightRefusals there.)
 func TestUnalignedRefusals(t *testing.T) {
 	ctx := context.Background()
 	unaligned := actors.WithCheckpointMode(actors.CheckpointUnaligned)
@@ -263,47 +272,87 @@ func TestUnalignedRefusals(t *testing.T) {
 			t.Fatalf("unaligned with a record type no codec carries: %v", err)
 		}
 	})
-	t.Run("rescale", func(t *testing.T) {
-		const n = 30_000
-		store := snapshots.NewMem()
-		runCtx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		var with atomic.Uint64 // a checkpoint that stored records in flight
-		hold, release := holdUntilFull("tally#0", "keep#0", "relabel#0")
-		job, err := actors.Start(runCtx, tallyJob("rescale", n, 64, testsrc.NewGate(n), nil, 1), hold, actors.WithStore(store), actors.WithLogger(testLogger(t)), unaligned,
-			actors.WithCheckpointInterval(2*time.Millisecond), actors.WithRetainedCheckpoints(1000),
-			actors.WithListener(func(e actors.Event) {
-				if e.Kind == actors.EventCheckpointCompleted && e.InFlight > 0 && with.CompareAndSwap(0, e.Checkpoint) {
+}
+
+// TestUnalignedRescale stops tallyJob (with a slow tally) at an unaligned
+// checkpoint that stored records in flight into tally, and starts it from that checkpoint with
+// tally over 2 tasks instead of 1: the records in flight into tally are
+// redistributed by key group (those tally#0 had not processed, and those
+// keep#0 still had queued for it), and both keyed stages count each value
+// exactly once.
+func TestUnalignedRescale(t *testing.T) {
+	ctx := context.Background()
+	unaligned := actors.WithCheckpointMode(actors.CheckpointUnaligned)
+	const n, work = 30_000, 400 // tally is the slowest stage: the channels into it stay full
+	store := snapshots.NewMem()
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	var with []uint64 // the checkpoints that stored records in flight since tally was released
+	var released atomic.Bool
+	hold, release := holdUntilFull("tally#0", "keep#0", "relabel#0")
+	job, err := actors.Start(runCtx, tallyJobWork("rescale", n, 64, testsrc.NewGate(n), nil, 1, work), hold, actors.WithStore(store), actors.WithLogger(testLogger(t)), unaligned,
+		actors.WithCheckpointInterval(2*time.Millisecond), actors.WithRetainedCheckpoints(1000),
+		actors.WithListener(func(e actors.Event) {
+			if e.Kind == actors.EventCheckpointCompleted && e.InFlight > 0 && released.Load() {
+				mu.Lock()
+				defer mu.Unlock()
+				if with = append(with, e.Checkpoint); len(with) == 5 {
 					cancel()
 				}
-			}))
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		<-release(job)
+		released.Store(true)
+	}()
+	_ = job.Wait() // canceled, or finished first
+	mu.Lock()
+	defer mu.Unlock()
+	// The first of them that holds records in flight into tally (the
+	// channel from keep#0 to tally#0, on either side).
+	var id uint64
+	var keyed int
+	for _, c := range with {
+		rp, err := snapshots.NewCheckpoints(store, "rescale", nil).LoadCheckpoint(ctx, c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		release(job)
-		_ = job.Wait() // canceled, or finished first
-		id := with.Load()
-		if id == 0 {
-			t.Fatal("no checkpoint stored records in flight")
-		}
-		_, err = actors.Start(ctx, tallyJob("rescale", n, 64, testsrc.NewGate(n), nil, 2), actors.WithStore(store), actors.WithCheckpoint(id))
-		if !errors.Is(err, topology.ErrRestoreRefused) || !strings.Contains(err.Error(), "unaligned") {
-			t.Fatalf("rescale from unaligned checkpoint %d: %v, want it refused", id, err)
-		}
-		// The same topology resumes from it, exactly.
-		if err := actors.Run(ctx, tallyJob("rescale", n, 64, testsrc.NewGate(n), nil, 1), actors.WithStore(store), actors.WithLogger(testLogger(t)), unaligned,
-			actors.WithCheckpoint(id), actors.WithCheckpointInterval(2*time.Millisecond)); err != nil {
-			t.Fatalf("resume from unaligned checkpoint %d: %v", id, err)
-		}
-		for _, op := range []string{"seen", "tally"} {
-			got := countsOf(t, store, "rescale", op)
-			for v := int64(1); v <= n; v++ {
-				if got[v] != 1 {
-					t.Fatalf("%s counted value %d %d times after resuming from checkpoint %d", op, v, got[v], id)
+		for _, st := range rp.States {
+			for _, it := range st.InFlight {
+				if it.ToOperatorId == "tally" && !it.IsWatermark {
+					keyed += len(it.Ends)
 				}
 			}
 		}
-	})
+		if id = c; keyed > 0 {
+			break
+		}
+	}
+	if keyed == 0 {
+		t.Fatalf("none of checkpoints %v stored a record in flight into tally", with)
+	}
+	moved := &countLog{msg: "replaying the channel state of an unaligned checkpoint"}
+	if err := actors.Run(ctx, tallyJobWork("rescale", n, 64, testsrc.NewGate(n), nil, 2, work), actors.WithStore(store),
+		actors.WithLogger(slog.New(teeHandler{moved, testLogger(t).Handler()})), unaligned,
+		actors.WithCheckpoint(id), actors.WithCheckpointInterval(2*time.Millisecond)); err != nil {
+		t.Fatalf("rescale from unaligned checkpoint %d: %v", id, err)
+	}
+	t.Logf("checkpoint %d held %d records in flight into tally; %d tasks replayed channel state after the rescale", id, keyed, moved.n.Load())
+	if moved.n.Load() == 0 {
+		t.Fatal("no task replayed channel state")
+	}
+	for _, op := range []string{"seen", "tally"} {
+		got := countsOf(t, store, "rescale", op)
+		for v := int64(1); v <= n; v++ {
+			if got[v] != 1 {
+				t.Fatalf("%s counted value %d %d times after rescaling from checkpoint %d", op, v, got[v], id)
+			}
+		}
+	}
 }
 
 // chanRecord holds a channel: no wire codec carries it.
