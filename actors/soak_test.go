@@ -41,17 +41,30 @@ func TestSoak(t *testing.T) {
 	srv.MakeBucket(t, "soak")
 	t.Run("shapes", func(t *testing.T) { soakShapes(t, seed, srv, nil) })
 	t.Run("incremental", func(t *testing.T) { soakIncremental(t, seed+1, srv) })
-	t.Run("rescale", func(t *testing.T) { soakRescale(t, seed, srv, nil) })
+	t.Run("rescale", func(t *testing.T) { soakRescale(t, seed, srv, rescaleSoak{}) })
 	t.Run("eventtime", func(t *testing.T) { soakEventTime(t, seed+2, srv) })
 	t.Run("nexmark", func(t *testing.T) { soakNexmark(t, seed+3, srv) })
 	t.Run("disk", func(t *testing.T) { soakDisk(t, seed+4, srv) })
 	t.Run("disk-rescale", func(t *testing.T) {
-		soakRescale(t, seed+5, srv, []actors.Option{actors.WithDiskState(actors.DiskState{Dir: t.TempDir()})})
+		soakRescale(t, seed+5, srv, rescaleSoak{opts: []actors.Option{actors.WithDiskState(actors.DiskState{Dir: t.TempDir()})}})
 	})
 	t.Run("unaligned", func(t *testing.T) {
 		soakUnaligned(t, seed+6, srv, actors.WithCheckpointMode(actors.CheckpointUnaligned))
 	})
 	t.Run("aligned-timeout", func(t *testing.T) { soakUnaligned(t, seed+7, srv, actors.WithAlignmentTimeout(time.Millisecond)) })
+	// Phases that end at an unaligned checkpoint, the next started from it
+	// at a new parallelism: records in flight are redistributed.
+	t.Run("unaligned-rescale", func(t *testing.T) {
+		soakRescale(t, seed+8, srv, rescaleSoak{fromCheckpoints: true, opts: []actors.Option{actors.WithCheckpointMode(actors.CheckpointUnaligned)}})
+	})
+}
+
+// rescaleSoak is how soakRescale runs the rescaling shape: with options
+// added to the job's, and with phases ended by a savepoint or (with
+// fromCheckpoints: unpaced sources, 5ms checkpoints) at a checkpoint.
+type rescaleSoak struct {
+	opts            []actors.Option
+	fromCheckpoints bool
 }
 
 // soakUnaligned runs the shapes with unaligned checkpoints (mode: the
@@ -335,8 +348,12 @@ func soakShapes(t *testing.T, seed uint64, srv *miniotest.Server, p *soakParams)
 // positions, each phase's recovery restored its savepoint again after a
 // failure while restoring it, and the final state is that of a
 // failure-free run. Runs go on until the target number of task failures.
-func soakRescale(t *testing.T, seed uint64, srv *miniotest.Server, opts []actors.Option) {
+func soakRescale(t *testing.T, seed uint64, srv *miniotest.Server, how rescaleSoak) {
 	target, n, budget, rate := 8, int64(16_000), 1, 100_000.0
+	var interval time.Duration // the default, 20ms
+	if how.fromCheckpoints {
+		rate, interval = 0, 5*time.Millisecond // queues fill, and checkpoints come before the gates
+	}
 	full := os.Getenv("SNAPFLOW_SOAK") == "full"
 	if full {
 		target, n, budget = 400, 200_000, 3
@@ -355,7 +372,7 @@ func soakRescale(t *testing.T, seed uint64, srv *miniotest.Server, opts []actors
 		res, err := chaos.Run(context.Background(), chaos.RunConfig{
 			Shape: chaos.Rescale, N: n, Store: store, Seed: runSeed, Rates: soakRates, Budget: budget, Rate: rate, Logger: testLogger(t),
 			SameSavepointName: true, // a failed attempt is retried under its name, as a user would
-			Options:           opts,
+			Options:           how.opts, FromCheckpoints: how.fromCheckpoints, Interval: interval,
 		})
 		if err != nil {
 			t.Fatalf("rescale run %d on %s, seed %d, phases %v: %v\ninjected: %s", runs, storeName, runSeed, res.Phases, err, chaos.FormatCounts(res.Counts))
@@ -371,6 +388,8 @@ func soakRescale(t *testing.T, seed uint64, srv *miniotest.Server, opts []actors
 		sum.SavepointsFailed += res.SavepointsFailed
 		sum.SavepointRestores += res.SavepointRestores
 		sum.StartRetries += res.StartRetries
+		sum.CheckpointRescales += res.CheckpointRescales
+		sum.InFlightRescales += res.InFlightRescales
 		runs++
 		t.Logf("rescale run %d on %-5s seed %d, phases %v: %d failures, %d restores (%d from a checkpoint, %d of a savepoint), %d checkpoints, %d savepoints (%d attempts failed), %d Start retries, %d stale messages dropped, %v; injected %s",
 			runs, storeName, runSeed, res.Phases, res.Failures, res.Restores, res.FromCkpt, res.SavepointRestores, res.Completed,
@@ -382,6 +401,12 @@ func soakRescale(t *testing.T, seed uint64, srv *miniotest.Server, opts []actors
 	t.Logf("rescale soak: %d runs, %d task failures observed, %d restores (%d from a checkpoint, %d of a savepoint), %d checkpoints, %d savepoints taken, %d savepoint attempts failed, %d Start retries, %v; injected %s",
 		runs, sum.Failures, sum.Restores, sum.FromCkpt, sum.SavepointRestores, sum.Completed, sum.Savepoints, sum.SavepointsFailed, sum.StartRetries,
 		time.Since(start).Round(time.Millisecond), chaos.FormatCounts(total))
+	if how.fromCheckpoints {
+		t.Logf("rescale soak: %d phases started from a checkpoint, %d of them holding records in flight", sum.CheckpointRescales, sum.InFlightRescales)
+		if sum.InFlightRescales == 0 {
+			t.Error("no phase started from a checkpoint that held records in flight: nothing was redistributed")
+		}
+	}
 	// Every run restored each savepoint again and failed a savepoint
 	// attempt per phase (chaos.Run checks both); the full soak must also
 	// have restored checkpoints that phases took of their own, and injected

@@ -61,6 +61,9 @@ func runCoordinator(ctx context.Context, o options, stdout io.Writer, logger *sl
 	if o.retained > 0 {
 		opts = append(opts, actors.WithRetainedCheckpoints(o.retained))
 	}
+	if o.fromCheckpoint > 0 {
+		opts = append(opts, actors.WithCheckpoint(o.fromCheckpoint))
+	}
 	switch o.checkpointMode {
 	case "unaligned":
 		opts = append(opts, actors.WithCheckpointMode(actors.CheckpointUnaligned))

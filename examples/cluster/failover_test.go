@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -132,6 +133,76 @@ func TestWorkerKilledUnaligned(t *testing.T) {
 				t.Error("no checkpoint stored a record in flight")
 			}
 		})
+	}
+}
+
+// TestRescaleFromUnalignedCheckpoint: a job with unaligned checkpoints is
+// killed, coordinator and workers, and started again from a checkpoint
+// that stored records in flight, with the keyed sum over 2 tasks instead
+// of 3 (-variant 2): the coordinator redistributes the records in flight
+// by key group and sends each worker those of its tasks, which replay
+// them, and the result is exact.
+func TestRescaleFromUnalignedCheckpoint(t *testing.T) {
+	c := newTestCluster(t)
+	c.job = []string{"-records", "60000", "-rate", "20000"}
+	r := startRunning(c, 2, "-checkpoint-mode", "unaligned", "-retain", "1000")
+	ctx := context.Background()
+	store, err := snapshots.Open(ctx, c.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	// The first checkpoint that stored records in flight into the sum.
+	var id uint64
+	toSum := 0
+	for at := 0; toSum == 0; at++ {
+		var cp eventLine
+		at, cp = c.awaitEvent(r.coord, at, "checkpoint-completed", func(e eventLine) bool {
+			return e.get("in_flight") != "" && e.get("final") == "false"
+		})
+		id = cp.uint("checkpoint")
+		rp, err := snapshots.NewCheckpoints(store, jobName, nil).LoadCheckpoint(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range rp.States {
+			for _, it := range st.InFlight {
+				if it.ToOperatorId == "sum" {
+					toSum += len(it.Ends)
+				}
+			}
+		}
+	}
+	for _, p := range append([]*child{r.coord}, r.workers...) {
+		killGroup(p.cmd.Process)
+		c.exit(p)
+	}
+	t.Logf("checkpoint %d held %d records in flight into the sum", id, toSum)
+
+	second, addr := c.startCoordinator("coordinator 2", "127.0.0.1:0", 2,
+		"-checkpoint-mode", "unaligned", "-variant", "2", "-from-checkpoint", strconv.FormatUint(id, 10), "-takeover")
+	var workers []*child
+	for i := range 2 {
+		w, _ := c.startWorker("worker 2."+strconv.Itoa(i+1), addr, "-variant", "2")
+		workers = append(workers, w)
+	}
+	_, ev := c.awaitEvent(second, 0, "running", nil)
+	if got := ev.uint("checkpoint"); got != id {
+		t.Fatalf("the second coordinator restored checkpoint %d, want %d", got, id)
+	}
+	c.release()
+	c.expectExact(second, workers...)
+	replayed := 0
+	for _, w := range workers {
+		for _, l := range w.linesFrom(0) {
+			if strings.Contains(l, "replaying the channel state") {
+				replayed++
+			}
+		}
+	}
+	t.Logf("%d tasks replayed channel state", replayed)
+	if replayed == 0 {
+		t.Error("no task replayed the checkpoint's records in flight")
 	}
 }
 

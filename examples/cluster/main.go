@@ -108,6 +108,7 @@ type options struct {
 	leaseTimeout     time.Duration
 	inlineLimit      int
 	retained         int
+	fromCheckpoint   uint64
 	checkpointMode   string
 	alignTimeout     time.Duration
 	verbose          bool
@@ -151,6 +152,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.inlineLimit, "inline-limit", -1, "coordinator: keep a task's state in the checkpoint's manifest up to this many `bytes`; 0 stores every state as an object of its own (-1: the runtime's default, which keeps small states inline)")
 	fs.StringVar(&o.checkpointMode, "checkpoint-mode", "aligned", "coordinator: aligned, unaligned or at-least-once checkpoints (see actors.WithCheckpointMode)")
 	fs.DurationVar(&o.alignTimeout, "align-timeout", 0, "coordinator: switch an aligned checkpoint to unaligned once this long has passed since it was triggered (0: never; see actors.WithAlignmentTimeout)")
+	fs.Uint64Var(&o.fromCheckpoint, "from-checkpoint", 0, "coordinator: start the job from this checkpoint of the store (0: resume from the newest); with another -variant, its state and the records in flight of an unaligned checkpoint are redistributed over the new parallelism")
 	fs.IntVar(&o.retained, "retain", 0, "coordinator: how many complete checkpoints to keep in the store (0: the runtime's default)")
 	fs.BoolVar(&o.verbose, "v", false, "log the runtime's debug messages")
 	fs.StringVar(&o.http, "http", "", "coordinator and demo: serve the job's dashboard, /metrics and JSON API on `ADDR` (host:port; a host-less :8080 is loopback)")

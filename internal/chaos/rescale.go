@@ -82,10 +82,38 @@ func runPhases(ctx context.Context, rc RunConfig) (RunResult, error) {
 	return res, verify(ctx, rc, job, sink, v, &res)
 }
 
-// savepoint is a savepoint a phase ended with: its name and checkpoint id.
+// savepoint is a savepoint a phase ended with: its name and checkpoint id;
+// with RunConfig.FromCheckpoints, the checkpoint it ended at (no name).
 type savepoint struct {
 	name string
 	id   uint64
+}
+
+// newest follows the checkpoints a phase completes: the newest, and
+// whether it stored records in flight; flight receives once when one that
+// did completes.
+type newest struct {
+	mu       sync.Mutex
+	id       uint64
+	inFlight bool
+	flight   chan struct{}
+}
+
+func (n *newest) listen(e actors.Event) {
+	if e.Kind != actors.EventCheckpointCompleted {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if e.Checkpoint > n.id {
+		n.id, n.inFlight = e.Checkpoint, e.InFlight > 0
+	}
+	if e.InFlight > 0 {
+		select {
+		case n.flight <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // runPhase runs phase ph from savepoint sp (none for the first phase), and
@@ -96,8 +124,13 @@ func runPhase(ctx context.Context, rc RunConfig, ph Phase, sp savepoint, in *Inj
 	g := topology.New(job)
 	rc.Shape.BuildPhase(g, ph, rc.N, rc.Rate, in, sink)
 	pt := &phaseTally{phase: ph.Index, savepoint: sp.id, v: sink.v}
-	opts := append(jobOptions(rc, in), actors.WithListener(pt.listen))
-	if ph.Index > 0 {
+	nw := &newest{flight: make(chan struct{}, 1)}
+	opts := append(jobOptions(rc, in), actors.WithListener(pt.listen), actors.WithListener(nw.listen))
+	switch {
+	case ph.Index > 0 && rc.FromCheckpoints:
+		opts = append(opts, actors.WithCheckpoint(sp.id))
+		in.FailRestoreOf(sp.id)
+	case ph.Index > 0:
 		opts = append(opts, actors.WithSavepoint(sp.name))
 		in.FailRestoreOf(sp.id)
 	}
@@ -107,7 +140,12 @@ func runPhase(ctx context.Context, rc RunConfig, ph Phase, sp savepoint, in *Inj
 	if err != nil {
 		return savepoint{}, err
 	}
-	next, err := endPhase(ctx, rc, j, ph, in, res)
+	var next savepoint
+	if rc.FromCheckpoints {
+		next, err = endAtCheckpoint(ctx, j, ph, nw, res)
+	} else {
+		next, err = endPhase(ctx, rc, j, ph, in, res)
+	}
 	if ph.Gate == nil {
 		in.Disable() // the last phase ran to its end
 	}
@@ -117,8 +155,13 @@ func runPhase(ctx context.Context, rc RunConfig, ph Phase, sp savepoint, in *Inj
 	case err != nil:
 		return savepoint{}, err
 	case ph.Index > 0 && pt.restoredSavepoint() == 0:
-		return savepoint{}, fmt.Errorf("a task failed while restoring savepoint %s (checkpoint %d), but no recovery restored it again",
-			sp.name, sp.id)
+		what := fmt.Sprintf("savepoint %q (checkpoint %d)", sp.name, sp.id)
+		if sp.name == "" {
+			what = fmt.Sprintf("checkpoint %d", sp.id)
+		}
+		return savepoint{}, fmt.Errorf("a task failed while restoring %s, but no recovery restored it again", what)
+	case ph.Gate != nil && rc.FromCheckpoints:
+		return next, nil
 	case ph.Gate != nil:
 		return next, checkSavepoint(ctx, rc, next, res)
 	}
@@ -216,6 +259,50 @@ func endPhase(ctx context.Context, rc RunConfig, j *actors.Job, ph Phase, in *In
 			return savepoint{}, fmt.Errorf("StopWithSavepoint(%s) failed %d times, the last with: %w", name, attempt, err)
 		}
 	}
+}
+
+// endAtCheckpoint waits for the end of the last phase; for any other, for
+// a checkpoint that stored records in flight (or for its sources to reach
+// its gate), then stops the job and returns its newest checkpoint, which
+// the next phase starts from (RunConfig.FromCheckpoints).
+func endAtCheckpoint(ctx context.Context, j *actors.Job, ph Phase, nw *newest, res *RunResult) (savepoint, error) {
+	if ph.Gate == nil {
+		return savepoint{}, j.Wait()
+	}
+	select {
+	case <-nw.flight:
+	case <-ph.Gate.Reached():
+		// The sources wait at the gate: take a checkpoint (again while
+		// injected failures abort it), so that the phase has one.
+		for attempt := 1; ; attempt++ {
+			_, err := j.Checkpoint(ctx)
+			if err == nil {
+				break
+			}
+			if attempt == maxSavepointAttempts {
+				j.Stop()
+				return savepoint{}, fmt.Errorf("the sources reached the gate, and a checkpoint failed %d times, the last with: %w", attempt, err)
+			}
+		}
+	case <-j.Done():
+		return savepoint{}, fmt.Errorf("the job ended before the phase's end: %w", j.Wait())
+	case <-ctx.Done():
+		j.Stop()
+		return savepoint{}, context.Cause(ctx)
+	}
+	if err := j.Stop(); !errors.Is(err, actors.ErrStopped) {
+		return savepoint{}, fmt.Errorf("Stop returned %v, want ErrStopped", err)
+	}
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	if nw.id == 0 {
+		return savepoint{}, errors.New("the phase completed no checkpoint")
+	}
+	res.CheckpointRescales++
+	if nw.inFlight {
+		res.InFlightRescales++
+	}
+	return savepoint{id: nw.id}, nil
 }
 
 // checkSavepoint checks savepoint sp: every

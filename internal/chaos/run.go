@@ -37,6 +37,15 @@ type RunConfig struct {
 	// Options are added to the job's options (for example
 	// actors.WithIncrementalCheckpoints).
 	Options []actors.Option
+	// FromCheckpoints ends each phase but the last with Stop, once a
+	// checkpoint that stored records in flight has completed (or its
+	// sources reached the gate), rather than with a savepoint; the next
+	// phase starts from the phase's newest checkpoint (actors.
+	// WithCheckpoint) at its parallelism. With unaligned checkpoints, their
+	// records in flight are then redistributed over the new parallelism.
+	// Unlike a savepoint, such a checkpoint is not at the sources'
+	// positions, and is not checked there.
+	FromCheckpoints bool
 }
 
 // RunResult is what a run did.
@@ -71,6 +80,9 @@ type RunResult struct {
 	SavepointsFailed  int   // StopWithSavepoint calls that failed (the job ran on, and they were retried)
 	SavepointRestores int   // recoveries that restored a phase's savepoint again, before the phase completed a checkpoint
 	StartRetries      int   // Start calls that failed on an injected store error (and were retried)
+	// With FromCheckpoints: the phases started from a checkpoint, and how
+	// many of those checkpoints held records in flight.
+	CheckpointRescales, InFlightRescales int
 }
 
 // Run runs one soak job to its end and verifies it: no semantic violation,

@@ -111,7 +111,11 @@ var Rescale = Shape{
 		b := KeyedSplits(g, "source-b", keys, keys/2, n/keys/2, rate, ph.Gate, topology.Parallelism(max(1, p-1)))
 		first := Check(topology.Union(a, b), "check", p, in, sink.v)
 		p2 := MaxPhaseParallelism + 1 - p
-		topology.Sink(Check(first, "check2", p2, in, sink.v), "sink", sink.Write, topology.Parallelism(p2))
+		// Keyed into the sink (which sees each key's records in order),
+		// rather than forward: a rescale from an unaligned checkpoint
+		// redistributes the records in flight of keyed edges only.
+		second := topology.KeyBy(Check(first, "check2", p2, in, sink.v), func(e Event) int64 { return e.Key })
+		topology.Sink(second.Stream, "sink", sink.Write, topology.Parallelism(p2))
 	},
 	Want: func(n int64) map[int64]int64 {
 		w := map[int64]int64{}
