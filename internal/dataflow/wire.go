@@ -96,6 +96,11 @@ type BatchCodec interface {
 	// that decrease, or that do not end at the end of rb.Data, and records
 	// that do not decode, are refused with an error wrapping ErrCorruptBatch.
 	Decode(rb *messages.RecordBatch) (any, error)
+	// Split cuts batch after its first n records (0 < n < its length):
+	// head holds them, with no capacity beyond them, and tail the rest.
+	// Both share batch's memory, so that the operator that takes head (and
+	// returns it to its pool) cannot write over tail.
+	Split(batch any, n int) (head, tail any)
 }
 
 // edgeCodec is the BatchCodec of one edge, which CheckWire asks whether its
@@ -277,6 +282,12 @@ func (c *batchCodec[T]) Decode(rb *messages.RecordBatch) (any, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// Split implements BatchCodec.
+func (c *batchCodec[T]) Split(batch any, n int) (head, tail any) {
+	b := batch.([]T)
+	return b[:n:n], b[n:]
 }
 
 func (c *batchCodec[T]) keyGroups(rb *messages.RecordBatch, kg any, dst []int) ([]int, error) {

@@ -13,6 +13,7 @@ import (
 	"github.com/snapflow/snapflow/actors/align"
 	"github.com/snapflow/snapflow/actors/linkwatch"
 	"github.com/snapflow/snapflow/internal/dataflow"
+	"github.com/snapflow/snapflow/internal/pieces"
 	"github.com/snapflow/snapflow/internal/watermark"
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
@@ -115,6 +116,9 @@ type task struct {
 	// mailbox, nil in the modes where they do not overtake it (see
 	// task_priority.go).
 	prio *priorityMail
+	// pieces sizes the pieces a task whose records are slow processes its
+	// batches in, where barriers overtake (see task_pieces.go).
+	pieces pieces.Estimator
 	// stopAt is the checkpoint of a stop-with-savepoint this source took:
 	// it stays paused when that savepoint completes (the job stops).
 	stopAt uint64

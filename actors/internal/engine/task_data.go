@@ -380,13 +380,10 @@ func (t *task) execute(a align.Action[*batchMsg]) {
 		if f := t.sh.cfg.faults; f != nil && f.Process != nil {
 			f.Process(t.plan.ID)
 		}
-		t.ctr.in.Add(uint64(batchLen(a.Data.data))) // before the batch goes back to its pool
-		if err := t.inst.ProcessBatch(a.Input, a.Data.data, a.Data.ts); err != nil {
-			t.fail(err)
-		}
-		dataflow.ReleaseTimestamps(a.Data.ts)
 		t.dirty = true
-		if a.Data.replayed { // channel state: its credit was spent before the restore
+		if !t.processBatch(a, batchLen(a.Data.data)) || a.Data.replayed {
+			// The rest of the batch is queued again (task_pieces.go), or it
+			// is channel state, whose credit was spent before the restore.
 			return
 		}
 		in := &t.ins[a.Input]
