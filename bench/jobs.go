@@ -108,8 +108,13 @@ func buildJob(job string, rc rowConfig, p *probe) (*topology.Graph, error) {
 	tss := make([]int64, 0, 256)
 	var now int64
 	var n, reported int64
-	var sinkStart time.Time
+	sinkRate := rc.SinkRate
+	if rc.Topology == "union-skewed" {
+		sinkRate = 0 // -sink-rate is the lag's
+	}
+	pace := newPacer(sinkRate) // a slow consumer: blocks until its rate allows more
 	topology.Sink(sums, "sink", func(o benchwork.Output) error {
+		pace.record()
 		if n++; n%16 == 1 {
 			now = time.Now().UnixNano()
 		}
@@ -123,19 +128,19 @@ func buildJob(job string, rc rowConfig, p *probe) (*topology.Graph, error) {
 		p.records.Add(n - reported)
 		reported = n
 		tss = tss[:0]
-		if rc.SinkRate > 0 && rc.Topology != "union-skewed" { // a slow consumer: block until its rate allows more
-			if sinkStart.IsZero() {
-				sinkStart = time.Now()
-			}
-			time.Sleep(time.Until(sinkStart.Add(time.Duration(float64(n) / rc.SinkRate * float64(time.Second)))))
-		}
 		return nil
 	})
 	return g, nil
 }
 
-// pacer holds a task to rate records/s (0: no limit), sleeping every 256
-// records as the slow sink does. One task calls it: it needs no lock.
+// paceEvery is how many records a pacer lets through between sleeps: a
+// slow consumer spends its time spread over its records, as one that waits
+// on an external system per record would (Flink's CheckpointingTimeBenchmark
+// sleeps per record), rather than in one stall per batch.
+const paceEvery = 16
+
+// pacer holds a task to rate records/s (0: no limit), sleeping every
+// paceEvery records. One task calls it: it needs no lock.
 type pacer struct {
 	rate  float64
 	n     int64
@@ -148,7 +153,7 @@ func (p *pacer) record() {
 	if p.rate <= 0 {
 		return
 	}
-	if p.n++; p.n%256 != 0 {
+	if p.n++; p.n%paceEvery != 0 {
 		return
 	}
 	if p.start.IsZero() {

@@ -2238,8 +2238,12 @@ type InFlight struct {
 	ToSubtask      uint32 `protobuf:"varint,12,opt,name=to_subtask,json=toSubtask,proto3" json:"to_subtask,omitempty"`
 	Edge           uint32 `protobuf:"varint,13,opt,name=edge,proto3" json:"edge,omitempty"`
 	Partition      uint32 `protobuf:"varint,14,opt,name=partition,proto3" json:"partition,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// record_type is the Go type of the edge's records, as the channel's
+	// codec names it: a restore into a job whose edge carries another type
+	// refuses the item rather than decode it as that type.
+	RecordType    string `protobuf:"bytes,15,opt,name=record_type,json=recordType,proto3" json:"record_type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *InFlight) Reset() {
@@ -2368,6 +2372,13 @@ func (x *InFlight) GetPartition() uint32 {
 		return x.Partition
 	}
 	return 0
+}
+
+func (x *InFlight) GetRecordType() string {
+	if x != nil {
+		return x.RecordType
+	}
+	return ""
 }
 
 // SourceEventTime is a source task's position in event time.
@@ -3263,7 +3274,7 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"diskStates\x122\n" +
 	"\tin_flight\x18\x14 \x03(\v2\x15.snapflow.v1.InFlightR\binFlightB\f\n" +
 	"\n" +
-	"_watermark\"\x9d\x03\n" +
+	"_watermark\"\xbe\x03\n" +
 	"\bInFlight\x12\x16\n" +
 	"\x06output\x18\x01 \x01(\bR\x06output\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\rR\achannel\x12\x12\n" +
@@ -3282,7 +3293,9 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\n" +
 	"to_subtask\x18\f \x01(\rR\ttoSubtask\x12\x12\n" +
 	"\x04edge\x18\r \x01(\rR\x04edge\x12\x1c\n" +
-	"\tpartition\x18\x0e \x01(\rR\tpartition\"h\n" +
+	"\tpartition\x18\x0e \x01(\rR\tpartition\x12\x1f\n" +
+	"\vrecord_type\x18\x0f \x01(\tR\n" +
+	"recordType\"h\n" +
 	"\x0fSourceEventTime\x12#\n" +
 	"\rmax_timestamp\x18\x01 \x01(\x03R\fmaxTimestamp\x120\n" +
 	"\x14split_max_timestamps\x18\x02 \x03(\x03R\x12splitMaxTimestamps\"J\n" +

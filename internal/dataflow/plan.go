@@ -24,8 +24,8 @@ type Plan struct {
 	// with other parameters is not a different topology.
 	Params map[string]string
 
-	edges  []*edge      // every edge, in plan order (see CheckWire)
-	codecs []BatchCodec // by channel id: the codec of the channel's edge
+	edges  []*edge     // every edge, in plan order (see CheckWire)
+	codecs []edgeCodec // by channel id: the codec of the channel's edge
 }
 
 // TaskPlan is one task: one parallel instance of an operator.

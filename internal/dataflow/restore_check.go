@@ -67,6 +67,10 @@ type Restore struct {
 	// were dropped because their channels' records were redistributed
 	// (see PlanRestore).
 	DroppedWatermarks []string
+	// DroppedInFlight lists, per operator the job no longer has, the items
+	// in flight to it that were dropped with its state
+	// (AllowNonRestoredState).
+	DroppedInFlight []string
 	// inFlightRemapped: the checkpoint's channel state was placed in the
 	// plan (TaskRestore.InFlight), rather than restored with each task.
 	inFlightRemapped bool
@@ -379,8 +383,9 @@ func PlanRestore(p *Plan, declared map[string][]*messages.StateDescriptor, m *me
 		}
 		r.Rescaled = append(r.Rescaled, id)
 	}
-	if m.GetTopologyFingerprint() != p.Fingerprint && slices.ContainsFunc(ids, func(id string) bool { return old[id].inFlight }) {
-		remapInFlight(p, old, ids, cur, r, add)
+	if slices.ContainsFunc(ids, func(id string) bool { return old[id].inFlight }) &&
+		(m.GetTopologyFingerprint() != p.Fingerprint || !inFlightInPlace(p, old, ids)) {
+		remapInFlight(p, old, ids, cur, r, int(m.GetMaxParallelism()), opts.AllowNonRestoredState, add)
 	}
 	if len(e.Problems) > 0 {
 		return nil, e

@@ -19,6 +19,42 @@ func (p *Plan) LabelInFlight(ch int, it *messages.InFlight) {
 	it.FromOperatorId, it.FromSubtask = from.OperatorID, uint32(from.Subtask)
 	it.ToOperatorId, it.ToSubtask = to.OperatorID, uint32(to.Subtask)
 	it.Edge, it.Partition = uint32(c.Edge), uint32(c.Partition)
+	it.RecordType = p.codecs[ch].recordType()
+}
+
+// inFlightInPlace reports whether every labelled item of channel state in
+// old names, by its index, the channel of p it was recorded on (its
+// sender's and receiver's operator ids and subtasks, and its edge): a
+// checkpoint of the same fingerprint can then be restored as it is. A
+// topology with the same fingerprint may still number its channels
+// otherwise (the inputs of a union in another order, say).
+func inFlightInPlace(p *Plan, old map[string]*storedOperator, ids []string) bool {
+	for _, id := range ids {
+		for _, t := range old[id].tasks {
+			task := p.Task(t.id)
+			for _, it := range t.st.GetInFlight() {
+				if it.GetFromOperatorId() == "" {
+					continue // older: nothing to compare
+				}
+				if task == nil {
+					return false
+				}
+				chans := task.Inputs
+				if it.GetOutput() {
+					chans = task.Outputs
+				}
+				if int(it.GetChannel()) >= len(chans) {
+					return false
+				}
+				c := p.Channels[chans[it.GetChannel()]]
+				from, to := p.Tasks[c.From], p.Tasks[c.To]
+				if keyOf(it) != (channelKey{from: from.OperatorID, to: to.OperatorID, fromSub: from.Subtask, toSub: to.Subtask, edge: c.Edge}) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 // channelKey names a channel across plans: its edge (the receiving
@@ -54,7 +90,13 @@ type inFlightRemap struct {
 	add     func(err error, format string, args ...any)
 	// dropped counts the watermarks of redistributed channels, by edge.
 	dropped map[edgeKey]int
-	kgs     []int
+	// allowDrop: the records on their way to an operator the job no longer
+	// has are dropped with it (WithAllowNonRestoredState); gone counts
+	// them by operator.
+	allowDrop bool
+	gone      map[string]int
+	maxP      int // the checkpoint's max parallelism
+	kgs       []int
 }
 
 // remapInFlight finds the channel state of a checkpoint again in p, whose
@@ -74,14 +116,17 @@ type inFlightRemap struct {
 //
 // The watermarks of those channels are dropped (they belong to a sender
 // and receiver pair that no longer exists; the restored tasks resume from
-// their stored watermarks and their senders send new ones). Items of a
-// forward or broadcast edge, of an edge p no longer has, or stored without
+// their stored watermarks and their senders send new ones). Whether an
+// edge's channels stay is decided per edge: both its ends must keep their
+// parallelism. Items of a forward or broadcast edge that does not, of an
+// edge p no longer has or whose record type changed, or stored without
 // their channel (by an older version) are refused through add, naming the
-// edge.
+// edge; those on their way to an operator p no longer has are dropped with
+// its state when allowDrop (WithAllowNonRestoredState).
 func remapInFlight(p *Plan, old map[string]*storedOperator, ids []string, cur map[string]*newOperator, r *Restore,
-	add func(err error, format string, args ...any)) {
+	maxP int, allowDrop bool, add func(err error, format string, args ...any)) {
 	m := &inFlightRemap{p: p, r: r, old: old, cur: cur, chans: map[channelKey]int{}, refused: map[edgeKey]bool{},
-		next: map[edgeKey]int{}, dropped: map[edgeKey]int{}, add: add}
+		next: map[edgeKey]int{}, dropped: map[edgeKey]int{}, add: add, allowDrop: allowDrop, gone: map[string]int{}, maxP: maxP}
 	for id, c := range p.Channels {
 		from, to := p.Tasks[c.From], p.Tasks[c.To]
 		m.chans[channelKey{from: from.OperatorID, to: to.OperatorID, fromSub: from.Subtask, toSub: to.Subtask, edge: c.Edge}] = id
@@ -118,6 +163,9 @@ func remapInFlight(p *Plan, old map[string]*storedOperator, ids []string, cur ma
 			}
 		}
 	}
+	for _, op := range slices.Sorted(maps.Keys(m.gone)) {
+		r.DroppedInFlight = append(r.DroppedInFlight, fmt.Sprintf("to %s: %d items", op, m.gone[op]))
+	}
 	for _, e := range slices.SortedFunc(maps.Keys(m.dropped), compareEdgeKeys) {
 		r.DroppedWatermarks = append(r.DroppedWatermarks, fmt.Sprintf("%s->%s (input %d): %d", e.from, e.to, e.edge, m.dropped[e]))
 	}
@@ -148,10 +196,33 @@ func (m *inFlightRemap) place(it *messages.InFlight) {
 		return
 	}
 	recv := m.cur[k.to]
+	if recv == nil && m.allowDrop {
+		// The receiver is gone, with its state (WithAllowNonRestoredState):
+		// so are the records on their way to it.
+		m.gone[k.to]++
+		return
+	}
 	var e *edge
 	if recv != nil && len(recv.tasks) > 0 && recv.tasks[0].node != nil {
-		if ins := recv.tasks[0].node.inputs; k.edge < len(ins) && ins[k.edge].from.uid == k.from {
-			e = ins[k.edge]
+		// The edge of the same index, from the same operator; or else the
+		// one edge from that operator (the receiver may take its inputs in
+		// another order).
+		ins, found := recv.tasks[0].node.inputs, -1
+		if k.edge < len(ins) && ins[k.edge].from.uid == k.from {
+			found = k.edge
+		} else {
+			for i, in := range ins {
+				if in.from.uid == k.from {
+					if found >= 0 {
+						found = -1 // two: which is unknown
+						break
+					}
+					found = i
+				}
+			}
+		}
+		if found >= 0 {
+			e, k.edge = ins[found], found // k names the channel in the new plan from here on
 		}
 	}
 	if e == nil {
@@ -159,12 +230,29 @@ func (m *inFlightRemap) place(it *messages.InFlight) {
 			k.from, k.to, k.edge)
 		return
 	}
+	if was, now := it.GetRecordType(), e.codec.recordType(); was != "" && was != now {
+		m.refuse(ek, "the channels from operator %q to operator %q hold records in flight of type %s, but the edge now carries %s: restore the checkpoint into the job that took it, or change the type from a savepoint (always aligned)",
+			k.from, k.to, was, now)
+		return
+	}
 	was, now := Partition(it.GetPartition()), resolvePartition(e)
-	oldRecv := 0
+	oldSend, oldRecv, newSend := 0, 0, 0
+	if o := m.old[k.from]; o != nil {
+		oldSend = len(o.tasks)
+	}
 	if o := m.old[k.to]; o != nil {
 		oldRecv = len(o.tasks)
 	}
-	if ch, ok := m.chans[k]; ok && was == now && oldRecv == len(recv.tasks) {
+	if s := m.cur[k.from]; s != nil {
+		newSend = len(s.tasks)
+	}
+	// Decided per edge: its channels stay as they were only when both ends
+	// keep their parallelism (and a keyed edge its key groups). Otherwise a
+	// kept channel's watermark could overtake the redistributed records of
+	// another, and a sender's queued records could follow the records that
+	// its key groups' new owner sends.
+	kept := was == now && oldSend == newSend && oldRecv == len(recv.tasks) && (now != PartitionHash || m.maxP == m.p.MaxParallelism)
+	if ch, ok := m.chans[k]; ok && kept {
 		c := m.p.Channels[ch]
 		if it.GetOutput() {
 			m.give(c.From, it, true, c.FromOutput)
@@ -174,8 +262,8 @@ func (m *inFlightRemap) place(it *messages.InFlight) {
 		return
 	}
 	if redistributable := func(p Partition) bool { return p == PartitionHash || p == PartitionRebalance }; !redistributable(was) || !redistributable(now) {
-		m.refuse(ek, "the edge from operator %q to operator %q (%s when the checkpoint was taken, %s now) holds records in flight, which cannot be redistributed over the %d tasks of %q (from %d): only keyed (hash) and rebalance edges can be; keep the parallelism, or rescale from a savepoint (always aligned)",
-			k.from, k.to, was, now, len(recv.tasks), k.to, oldRecv)
+		m.refuse(ek, "the edge from operator %q (%d tasks, %d in the checkpoint) to operator %q (%d tasks, %d in the checkpoint), %s when the checkpoint was taken and %s now, holds records in flight, which only keyed (hash) and rebalance edges can redistribute: keep both parallelisms, or rescale from a savepoint (always aligned)",
+			k.from, newSend, oldSend, k.to, len(recv.tasks), oldRecv, was, now)
 		return
 	}
 	if it.GetIsWatermark() {

@@ -48,16 +48,15 @@ func flightCheckpoint(t *testing.T, p *Plan) (*messages.Manifest, map[string]*me
 		return states[task.ID]
 	}
 	where := map[int64]channelKey{}
-	routes := mustTask(t, p, "src#0").Routes
-	kg := routes[len(routes)-1].keyGroup.(func(int64) int)
 	for id, c := range p.Channels {
+		kg := channelKeyGroup(p, id)
 		next := int64(id * 10000)
 		batch := func(output bool, n int) *messages.InFlight {
 			recs := make([]int64, n)
 			ts := make([]int64, n)
 			for i := range recs {
 				// A keyed channel carries only records of its receiver's key groups.
-				for c.Partition == PartitionHash && TaskForKeyGroup(p.MaxParallelism, p.Tasks[c.To].Parallelism, kg(next%13)) != p.Tasks[c.To].Subtask {
+				for kg != nil && TaskForKeyGroup(p.MaxParallelism, p.Tasks[c.To].Parallelism, kg(next)) != p.Tasks[c.To].Subtask {
 					next++
 				}
 				recs[i], ts[i] = next, 5000+next
@@ -85,6 +84,18 @@ func flightCheckpoint(t *testing.T, p *Plan) (*messages.Manifest, map[string]*me
 		from.InFlight = append(from.InFlight, batch(true, 6))
 	}
 	return checkpointFrom(p, states), states, where
+}
+
+// channelKeyGroup returns the key group function of channel id's edge
+// (nil: not a hash edge).
+func channelKeyGroup(p *Plan, id int) func(int64) int {
+	c := p.Channels[id]
+	for _, r := range p.Tasks[c.From].Routes {
+		if c.FromOutput >= r.First && c.FromOutput < r.First+r.Targets && r.Partition == PartitionHash {
+			return r.keyGroup.(func(int64) int)
+		}
+	}
+	return nil
 }
 
 // replayed is what one task of a restored plan replays.
@@ -149,6 +160,10 @@ func TestRemapInFlight(t *testing.T) {
 		{"sink 3 to 4", flightShape{src: 2, agg: 2, sink: 3}, flightShape{src: 2, agg: 2, sink: 4}, []string{"agg->sink"}},
 		{"all at once", flightShape{src: 1, agg: 4, sink: 2}, flightShape{src: 3, agg: 2, sink: 5}, []string{"agg->sink", "src->agg"}},
 		{"new operator", flightShape{src: 2, agg: 3, sink: 2}, flightShape{src: 2, agg: 3, sink: 2, extra: true}, nil},
+		// The sender of a keyed edge rescaled, its receiver not: what the
+		// old senders had queued goes to the receivers as input, ahead of
+		// what the key groups' new owners send.
+		{"keyed sink, agg 3 to 2", flightShape{src: 2, agg: 3, sink: 2, edge: keyedBy7}, flightShape{src: 2, agg: 2, sink: 2, edge: keyedBy7}, []string{"agg->sink", "src->agg"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -169,10 +184,19 @@ func TestRemapInFlight(t *testing.T) {
 			if len(r.DroppedWatermarks) != len(c.moved) {
 				t.Errorf("dropped watermarks %q, want those of %q", r.DroppedWatermarks, c.moved)
 			}
-			kg := mustTask(t, p2, "src#0").Routes[len(mustTask(t, p2, "src#0").Routes)-1].keyGroup.(func(int64) int)
 			seen := map[int64]string{}
+			par := func(p *Plan, op string) int { return mustTask(t, p, op+"#0").Parallelism }
 			for id, rp := range replays(t, p2, r, states) {
 				task := mustTask(t, p2, id)
+				// Output stays queued at a sender only on an edge whose
+				// both ends kept their parallelism.
+				for ch := range rp.outputs {
+					to := p2.Tasks[p2.Channels[task.Outputs[ch]].To].Operator
+					if par(p1, task.Operator) != task.Parallelism || par(p1, to) != par(p2, to) {
+						t.Errorf("%s replays output to %s, but the edge's parallelism changed (%d->%d, %d->%d)", id, to,
+							par(p1, task.Operator), task.Parallelism, par(p1, to), par(p2, to))
+					}
+				}
 				for side, part := range []map[int][]int64{rp.inputs, rp.outputs} {
 					for _, recs := range part {
 						last := map[channelKey]int64{}
@@ -185,9 +209,11 @@ func TestRemapInFlight(t *testing.T) {
 								t.Errorf("%s replays record %d after %d, of the same old channel", id, v, l)
 							}
 							last[where[v]] = v
-							if task.Operator == "agg" && side == 0 {
-								if s := TaskForKeyGroup(p2.MaxParallelism, task.Parallelism, kg(v%13)); s != task.Subtask {
-									t.Errorf("%s replays record %d, whose key group subtask %d owns", id, v, s)
+							if side == 0 && len(task.Inputs) > 0 {
+								if kg := channelKeyGroup(p2, task.Inputs[0]); kg != nil {
+									if s := TaskForKeyGroup(p2.MaxParallelism, task.Parallelism, kg(v)); s != task.Subtask {
+										t.Errorf("%s replays record %d, whose key group subtask %d owns", id, v, s)
+									}
 								}
 							}
 						}
@@ -202,6 +228,10 @@ func TestRemapInFlight(t *testing.T) {
 			}
 		})
 	}
+}
+
+func keyedBy7(s Stream[int64]) Stream[int64] {
+	return KeyBy(s, func(v int64) int64 { return v % 7 }).Stream
 }
 
 // TestRemapInFlightKeepsChannels restores an unaligned checkpoint into a
@@ -260,11 +290,11 @@ func TestRemapInFlightRefusals(t *testing.T) {
 		want     string
 	}{
 		{"forward", flightShape{src: 2, agg: 2, sink: 2, edge: fwd}, flightShape{src: 2, agg: 3, sink: 3, edge: fwd}, false,
-			`edge from operator "agg" to operator "sink" (forward when the checkpoint was taken, forward now)`},
+			`edge from operator "agg" (3 tasks, 2 in the checkpoint) to operator "sink" (3 tasks, 2 in the checkpoint), forward when the checkpoint was taken and forward now`},
 		{"implicit forward", flightShape{src: 2, agg: 2, sink: 2}, flightShape{src: 2, agg: 2, sink: 3}, false,
-			`edge from operator "agg" to operator "sink" (forward when the checkpoint was taken, rebalance now)`},
+			`edge from operator "agg" (2 tasks, 2 in the checkpoint) to operator "sink" (3 tasks, 2 in the checkpoint), forward when the checkpoint was taken and rebalance now`},
 		{"broadcast", flightShape{src: 2, agg: 2, sink: 2, edge: Broadcast[int64]}, flightShape{src: 2, agg: 2, sink: 3, edge: Broadcast[int64]}, false,
-			`edge from operator "agg" to operator "sink" (broadcast when the checkpoint was taken, broadcast now)`},
+			`edge from operator "agg" (2 tasks, 2 in the checkpoint) to operator "sink" (3 tasks, 2 in the checkpoint), broadcast when the checkpoint was taken and broadcast now`},
 		{"older checkpoint", flightShape{src: 2, agg: 2, sink: 3}, flightShape{src: 2, agg: 3, sink: 3}, true,
 			"stored by an older snapflow"},
 	}
@@ -285,6 +315,37 @@ func TestRemapInFlightRefusals(t *testing.T) {
 			}
 		})
 	}
+	t.Run("record type changed", func(t *testing.T) {
+		p1 := flightShape{src: 2, agg: 2, sink: 3}.plan(t)
+		g := New("flight", MaxParallelism(32))
+		src := Sequence(g, "src", 0, 9, Parallelism(2))
+		agg := Map(KeyBy(src, func(v int64) int64 { return v % 13 }).Stream, "agg", func(v int64) float64 { return float64(v) }, Parallelism(2))
+		Sink(agg, "sink", discard[float64], Parallelism(4))
+		m, states, _ := flightCheckpoint(t, p1)
+		_, err := PlanRestore(mustPlan(t, g), nil, m, states, RestoreOptions{Rescale: true})
+		want := `the channels from operator "agg" to operator "sink" hold records in flight of type int64, but the edge now carries float64`
+		if !errors.Is(err, ErrRestoreRefused) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("receiver dropped", func(t *testing.T) {
+		p1 := flightShape{src: 2, agg: 2, sink: 3}.plan(t)
+		g := New("flight", MaxParallelism(32))
+		src := Sequence(g, "src", 0, 9, Parallelism(2))
+		Sink(KeyBy(src, func(v int64) int64 { return v % 13 }).Stream, "agg", discard[int64], Parallelism(2))
+		m, states, _ := flightCheckpoint(t, p1)
+		_, err := PlanRestore(mustPlan(t, g), nil, m, states, RestoreOptions{Rescale: true})
+		if !errors.Is(err, ErrRestoreRefused) || !strings.Contains(err.Error(), `operator "sink": the checkpoint holds its records in flight`) {
+			t.Fatalf("without AllowNonRestoredState: %v", err)
+		}
+		r, err := PlanRestore(mustPlan(t, g), nil, m, states, RestoreOptions{Rescale: true, AllowNonRestoredState: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(r.DroppedInFlight, " "); !strings.Contains(got, "to sink: 6 items") {
+			t.Errorf("DroppedInFlight = %q, want agg's 6 output items to sink", r.DroppedInFlight)
+		}
+	})
 	t.Run("edge gone", func(t *testing.T) {
 		p1 := flightShape{src: 2, agg: 2, sink: 3}.plan(t)
 		g := New("flight", MaxParallelism(32))
@@ -299,4 +360,56 @@ func TestRemapInFlightRefusals(t *testing.T) {
 			t.Fatalf("got %v", err)
 		}
 	})
+}
+
+// TestRemapInFlightSameFingerprint: a job whose union takes its inputs in
+// the other order has the same fingerprint but numbers the union's input
+// channels otherwise: its channel state is found by channel, not by index.
+func TestRemapInFlightSameFingerprint(t *testing.T) {
+	build := func(swap bool) *Plan {
+		g := New("flight", MaxParallelism(32))
+		a := Sequence(g, "a", 0, 9, Parallelism(1))
+		b := Sequence(g, "b", 100, 109, Parallelism(2))
+		u := Union(a, b)
+		if swap {
+			u = Union(b, a)
+		}
+		Sink(Map(u, "m", func(v int64) int64 { return v }, Parallelism(1)), "sink", discard[int64], Parallelism(1))
+		return mustPlan(t, g)
+	}
+	p1, p2 := build(false), build(true)
+	if p1.Fingerprint != p2.Fingerprint {
+		t.Skip("the fingerprint tells the two orders apart: nothing to check")
+	}
+	m, states, _ := flightCheckpoint(t, p1)
+	r, err := PlanRestore(p2, nil, m, states, RestoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.InFlightRemapped() {
+		t.Fatal("the channel state was restored by index")
+	}
+	task := mustTask(t, p2, "m#0")
+	for _, it := range r.InFlight(task.Index, nil) {
+		if it.Output {
+			continue
+		}
+		c := p2.Channels[task.Inputs[it.Channel]]
+		if it.IsWatermark {
+			// flightCheckpoint's watermark of channel id is id: channel
+			// ids of p1 differ from p2's, so compare the sender.
+			continue
+		}
+		b, err := p2.ChannelCodec(task.Inputs[it.Channel]).Decode(&messages.RecordBatch{Data: it.Data, Ends: it.Ends})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range b.([]int64) {
+			// flightCheckpoint numbers records by p1's channel id.
+			c1 := p1.Channels[int(v/10000)]
+			if from := p1.Tasks[c1.From].ID; from != p2.Tasks[c.From].ID {
+				t.Fatalf("record %d, sent by %s, is replayed on m's input from %s", v, from, p2.Tasks[c.From].ID)
+			}
+		}
+	}
 }

@@ -110,6 +110,8 @@ type edgeCodec interface {
 	// check returns why the default codec cannot carry the edge's records
 	// exactly, wrapping ErrNoWireCodec, or nil.
 	check() error
+	// recordType names the edge's record type, for labels of channel state.
+	recordType() string
 	// keyGroups appends to dst the key group of each record of rb under
 	// kg, the edge's key group function (a func(T) int).
 	keyGroups(rb *messages.RecordBatch, kg any, dst []int) ([]int, error)
@@ -283,6 +285,8 @@ func (c *batchCodec[T]) Decode(rb *messages.RecordBatch) (any, error) {
 	}
 	return b, nil
 }
+
+func (c *batchCodec[T]) recordType() string { return typeName(c.typ) }
 
 // Split implements BatchCodec.
 func (c *batchCodec[T]) Split(batch any, n int) (head, tail any) {

@@ -252,6 +252,9 @@ func planRestore(cfg *config, plan *dataflow.Plan, declared map[string][]*messag
 	if len(a.Dropped) > 0 {
 		log.Warn("dropping the state of operators the job no longer has (WithAllowNonRestoredState)", "checkpoint", m.GetCheckpointId(), "operators", a.Dropped)
 	}
+	if len(a.DroppedInFlight) > 0 {
+		log.Warn("dropping the records in flight to operators the job no longer has (WithAllowNonRestoredState)", "checkpoint", m.GetCheckpointId(), "in_flight", a.DroppedInFlight)
+	}
 	if len(a.DroppedWatermarks) > 0 {
 		log.Warn("dropping the watermarks in flight on channels whose records were redistributed; the tasks resume from their stored watermarks", "checkpoint", m.GetCheckpointId(), "watermarks", a.DroppedWatermarks)
 	}
