@@ -100,10 +100,11 @@ type inFlightRemap struct {
 }
 
 // remapInFlight finds the channel state of a checkpoint again in p, whose
-// topology or parallelism differs from the checkpoint's, and sets each
-// task's TaskRestore.InFlight. A channel that p still has, on an edge of
-// the same partitioning into an operator of the same parallelism, keeps
-// its items where they were: the receiver's input items as its input, the
+// topology or parallelism differs from the checkpoint's (or which numbers
+// the channels otherwise), and sets each task's TaskRestore.InFlight. The
+// channels of an edge whose partitioning is the same and whose two ends
+// keep their parallelism (and, keyed, the max parallelism) keep their
+// items where they were: the receiver's input items as its input, the
 // sender's output items as its output. Any other channel's items go to
 // the receivers of its edge in p, as their input, each channel's input
 // items (which its receiver had) before its output items (which its
@@ -116,9 +117,11 @@ type inFlightRemap struct {
 //
 // The watermarks of those channels are dropped (they belong to a sender
 // and receiver pair that no longer exists; the restored tasks resume from
-// their stored watermarks and their senders send new ones). Whether an
-// edge's channels stay is decided per edge: both its ends must keep their
-// parallelism. Items of a forward or broadcast edge that does not, of an
+// their stored watermarks and their senders send new ones). Deciding per
+// edge, not per channel, keeps a sender's queued records ahead of those
+// its key groups' new owner sends, and a kept watermark from overtaking
+// redistributed records. Items of a forward or broadcast edge that is not
+// kept, of an
 // edge p no longer has or whose record type changed, or stored without
 // their channel (by an older version) are refused through add, naming the
 // edge; those on their way to an operator p no longer has are dropped with
