@@ -3,7 +3,9 @@ package dataflow
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
 
 	"github.com/snapflow/snapflow/messages"
 )
@@ -299,6 +301,9 @@ func (m *inFlightRemap) place(it *messages.InFlight) {
 			return
 		}
 	}
+	if ts != nil && m.late(k, recv, ts) {
+		return
+	}
 	parts := splitByTask(it, m.kgs, ts, m.p.MaxParallelism, len(recv.tasks))
 	for s, part := range parts {
 		if part != nil {
@@ -306,6 +311,46 @@ func (m *inFlightRemap) place(it *messages.InFlight) {
 			m.give(t.Index, part, false, input(t))
 		}
 	}
+}
+
+// late refuses, and reports, records with event times ts on their way to
+// task k.toSub of the checkpoint's receiving operator, which are
+// redistributed over recv's tasks, when a record could be late after the
+// restore and was not before: a rescaled task resumes from the highest
+// watermark of its operator's stored tasks (so that no window fires
+// twice), which may be past the watermark of the task the record was on
+// its way to.
+func (m *inFlightRemap) late(k channelKey, recv *newOperator, ts []int64) bool {
+	before := int64(math.MinInt64)
+	if o := m.old[k.to]; o != nil && k.toSub < len(o.tasks) {
+		if w := o.tasks[k.toSub].st.Watermark; w != nil {
+			before = *w
+		}
+	}
+	after := int64(math.MinInt64)
+	for _, t := range recv.tasks {
+		if w := m.r.tasks[t.Index].Watermark; w != nil && *w > after {
+			after = *w
+		}
+	}
+	if after <= before {
+		return false
+	}
+	for _, t := range ts {
+		if t <= after {
+			m.refuse(edgeKey{from: k.from, to: k.to, edge: k.edge}, "operator %q: the checkpoint holds records in flight to its task %d, whose watermark was %s, with event times up to %s, and its rescaled tasks resume from watermark %s (the highest of its stored tasks', so that no window fires twice): a record on time before the rescale could be late after it. Rescale from a savepoint (always aligned), or keep its parallelism",
+				k.to, k.toSub, formatWatermark(before), formatWatermark(slices.Max(ts)), formatWatermark(after))
+			return true
+		}
+	}
+	return false
+}
+
+func formatWatermark(w int64) string {
+	if w == math.MinInt64 {
+		return "none"
+	}
+	return strconv.FormatInt(w, 10)
 }
 
 // splitByTask splits the records of item it, whose key groups are kgs and

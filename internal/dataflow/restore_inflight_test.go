@@ -315,6 +315,21 @@ func TestRemapInFlightRefusals(t *testing.T) {
 			}
 		})
 	}
+	t.Run("late after the rescale", func(t *testing.T) {
+		p1, p2 := flightShape{src: 2, agg: 2, sink: 3}.plan(t), flightShape{src: 2, agg: 3, sink: 4}.plan(t)
+		for _, w := range [][2]int64{{1e9, 1e9}, {1e9, 0}} {
+			m, states, _ := flightCheckpoint(t, p1)
+			states["agg#0"].Watermark, states["agg#1"].Watermark = &w[0], &w[1]
+			_, err := PlanRestore(p2, nil, m, states, RestoreOptions{Rescale: true})
+			switch {
+			case w[0] == w[1] && err != nil:
+				t.Fatalf("the same watermark on both stored tasks: %v", err)
+			case w[0] != w[1] && (!errors.Is(err, ErrRestoreRefused) ||
+				!strings.Contains(err.Error(), `operator "agg": the checkpoint holds records in flight to its task 1, whose watermark was 0, with event times up to`)):
+				t.Fatalf("records in flight to agg#1 (watermark 0) restored at watermark 1e9: %v", err)
+			}
+		}
+	})
 	t.Run("record type changed", func(t *testing.T) {
 		p1 := flightShape{src: 2, agg: 2, sink: 3}.plan(t)
 		g := New("flight", MaxParallelism(32))
