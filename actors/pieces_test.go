@@ -11,7 +11,6 @@ import (
 	"github.com/snapflow/snapflow/actors/actorstest"
 	"github.com/snapflow/snapflow/internal/testsrc"
 	"github.com/snapflow/snapflow/snapshots"
-	"github.com/snapflow/snapflow/topology"
 )
 
 // TestBarrierSplitsSlowBatch: where barriers overtake, a task whose
@@ -41,36 +40,24 @@ func testSplitsSlowBatch(t *testing.T, opts ...actors.Option) {
 	// The source holds at half the records until the checkpoints are done:
 	// a source that has ended takes part in no checkpoint but the final one.
 	gate := testsrc.NewGate(n / 2)
-	g := topology.New("pieces")
-	src := testsrc.GatedSplits(g, "source", n, func(i int64) int64 { return i + 1 }, gate, topology.Parallelism(1))
-	slow := topology.Process(topology.KeyBy(src, func(v int64) int64 { return v % 8 }), "slow",
-		func(ks *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, int64, int64] {
-			times := topology.MapOf[int64, int64](ks, "times")
-			return func(ctx *topology.Context[int64], v int64, out *topology.Collector[int64]) error {
-				time.Sleep(time.Millisecond) // a slow record (an external call, say); not a synchronisation
-				// Checkpoints triggered while this task still has records
-				// to process.
-				if p := processed.Add(1); p%60 == 0 && p <= 60*ckpts {
-					if j := job.Load(); j != nil {
-						go func() { _, err := j.Checkpoint(context.Background()); results <- err }()
-					} else {
-						results <- nil
-					}
-				}
-				c, _ := times.Get(v)
-				times.Put(v, c+1)
-				out.Emit(v)
-				return nil
+	g := countJob("pieces", n, gate, &processed, func(p int64) {
+		time.Sleep(time.Millisecond) // a slow record (an external call, say); not a synchronisation
+		// Checkpoints triggered while the task still has records to process.
+		if p%60 == 0 && p <= 60*ckpts {
+			if j := job.Load(); j != nil {
+				go func() { _, err := j.Checkpoint(context.Background()); results <- err }()
+			} else {
+				results <- nil
 			}
-		}, topology.Parallelism(1))
-	topology.Sink(slow, "sink", func(int64) error { return nil })
+		}
+	})
 
 	var mu sync.Mutex
 	atSnapshot := map[uint64]int64{}
 	inFlight := map[uint64]uint64{}
 	store := snapshots.NewMem()
 	faults := &actorstest.Faults{Snapshot: func(task string, id uint64) {
-		if task == "slow#0" {
+		if task == "count#0" {
 			mu.Lock()
 			atSnapshot[id] = processed.Load()
 			mu.Unlock()
@@ -83,7 +70,7 @@ func testSplitsSlowBatch(t *testing.T, opts ...actors.Option) {
 				return
 			}
 			for _, tc := range e.Tasks {
-				if tc.Task == "slow#0" {
+				if tc.Task == "count#0" {
 					mu.Lock()
 					inFlight[e.Checkpoint] = tc.InFlight
 					mu.Unlock()
@@ -110,16 +97,16 @@ func testSplitsSlowBatch(t *testing.T, opts ...actors.Option) {
 		if at%batch != 0 && at < n {
 			mid++
 		}
-		t.Logf("checkpoint %d: slow snapshotted after %d records (%d into a batch of %d); %d bytes in flight", id, at, at%batch, batch, inFlight[id])
+		t.Logf("checkpoint %d: count snapshotted after %d records (%d into a batch of %d); %d bytes in flight", id, at, at%batch, batch, inFlight[id])
 	}
 	// A barrier lands on a batch's end by chance about once in 64.
 	if mid < ckpts/2 {
-		t.Errorf("%d of %d checkpoints snapshotted slow part way through a batch, want at least 2", mid, len(atSnapshot))
+		t.Errorf("%d of %d checkpoints snapshotted count part way through a batch, want at least 2", mid, len(atSnapshot))
 	}
-	counts := countsOf(t, store, "pieces", "slow")
+	counts := countsOf(t, store, "pieces", "count")
 	for v := int64(1); v <= n; v++ {
 		if counts[v] != 1 {
-			t.Fatalf("slow counted value %d %d times", v, counts[v])
+			t.Fatalf("count counted value %d %d times", v, counts[v])
 		}
 	}
 }

@@ -394,7 +394,7 @@ func TestBarrierOvertakesMailbox(t *testing.T) {
 func testOvertakesMailbox(t *testing.T, mode actors.CheckpointMode, timeout time.Duration) {
 	const n, batch, credits = 400, 4, 4
 	var processed atomic.Int64
-	g := countJob("overtake", n, testsrc.NewGate(n), &processed)
+	g := countJob("overtake", n, testsrc.NewGate(n), &processed, nil)
 
 	release, done := make(chan struct{}), make(chan struct{})
 	defer close(done)
@@ -494,15 +494,18 @@ func testOvertakesMailbox(t *testing.T, mode actors.CheckpointMode, timeout time
 
 // countJob is a source of 1..n (one task, held at gate) into "count", one
 // keyed task that counts each value in its state and adds the records it
-// has processed to processed, into a sink.
-func countJob(name string, n int64, gate *testsrc.Gate, processed *atomic.Int64) *topology.Graph {
+// has processed to processed, into a sink. each, when not nil, is called
+// with the new count at every record, before it is counted.
+func countJob(name string, n int64, gate *testsrc.Gate, processed *atomic.Int64, each func(processed int64)) *topology.Graph {
 	g := topology.New(name)
 	src := testsrc.GatedSplits(g, "source", n, func(i int64) int64 { return i + 1 }, gate, topology.Parallelism(1))
 	counted := topology.Process(topology.KeyBy(src, func(v int64) int64 { return v % 8 }), "count",
 		func(ks *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, int64, int64] {
 			times := topology.MapOf[int64, int64](ks, "times")
 			return func(ctx *topology.Context[int64], v int64, out *topology.Collector[int64]) error {
-				processed.Add(1)
+				if p := processed.Add(1); each != nil {
+					each(p)
+				}
 				c, _ := times.Get(v)
 				times.Put(v, c+1)
 				out.Emit(v)

@@ -1,11 +1,13 @@
 package dataflow
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/snapflow/snapflow/messages"
 )
@@ -177,20 +179,7 @@ func remapInFlight(p *Plan, old map[string]*storedOperator, ids []string, cur ma
 }
 
 func compareEdgeKeys(a, b edgeKey) int {
-	switch {
-	case a.to != b.to:
-		if a.to < b.to {
-			return -1
-		}
-		return 1
-	case a.edge != b.edge:
-		return a.edge - b.edge
-	case a.from < b.from:
-		return -1
-	case a.from > b.from:
-		return 1
-	}
-	return 0
+	return cmp.Or(strings.Compare(a.to, b.to), cmp.Compare(a.edge, b.edge), strings.Compare(a.from, b.from))
 }
 
 // place decides where item it of the checkpoint goes in the new plan.

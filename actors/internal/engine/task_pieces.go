@@ -33,7 +33,6 @@ func (t *task) processBatch(a align.Action[*batchMsg], n int) bool {
 		t.runBatch(a.Input, m.data, m.ts)
 		return true
 	}
-	t.pieces.Target = pieceTarget
 	k := t.pieces.Len(n)
 	data, ts := m.data, m.ts
 	var rest any

@@ -91,6 +91,9 @@ func taskProps(sh *shared, idx int, stats ...actor.MailboxMiddleware) *actor.Pro
 	produce := func() actor.Actor {
 		t := newTask(sh, idx)
 		t.prio = prio
+		if prio != nil {
+			t.pieces.Target = pieceTarget
+		}
 		return t
 	}
 	if len(stats) == 0 {
