@@ -26,7 +26,7 @@ func onDisk(t *testing.T) {
 // valuesOf is what a value state holds, on either backend.
 func valuesOf[K Key, V any](v *ValueState[K, V]) map[K]V {
 	if v.d == nil {
-		return v.m
+		return maps.Collect(v.m.all())
 	}
 	s := v.setup
 	if err := s.flushState(); err != nil {

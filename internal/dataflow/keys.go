@@ -23,6 +23,8 @@ type keyCodec[K Key] struct {
 	custom bool
 	append func([]byte, K) []byte
 	decode func([]byte) (K, error)
+	// toU widens an integer key to 64 bits (nil for strings).
+	toU func(K) uint64
 }
 
 func newKeyCodec[K Key]() keyCodec[K] {
@@ -84,6 +86,7 @@ func newKeyCodec[K Key]() keyCodec[K] {
 		return k
 	}
 	return keyCodec[K]{
+		toU:    toU,
 		hash:   func(k K) uint64 { return HashUint64(toU(k)) },
 		append: func(b []byte, k K) []byte { return binary.BigEndian.AppendUint64(b, toU(k)) },
 		decode: func(b []byte) (K, error) {

@@ -52,7 +52,7 @@ func TestRescaleKeyedState(t *testing.T) {
 				states := map[string]*messages.TaskState{}
 				for id, inst := range insts {
 					states[id] = snapshot(t, inst)
-					for k, v := range reg[id].sum.m {
+					for k, v := range valuesOf(reg[id].sum) {
 						want[k] = v
 					}
 				}
@@ -101,7 +101,7 @@ func TestRescaleKeyedState(t *testing.T) {
 							t.Fatal(err)
 						}
 					}
-					for k, v := range reg2[task.ID].sum.m {
+					for k, v := range valuesOf(reg2[task.ID].sum) {
 						if owner := TaskForKeyGroup(aggMaxP, to, int(HashString(k)%aggMaxP)); owner != task.Subtask {
 							t.Errorf("key %q restored in %s, owned by subtask %d", k, task.ID, owner)
 						}

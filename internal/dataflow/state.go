@@ -261,7 +261,7 @@ func (s *KeyedSetup[K]) restoreGroup(g *messages.KeyGroupState) error {
 type ValueState[K Key, V any] struct {
 	name  string
 	setup *KeyedSetup[K]
-	m     map[K]V
+	m     *keyTable[K, V] // on the heap; nil on disk
 	codec Codec[V]
 	desc  *messages.StateDescriptor
 	// readMarks: V reaches a reference, so Get marks the key group dirty.
@@ -311,7 +311,7 @@ type ValueState[K Key, V any] struct {
 // to Set and kept in a variable): only what a record does through the
 // state is seen, and a checkpoint would miss the change.
 func Value[V any, K Key](s *KeyedSetup[K], name string, codec ...Codec[V]) *ValueState[K, V] {
-	v := &ValueState[K, V]{name: name, setup: s, m: map[K]V{}, readMarks: reachesReference(reflect.TypeFor[V]())}
+	v := &ValueState[K, V]{name: name, setup: s, m: newKeyTable[K, V](s.codec), readMarks: reachesReference(reflect.TypeFor[V]())}
 	switch {
 	case len(codec) > 1:
 		s.fail("state %q: %d codecs given to Value, want at most one", name, len(codec))
@@ -341,7 +341,7 @@ func (v *ValueState[K, V]) Get() (V, bool) {
 	if v.d != nil {
 		return v.diskGet()
 	}
-	x, ok := v.m[v.setup.cur.key]
+	x, ok := v.m.get(v.setup.cur.key)
 	if ok && v.ttl > 0 && v.expire(v.setup.cur.key) {
 		var zero V
 		return zero, false
@@ -358,7 +358,7 @@ func (v *ValueState[K, V]) Set(x V) {
 		v.diskSet(x, false)
 		return
 	}
-	v.m[v.setup.cur.key] = x
+	v.m.set(v.setup.cur.key, x)
 	if v.ttl > 0 {
 		v.written[v.setup.cur.key] = v.setup.now
 	}
@@ -372,7 +372,7 @@ func (v *ValueState[K, V]) Clear() {
 		v.diskSet(zero, true)
 		return
 	}
-	delete(v.m, v.setup.cur.key)
+	v.m.remove(v.setup.cur.key)
 	if v.ttl > 0 {
 		delete(v.written, v.setup.cur.key)
 	}
@@ -388,7 +388,7 @@ func (v *ValueState[K, V]) Len() int {
 	if v.ttl > 0 {
 		return v.liveLen()
 	}
-	return len(v.m)
+	return v.m.len()
 }
 
 func (v *ValueState[K, V]) descriptor() *messages.StateDescriptor { return v.desc }
@@ -399,11 +399,17 @@ func (v *ValueState[K, V]) appendEntries(b *snapshotBuilder) error {
 	// codec can alias them (immutable strings) are not copied at all. The
 	// keys of unselected key groups are hashed, not encoded.
 	al, _ := v.codec.(aliaser[V])
-	n := b.estimate(len(v.m))
+	n := b.estimate(v.m.len())
 	slab := newEntrySlab(n)
 	keys := make([]byte, 0, 8*n)
 	var vals []byte
-	for k, x := range v.m {
+	var expired []K
+	defer func() { // the table must not change while it is walked
+		for _, k := range expired {
+			v.m.remove(k)
+		}
+	}()
+	for k, x := range v.m.all() {
 		kg := v.setup.keyGroup(k)
 		if !b.selected(kg) {
 			continue
@@ -411,7 +417,7 @@ func (v *ValueState[K, V]) appendEntries(b *snapshotBuilder) error {
 		var written int64
 		if v.ttl > 0 {
 			if written = v.written[k]; b.now-written >= v.ttl {
-				delete(v.m, k) // expired: cleaned up, and not stored
+				expired = append(expired, k) // cleaned up, and not stored
 				delete(v.written, k)
 				continue
 			}
@@ -456,7 +462,7 @@ func (v *ValueState[K, V]) restoreEntry(kg int, e *messages.StateEntry) error {
 		}
 		v.written[k] = written
 	}
-	v.m[k] = x
+	v.m.set(k, x)
 	return nil
 }
 

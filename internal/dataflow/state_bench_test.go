@@ -227,7 +227,7 @@ func BenchmarkSnapshotKeyGroups(b *testing.B) {
 	}), "sink", discard[int64])
 	inst := mustInstance(b, mustPlan(b, g), "agg#0", 256, noopSender{})
 	for i := range keys {
-		sum.m[fmt.Sprintf("user-%d", i)] = int64(i)
+		sum.m.set(fmt.Sprintf("user-%d", i), int64(i))
 	}
 	ks := inst.(KeyGroupSnapshotter)
 	some := make([]uint64, KeyGroupWords(maxP))

@@ -120,7 +120,7 @@ func (v *ValueState[K, V]) expire(k K) bool {
 	if v.setup.now-v.written[k] < v.ttl {
 		return false
 	}
-	delete(v.m, k)
+	v.m.remove(k)
 	delete(v.written, k)
 	return true
 }
@@ -143,7 +143,7 @@ func (v *ValueState[K, V]) cleanup(now int64) {
 	n := 0
 	for k, w := range v.written {
 		if now-w >= v.ttl {
-			delete(v.m, k)
+			v.m.remove(k)
 			delete(v.written, k)
 		}
 		if n++; n == ttlCleanupBatch {

@@ -185,7 +185,7 @@ func TestStateTTLIncrementalCleanup(t *testing.T) {
 			v, m := j.v[len(j.v)-1], j.m[len(j.m)-1]
 			stored := func() int {
 				if !disk {
-					return len(v.m) + len(m.m)
+					return v.m.len() + len(m.m)
 				}
 				n := 0
 				if err := v.setup.disk.db.Scan(nil, nil, func(_, _ []byte) error { n++; return nil }); err != nil {

@@ -1,0 +1,123 @@
+package dataflow
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"testing"
+)
+
+// checkTable compares t with the map it should hold, and checks that every
+// key is found from its home slot without crossing an empty one (what
+// remove's shifting must keep true).
+func checkTable[K Key, V comparable](t *testing.T, step string, tb *keyTable[K, V], want map[K]V) {
+	t.Helper()
+	if tb.len() != len(want) {
+		t.Fatalf("%s: len %d, want %d", step, tb.len(), len(want))
+	}
+	got := maps.Collect(tb.all())
+	if !maps.Equal(got, want) {
+		t.Fatalf("%s: table holds %v, want %v", step, got, want)
+	}
+	for i, c := range tb.ctrl {
+		if c == 0 {
+			continue
+		}
+		k := tb.slots[i].k
+		if c != tag(tb.hash(k)) {
+			t.Fatalf("%s: slot %d of key %v has control byte %#x, want %#x", step, i, k, c, tag(tb.hash(k)))
+		}
+		for j := tb.hash(k) & tb.mask; j != uint64(i); j = (j + 1) & tb.mask {
+			if tb.ctrl[j] == 0 {
+				t.Fatalf("%s: key %v at slot %d is past empty slot %d from its home", step, k, i, j)
+			}
+		}
+	}
+}
+
+// TestKeyTableMatchesMap runs random sets, gets and removes on a table and
+// on a Go map, for each kind of key, with few keys (long runs of full
+// slots, and removals that shift them) and with many (growth).
+func TestKeyTableMatchesMap(t *testing.T) {
+	for _, keys := range []int{5, 40, 3000} {
+		t.Run(fmt.Sprintf("uint64/%d", keys), func(t *testing.T) {
+			runKeyTable(t, newKeyTable[uint64, int](newKeyCodec[uint64]()), keys, func(i int) uint64 { return uint64(i) << 40 })
+		})
+		t.Run(fmt.Sprintf("string/%d", keys), func(t *testing.T) {
+			runKeyTable(t, newKeyTable[string, int](newKeyCodec[string]()), keys, func(i int) string { return fmt.Sprintf("user-%d", i) })
+		})
+		t.Run(fmt.Sprintf("int16/%d", keys), func(t *testing.T) {
+			runKeyTable(t, newKeyTable[int16, int](newKeyCodec[int16]()), keys, func(i int) int16 { return int16(-i) })
+		})
+	}
+}
+
+func runKeyTable[K Key](t *testing.T, tb *keyTable[K, int], keys int, key func(int) K) {
+	rng := rand.New(rand.NewPCG(uint64(keys), 1))
+	want := map[K]int{}
+	for step := range 20 * keys {
+		k := key(rng.IntN(keys))
+		switch op := rng.IntN(10); {
+		case op < 5:
+			tb.set(k, step)
+			want[k] = step
+			if v, ok := tb.get(k); !ok || v != step { // the remembered lookup
+				t.Fatalf("step %d: get(%v) after set = %d, %v; want %d", step, k, v, ok, step)
+			}
+		case op < 8:
+			v, ok := tb.get(k)
+			if w, wok := want[k]; v != w || ok != wok {
+				t.Fatalf("step %d: get(%v) = %d, %v; want %d, %v", step, k, v, ok, w, wok)
+			}
+			if ok && rng.IntN(2) == 0 { // a Get then a Set of the record's key
+				tb.set(k, -step)
+				want[k] = -step
+			}
+		default:
+			tb.get(k) // remembered, then removed: a later get must not see it
+			tb.remove(k)
+			delete(want, k)
+			if _, ok := tb.get(k); ok {
+				t.Fatalf("step %d: get(%v) after remove found it", step, k)
+			}
+		}
+		if step%97 == 0 {
+			checkTable(t, fmt.Sprintf("step %d", step), tb, want)
+		}
+	}
+	checkTable(t, "end", tb, want)
+	for k := range want {
+		tb.remove(k)
+	}
+	checkTable(t, "all removed", tb, map[K]int{})
+}
+
+// TestKeyTableSeeds: two tables place the same keys differently, so that
+// which keys collide cannot be known from outside the process.
+func TestKeyTableSeeds(t *testing.T) {
+	a, b := newKeyTable[uint64, int](newKeyCodec[uint64]()), newKeyTable[uint64, int](newKeyCodec[uint64]())
+	same := 0
+	for k := range uint64(64) {
+		if a.hash(k)&a.mask == b.hash(k)&b.mask {
+			same++
+		}
+	}
+	if same == 64 {
+		t.Fatal("two tables put 64 keys in the same slots: the hash is not seeded")
+	}
+}
+
+func TestKeyTableDoesNotAllocatePerLookup(t *testing.T) {
+	tb := newKeyTable[uint64, uint64](newKeyCodec[uint64]())
+	for k := range uint64(1024) {
+		tb.set(k, k)
+	}
+	k := uint64(0)
+	if n := testing.AllocsPerRun(1000, func() {
+		v, _ := tb.get(k % 1024)
+		tb.set(k%1024, v+1)
+		k++
+	}); n != 0 {
+		t.Fatalf("get and set of present keys allocate %v times", n)
+	}
+}
