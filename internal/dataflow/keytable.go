@@ -82,11 +82,17 @@ func newKeyTable[K Key, V any](codec keyCodec[K]) *keyTable[K, V] {
 	return t
 }
 
+// hash is the seeded hash of k. The common case, an 8-byte integer, is
+// inlined into its callers.
 func (t *keyTable[K, V]) hash(k K) uint64 {
-	switch t.kind {
-	case keyWord:
+	if t.kind == keyWord {
 		return HashUint64(*(*uint64)(unsafe.Pointer(&k)) ^ t.seed)
-	case keyString:
+	}
+	return t.hashOther(k)
+}
+
+func (t *keyTable[K, V]) hashOther(k K) uint64 {
+	if t.kind == keyString {
 		return maphash.String(t.str, *(*string)(unsafe.Pointer(&k)))
 	}
 	return HashUint64(t.toU(k) ^ t.seed)

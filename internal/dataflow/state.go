@@ -261,6 +261,7 @@ func (s *KeyedSetup[K]) restoreGroup(g *messages.KeyGroupState) error {
 type ValueState[K Key, V any] struct {
 	name  string
 	setup *KeyedSetup[K]
+	cur   *current[K]     // setup.cur: the key of the record being processed
 	m     *keyTable[K, V] // on the heap; nil on disk
 	codec Codec[V]
 	desc  *messages.StateDescriptor
@@ -311,7 +312,9 @@ type ValueState[K Key, V any] struct {
 // to Set and kept in a variable): only what a record does through the
 // state is seen, and a checkpoint would miss the change.
 func Value[V any, K Key](s *KeyedSetup[K], name string, codec ...Codec[V]) *ValueState[K, V] {
-	v := &ValueState[K, V]{name: name, setup: s, m: newKeyTable[K, V](s.codec), readMarks: reachesReference(reflect.TypeFor[V]())}
+	// Read per record: on cache lines of its own (see isolated).
+	v := isolated[ValueState[K, V]]()
+	*v = ValueState[K, V]{name: name, setup: s, cur: s.cur, m: newKeyTable[K, V](s.codec), readMarks: reachesReference(reflect.TypeFor[V]())}
 	switch {
 	case len(codec) > 1:
 		s.fail("state %q: %d codecs given to Value, want at most one", name, len(codec))
@@ -341,15 +344,16 @@ func (v *ValueState[K, V]) Get() (V, bool) {
 	if v.d != nil {
 		return v.diskGet()
 	}
-	x, ok := v.m.get(v.setup.cur.key)
-	if ok && v.ttl > 0 && v.expire(v.setup.cur.key) {
+	k := v.cur.key
+	i, ok := v.m.find(k)
+	if !ok || (v.ttl > 0 && v.expire(k)) {
 		var zero V
 		return zero, false
 	}
-	if ok && v.readMarks {
+	if v.readMarks {
 		v.setup.markDirty()
 	}
-	return x, ok
+	return v.m.slots[i].v, true
 }
 
 // Set stores the current key's value.
@@ -358,11 +362,16 @@ func (v *ValueState[K, V]) Set(x V) {
 		v.diskSet(x, false)
 		return
 	}
-	v.m.set(v.setup.cur.key, x)
-	if v.ttl > 0 {
-		v.written[v.setup.cur.key] = v.setup.now
+	k := v.cur.key
+	if i, ok := v.m.find(k); ok {
+		v.m.slots[i].v = x
+	} else {
+		v.m.fill(i, k, x)
 	}
-	v.setup.markDirty()
+	if v.ttl > 0 {
+		v.written[k] = v.setup.now
+	}
+	v.cur.wrote = true // markDirty
 }
 
 // Clear removes the current key's value.
