@@ -116,6 +116,8 @@ type task struct {
 	// mailbox, nil in the modes where they do not overtake it (see
 	// task_priority.go).
 	prio *priorityMail
+	// dispatch runs the task's mailbox (dispatch.go).
+	dispatch *taskDispatcher
 	// pieces sizes the pieces a task whose records are slow processes its
 	// batches in, where barriers overtake (see task_pieces.go).
 	pieces pieces.Estimator
@@ -261,6 +263,7 @@ func (t *task) Receive(ctx actor.Context) {
 		t.shutdown()
 		return
 	case *actor.Stopped:
+		t.dispatch.stop()
 	default:
 		t.log.Warn("dropping a message of unknown type", "type", fmt.Sprintf("%T", m))
 	}

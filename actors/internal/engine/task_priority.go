@@ -88,16 +88,18 @@ func taskProps(sh *shared, idx int, stats ...actor.MailboxMiddleware) *actor.Pro
 		}
 		stats = append(stats, prio)
 	}
+	dispatch := newTaskDispatcher()
 	produce := func() actor.Actor {
 		t := newTask(sh, idx)
-		t.prio = prio
+		t.prio, t.dispatch = prio, dispatch
 		if prio != nil {
 			t.pieces.Target = pieceTarget
 		}
 		return t
 	}
-	if len(stats) == 0 {
-		return actor.PropsFromProducer(produce)
+	opts := []actor.PropsOption{actor.WithDispatcher(dispatch)}
+	if len(stats) > 0 {
+		opts = append(opts, actor.WithMailbox(actor.Unbounded(stats...)))
 	}
-	return actor.PropsFromProducer(produce, actor.WithMailbox(actor.Unbounded(stats...)))
+	return actor.PropsFromProducer(produce, opts...)
 }
