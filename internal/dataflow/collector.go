@@ -31,6 +31,10 @@ type Collector[T any] struct {
 	// input record's timestamp, or a timer's time).
 	timed bool
 	ts    int64
+	// single is the batch of the only target, when the Collector has one
+	// route to one target, records of static size and no timestamps: Emit
+	// appends to it directly. nil otherwise.
+	single *outBatch[T]
 }
 
 // route is one outgoing edge: its partitioning and a batch being filled per
@@ -105,6 +109,9 @@ func newSideCollector[T any](ic *InstanceContext, side int) (*Collector[T], erro
 		c.routes[i] = r
 		i++
 	}
+	if n == 1 && len(c.routes[0].outs) == 1 && c.routes[0].partition != PartitionBroadcast && c.sizer == nil && !c.timed {
+		c.single = &c.routes[0].outs[0]
+	}
 	return c, nil
 }
 
@@ -114,7 +121,18 @@ func (r *route[T]) target(v *T) int {
 }
 
 // Emit sends v downstream. It allocates nothing except when a batch is full.
-func (c *Collector[T]) Emit(v T) { c.emit(&v, -1) }
+func (c *Collector[T]) Emit(v T) {
+	// The usual output of one target, records of static size and no
+	// timestamps: a record that neither starts nor fills its batch is
+	// appended here, inlined into the operator.
+	if o := c.single; o != nil {
+		if n := len(o.recs); n > 0 && n+1 < c.batchSize {
+			o.recs = append(o.recs, v)
+			return
+		}
+	}
+	c.emit(&v, -1)
+}
 
 // emitSized is Emit of a record whose estimated size the caller knows.
 func (c *Collector[T]) emitSized(v T, size int) { c.emit(&v, size) }

@@ -160,6 +160,47 @@ func TestCollectorBatching(t *testing.T) {
 	}
 }
 
+// TestCollectorSingleTarget: a Collector with one route to one target
+// appends in Emit itself (single); its batches are those of the general
+// path: full ones sent at once, in order, the rest at the flush. Collectors
+// with more targets, timestamps or sized records take the general path.
+func TestCollectorSingleTarget(t *testing.T) {
+	g := New("job")
+	Sink(Sequence(g, "src", 1, 2), "sink", discard[int64])
+	_, _, c, f := collectorFor[int64](t, g, "src#0", 4)
+	if c.single == nil {
+		t.Fatal("one route to one target: Emit does not append directly")
+	}
+	for _, v := range seq(11) {
+		c.Emit(v)
+	}
+	c.flush()
+	var got [][]int64
+	for _, s := range f.sends {
+		got = append(got, s.batch.([]int64))
+	}
+	want := [][]int64{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10}}
+	if !slices.EqualFunc(got, want, slices.Equal) {
+		t.Fatalf("batches %v, want %v", got, want)
+	}
+
+	g = New("job")
+	Sink(Rebalance(Sequence(g, "src", 1, 2)), "sink", discard[int64], Parallelism(3))
+	if _, _, c, _ := collectorFor[int64](t, g, "src#0", 4); c.single != nil {
+		t.Error("three targets: Emit appends directly")
+	}
+	g = New("job")
+	Sink(FromSlice(g, "src", []string{"a"}), "sink", discard[string])
+	p := mustPlan(t, g)
+	sc, err := newCollector[string](&InstanceContext{Task: mustTask(t, p, "src#0"), BatchSize: 4, BatchBytes: 1 << 10, Sender: &fakeSender{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.single != nil {
+		t.Error("records sized one by one (strings under a byte bound): Emit appends directly")
+	}
+}
+
 func TestCollectorBatchSizeAtLeastOne(t *testing.T) {
 	g := New("job")
 	Sink(Sequence(g, "src", 1, 2), "sink", discard[int64])

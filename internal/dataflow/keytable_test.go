@@ -121,3 +121,47 @@ func TestKeyTableDoesNotAllocatePerLookup(t *testing.T) {
 		t.Fatalf("get and set of present keys allocate %v times", n)
 	}
 }
+
+// TestValueStateGetClearSet: records that Get their key, may Clear it, Set
+// it, Get it again and may Clear it last hold the values a map model
+// holds. Set after a Get takes the remembered slot only while the table
+// is unchanged: with a Clear between them, it must insert again.
+func TestValueStateGetClearSet(t *testing.T) {
+	g := New("job")
+	var st *ValueState[int64, int64]
+	byN := KeyBy(FromSlice(g, "src", []event{}), func(e event) int64 { return e.N % 37 })
+	Sink(Process(byN, "agg", func(s *KeyedSetup[int64]) ProcessFunc[int64, event, int64] {
+		st = Value[int64](s, "v")
+		return func(ctx *Context[int64], e event, _ *Collector[int64]) error {
+			v, _ := st.Get()
+			if e.N%3 == 0 {
+				st.Clear()
+			}
+			st.Set(v + e.N)
+			if w, ok := st.Get(); !ok || w != v+e.N {
+				return fmt.Errorf("key %d: Get after Set = %d, %v; want %d", ctx.Key(), w, ok, v+e.N)
+			}
+			if e.N%5 == 0 {
+				st.Clear()
+			}
+			return nil
+		}
+	}), "sink", discard[int64])
+	inst := mustInstance(t, mustPlan(t, g), "agg#0", 256, noopSender{})
+	want := map[int64]int64{}
+	batch := make([]event, 0, 1000)
+	for n := range int64(1000) {
+		batch = append(batch, event{N: n})
+		k := n % 37
+		want[k] += n
+		if n%5 == 0 {
+			delete(want, k)
+		}
+	}
+	if err := inst.ProcessBatch(0, batch, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := valuesOf(st); !maps.Equal(got, want) {
+		t.Fatalf("state %v, want %v", got, want)
+	}
+}
