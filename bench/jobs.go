@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -102,47 +101,38 @@ func buildJob(job string, rc rowConfig, p *probe) (*topology.Graph, error) {
 	}
 	sums := sumStage(topology.KeyBy(in, recordKey), "sum", par, rc, p)
 	// One sink task, run by one actor at a time: its state needs no lock.
-	// The clock is read when a record's time stamp differs from the last
-	// one's: the records one source read stamped with one clock read share
-	// it. That is once per source batch, as the hand-written baselines read
-	// it once per batch received; per record, the reads would cost more
-	// than the work measured. The probe is updated every 256 records, and
-	// at the last record of a bounded run, so that its count is exact.
+	// It takes the records a batch at a time, as the hand-written baselines
+	// do, and reads the clock once per batch (per record, the reads would
+	// cost more than the work measured), and again after a paced sleep.
+	// The probe is updated every 256 records, and at the last record of a
+	// bounded run, so that its count is exact.
 	tss := make([]int64, 0, 256)
-	var now, stamp int64 = 0, math.MinInt64
 	var n, reported int64
-	var timing bool // the measuring window is open: latencies count
-	count := func(o benchwork.Output) error {
-		if o.TS != stamp {
-			stamp, now, timing = o.TS, time.Now().UnixNano(), p.window.Load()
-		}
-		if timing {
-			tss = append(tss, o.TS-now) // latency = now - TS, see RecordBatch below
-		}
-		if n++; n%256 != 0 && n != sinkTotal {
-			return nil
-		}
-		p.latency.RecordBatch(0, tss)
-		p.records.Add(n - reported)
-		reported = n
-		tss = tss[:0]
-		return nil
-	}
 	sinkRate := rc.SinkRate
 	if rc.Topology == "union-skewed" {
 		sinkRate = 0 // -sink-rate is the lag's
 	}
-	write := count
-	if sinkRate > 0 {
-		pace := newPacer(sinkRate) // a slow consumer: blocks until its rate allows more
-		write = func(o benchwork.Output) error {
-			if pace.record() {
-				stamp = math.MinInt64 // read the clock again after a sleep
+	pace := newPacer(sinkRate) // a slow consumer: blocks until its rate allows more
+	topology.SinkBatch(sums, "sink", func(batch []benchwork.Output) error {
+		now := time.Now().UnixNano()
+		timing := p.window.Load() // the measuring window is open: latencies count
+		for _, o := range batch {
+			if sinkRate > 0 && pace.record() {
+				now = time.Now().UnixNano()
 			}
-			return count(o)
+			if timing {
+				tss = append(tss, o.TS-now) // latency = now - TS, see RecordBatch below
+			}
+			if n++; n%256 != 0 && n != sinkTotal {
+				continue
+			}
+			p.latency.RecordBatch(0, tss)
+			p.records.Add(n - reported)
+			reported = n
+			tss = tss[:0]
 		}
-	}
-	topology.Sink(sums, "sink", write)
+		return nil
+	})
 	return g, nil
 }
 

@@ -102,6 +102,15 @@ func Sink[T any](s Stream[T], name string, write func(T) error, opts ...Option) 
 	dataflow.Sink(s, name, write, opts...)
 }
 
+// SinkBatch adds a sink that calls write with the records as they arrive,
+// a batch at a time: at most the job's batch size (actors.WithBatchSize),
+// in order per input. write must not keep the slice, which is reused once
+// it returns. Records replayed after a recovery are written again, as with
+// Sink.
+func SinkBatch[T any](s Stream[T], name string, write func([]T) error, opts ...Option) {
+	dataflow.SinkBatch(s, name, write, opts...)
+}
+
 // TwoPhaseSink is a transactional sink, one instance per sink task, whose
 // writes become visible exactly once, through the checkpoints (two-phase
 // commit, as Flink's TwoPhaseCommitSinkFunction):

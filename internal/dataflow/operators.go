@@ -504,3 +504,31 @@ func (k *sinkInstance[T]) ProcessBatch(_ int, batch any, _ []int64) error {
 }
 
 func (k *sinkInstance[T]) Flush() {}
+
+// SinkBatch adds a sink that calls write with the records as they arrive, a
+// batch at a time (at most the job's batch size, in order per input).
+// write must not keep the slice, which is reused once it returns. Output
+// is at-least-once, as Sink's.
+func SinkBatch[T any](s Stream[T], name string, write func([]T) error, opts ...Option) {
+	checkFn(s.g, name, write, write == nil)
+	n := s.g.addNode(name, KindSink, opts, func(*InstanceContext) (Instance, error) {
+		return &batchSinkInstance[T]{write: write, in: newInputs[T]()}, nil
+	})
+	connect(n, s)
+}
+
+type batchSinkInstance[T any] struct {
+	stateless
+	write func([]T) error
+	in    inputs[T]
+}
+
+func (k *batchSinkInstance[T]) ProcessBatch(_ int, batch any, _ []int64) error {
+	if err := k.write(batch.([]T)); err != nil {
+		return err
+	}
+	k.in.release(batch)
+	return nil
+}
+
+func (k *batchSinkInstance[T]) Flush() {}
