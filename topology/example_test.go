@@ -45,6 +45,26 @@ func Example() {
 	// Output: [2500 2550] <nil>
 }
 
+// A sink that writes in bulk takes the records a batch at a time; it must
+// copy what it keeps, as the slice is reused.
+func ExampleSinkBatch() {
+	g := topology.New("bulk")
+	nums := topology.Sequence(g, "source", 1, 1000)
+	var mu sync.Mutex
+	var rows, writes int
+	topology.SinkBatch(nums, "db", func(batch []int64) error {
+		mu.Lock()
+		defer mu.Unlock()
+		rows += len(batch) // one INSERT of len(batch) rows, say
+		writes++
+		return nil
+	})
+
+	err := actors.Run(context.Background(), g, actors.WithStore(snapshots.NewMem()), actors.WithBatchSize(100))
+	fmt.Println(rows, writes >= 10, err)
+	// Output: 1000 true <nil>
+}
+
 // Validate reports every problem of a graph at once, each naming its
 // operator.
 func ExampleGraph_Validate() {

@@ -506,7 +506,8 @@ func (k *sinkInstance[T]) ProcessBatch(_ int, batch any, _ []int64) error {
 func (k *sinkInstance[T]) Flush() {}
 
 // SinkBatch adds a sink that calls write with the records as they arrive, a
-// batch at a time (at most the job's batch size, in order per input).
+// batch at a time (at most the job's batch size, never empty, in order per
+// input).
 // write must not keep the slice, which is reused once it returns. Output
 // is at-least-once, as Sink's.
 func SinkBatch[T any](s Stream[T], name string, write func([]T) error, opts ...Option) {
