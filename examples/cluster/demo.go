@@ -79,7 +79,7 @@ func (d *demo) jobArgs() []string {
 	return []string{
 		"-records", strconv.FormatInt(d.o.job.records, 10), "-keys", strconv.FormatInt(d.o.job.keys, 10),
 		"-rate", strconv.FormatFloat(d.o.job.rate, 'g', -1, 64), "-record-bytes", strconv.Itoa(d.o.job.recordBytes),
-		"-hold", d.hold,
+		"-sink-delay", d.o.job.sinkDelay.String(), "-hold", d.hold,
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/snapflow/snapflow/topology"
@@ -35,6 +36,7 @@ type jobParams struct {
 	recordBytes int           // each record is padded to about this size
 	hold        string        // sources pause halfway until this file exists ("": never)
 	sinkDir     string        // the sink's part files (topology/filesink; "": the sink discards)
+	sinkDelay   time.Duration // the discarding sink spends this long per record (0: none)
 	variant     int           // 2 changes the sum's parallelism (tests of the fingerprint check)
 	holdPoll    time.Duration // how often a held source looks for the hold file
 }
@@ -66,6 +68,7 @@ func (p jobParams) params() map[string]string {
 		"rate":         strconv.FormatFloat(p.rate, 'g', -1, 64),
 		"record-bytes": strconv.Itoa(p.recordBytes),
 		"sink-dir":     p.sinkDir,
+		"sink-delay":   p.sinkDelay.String(),
 	}
 }
 
@@ -109,13 +112,29 @@ func buildJob(p jobParams) *topology.Graph {
 			return nil
 		}
 	}, topology.Parallelism(p.sumOperatorParallelism()))
-	if p.sinkDir != "" {
+	switch {
+	case p.sinkDir != "":
 		topology.TwoPhaseCommitSink(sums, "sink", filesink.New(p.sinkDir, filesink.Lines(formatTotal)))
-	} else {
+	case p.sinkDelay > 0:
+		// A slow consumer: it sleeps once every sinkDelayEvery records, for
+		// as long as they take, so that the sleeps are long enough to be
+		// kept by the timer.
+		var n atomic.Int64
+		topology.Sink(sums, "sink", func(total) error {
+			if n.Add(1)%sinkDelayEvery == 0 {
+				time.Sleep(sinkDelayEvery * p.sinkDelay)
+			}
+			return nil
+		})
+	default:
 		topology.Sink(sums, "sink", func(total) error { return nil })
 	}
 	return g
 }
+
+// sinkDelayEvery is how many records the slow sink of -sink-delay takes
+// between its sleeps.
+const sinkDelayEvery = 16
 
 // sourceRecords is how many records source task subtask of parallelism
 // emits: the indexes subtask, subtask+parallelism, ... below records.

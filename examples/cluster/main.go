@@ -161,6 +161,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Float64Var(&o.job.rate, "rate", 5000, "job: records/s of all the sources together, so that a run lasts a while (0: as fast as possible)")
 	fs.IntVar(&o.job.recordBytes, "record-bytes", 0, "job: pad each record to this many bytes (the same on every node)")
 	fs.StringVar(&o.job.sinkDir, "sink-dir", "", "job: the sink writes its output, a line \"key sum\" per record, exactly once into part files in this `directory` (topology/filesink), which every node shares; the coordinator checks them at the end (\"\": the sink discards the output)")
+	fs.DurationVar(&o.job.sinkDelay, "sink-delay", 0, "job: the sink (without -sink-dir) spends this long per record, a slow consumer: the records queue behind it, and unaligned checkpoints store those a barrier overtakes (0: none)")
 	fs.StringVar(&o.job.hold, "hold", "", "job: the sources pause halfway until this file exists (the demo and the tests use it to act while the job runs)")
 	fs.IntVar(&o.job.variant, "variant", 1, "test only: 2 changes the sum's parallelism, and so the topology's fingerprint")
 	fs.Usage = func() {
@@ -228,6 +229,8 @@ func (o options) check() error {
 		return bad("-rate %v: want 0 (unpaced) or more", o.job.rate)
 	case o.job.recordBytes < 0 || o.job.recordBytes > cluster.MaxWireRecord:
 		return bad("-record-bytes %d: want 0..%d", o.job.recordBytes, cluster.MaxWireRecord)
+	case o.job.sinkDelay < 0 || (o.job.sinkDelay > 0 && o.job.sinkDir != ""):
+		return bad("-sink-delay %v: want 0 (none) or a positive duration, without -sink-dir", o.job.sinkDelay)
 	case o.job.variant != 1 && o.job.variant != 2:
 		return bad("-variant %d: want 1 or 2", o.job.variant)
 	case o.interval < 0:

@@ -25,6 +25,7 @@ const (
 	soakCoordinatorEvery = 8
 	soakCoordinatorAt    = 3
 	soakWorkers          = 4
+	soakSinkDelay        = 500 * time.Microsecond
 )
 
 // Failure kinds.
@@ -35,8 +36,9 @@ const (
 )
 
 // TestClusterSoak is the chaos soak's cluster shape: a coordinator and 4
-// workers run the keyed job with 20 ms checkpoints and a 1 s heartbeat
-// timeout while a seeded random schedule (the seed is logged;
+// workers run the keyed job with 20 ms checkpoints, a 1 s heartbeat timeout
+// and a sink slower than the sources (its checkpoint mode, aligned,
+// unaligned or aligned with a 1 ms timeout, is chosen by the seed) while a seeded random schedule (the seed is logged;
 // SNAPFLOW_SEED=<seed> replays the schedule) injects node failures one at
 // a time: SIGKILL of a worker that runs tasks (and a replacement worker
 // started), SIGSTOP of one (resumed by SIGCONT once the coordinator has
@@ -73,7 +75,12 @@ func TestClusterSoak(t *testing.T) {
 	mode := [][]string{nil, {"-checkpoint-mode", "unaligned"}, {"-align-timeout", "1ms"}}[seed%3]
 	t.Logf("cluster soak: seed %d (replay with SNAPFLOW_SEED=%d), %d node failures, checkpoint mode flags %q", seed, seed, failures, mode)
 	s := newSoak(t, seed, records, rate)
+	// The sink takes at most 2,000 records/s, half the sources' rate: the
+	// records queue behind it while they flow, and the barriers of unaligned
+	// checkpoints (and of timed-out aligned ones) overtake them.
+	s.job = append(s.job, "-sink-delay", soakSinkDelay.String())
 	s.job = append(s.job, mode...)
+	s.overtakes = mode != nil
 	began := time.Now()
 	s.startAll()
 	for n := range failures {
@@ -105,6 +112,7 @@ type soak struct {
 
 	counts    map[string]int // failures by kind
 	firstStop *bool          // whether failure 0 is a worker stop (failure 1 is the other kind)
+	overtakes bool           // barriers overtake records: some checkpoint must store records in flight
 }
 
 func newSoak(t *testing.T, seed uint64, records, rate int) *soak {
@@ -289,4 +297,7 @@ func (s *soak) report(seed uint64, d time.Duration) {
 	s.t.Logf("cluster soak: seed=%d failures=%d (%s=%d %s=%d %s=%d) rollbacks=%d checkpoints=%d (%d with records in flight) duration=%v",
 		seed, total, workerKill, s.counts[workerKill], workerStop, s.counts[workerStop], coordinatorKill, s.counts[coordinatorKill],
 		rollbacks, checkpoints, inFlight, d.Round(time.Millisecond))
+	if s.overtakes && inFlight == 0 {
+		s.t.Error("no checkpoint stored records in flight: the barriers overtook none behind the slow sink")
+	}
 }
