@@ -7,9 +7,11 @@ import (
 	"testing"
 )
 
-// checkTable compares t with the map it should hold, and checks that every
-// key is found from its home slot without crossing an empty one (what
-// remove's shifting must keep true).
+// checkTable compares t with the map it should hold, and checks its
+// layout: every part serves the directory entries of its top bits and
+// holds only keys of them, its count is right, and every key is found from
+// its home slot without crossing an empty one (what remove's shifting must
+// keep true).
 func checkTable[K Key, V comparable](t *testing.T, step string, tb *keyTable[K, V], want map[K]V) {
 	t.Helper()
 	if tb.len() != len(want) {
@@ -19,18 +21,35 @@ func checkTable[K Key, V comparable](t *testing.T, step string, tb *keyTable[K, 
 	if !maps.Equal(got, want) {
 		t.Fatalf("%s: table holds %v, want %v", step, got, want)
 	}
-	for i, c := range tb.ctrl {
-		if c == 0 {
-			continue
-		}
-		k := tb.slots[i].k
-		if c != tag(tb.hash(k)) {
-			t.Fatalf("%s: slot %d of key %v has control byte %#x, want %#x", step, i, k, c, tag(tb.hash(k)))
-		}
-		for j := tb.hash(k) & tb.mask; j != uint64(i); j = (j + 1) & tb.mask {
-			if tb.ctrl[j] == 0 {
-				t.Fatalf("%s: key %v at slot %d is past empty slot %d from its home", step, k, i, j)
+	if len(tb.dir) != 1<<tb.depth {
+		t.Fatalf("%s: directory of %d entries at depth %d", step, len(tb.dir), tb.depth)
+	}
+	for e, p := range tb.dir {
+		n := 0
+		for i, c := range p.ctrl {
+			if c == 0 {
+				continue
 			}
+			n++
+			k := p.slots[i].k
+			h := tb.hash(k)
+			if c != tag(h) {
+				t.Fatalf("%s: slot %d of key %v has control byte %#x, want %#x", step, i, k, c, tag(h))
+			}
+			if tb.part(h) != p {
+				t.Fatalf("%s: key %v is in the part of directory entry %d, not in the part its hash selects", step, k, e)
+			}
+			for j := h & p.mask; j != uint64(i); j = (j + 1) & p.mask {
+				if p.ctrl[j] == 0 {
+					t.Fatalf("%s: key %v at slot %d is past empty slot %d from its home", step, k, i, j)
+				}
+			}
+		}
+		if n != p.n {
+			t.Fatalf("%s: a part holds %d keys and counts %d", step, n, p.n)
+		}
+		if first := e >> (tb.depth - p.depth) << (tb.depth - p.depth); tb.dir[first] != p {
+			t.Fatalf("%s: directory entry %d's part (depth %d) does not start its run at entry %d", step, e, p.depth, first)
 		}
 	}
 }
@@ -39,7 +58,7 @@ func checkTable[K Key, V comparable](t *testing.T, step string, tb *keyTable[K, 
 // on a Go map, for each kind of key, with few keys (long runs of full
 // slots, and removals that shift them) and with many (growth).
 func TestKeyTableMatchesMap(t *testing.T) {
-	for _, keys := range []int{5, 40, 3000} {
+	for _, keys := range []int{5, 40, 3000, 30000} {
 		t.Run(fmt.Sprintf("uint64/%d", keys), func(t *testing.T) {
 			runKeyTable(t, newKeyTable[uint64, int](newKeyCodec[uint64]()), keys, func(i int) uint64 { return uint64(i) << 40 })
 		})
@@ -81,11 +100,14 @@ func runKeyTable[K Key](t *testing.T, tb *keyTable[K, int], keys int, key func(i
 				t.Fatalf("step %d: get(%v) after remove found it", step, k)
 			}
 		}
-		if step%97 == 0 {
+		if step%max(97, keys) == 0 {
 			checkTable(t, fmt.Sprintf("step %d", step), tb, want)
 		}
 	}
 	checkTable(t, "end", tb, want)
+	if len(want) > maxPartSlots/4*3 && tb.depth == 0 {
+		t.Fatalf("%d keys in one part: it never split", len(want))
+	}
 	for k := range want {
 		tb.remove(k)
 	}
@@ -98,12 +120,12 @@ func TestKeyTableSeeds(t *testing.T) {
 	a, b := newKeyTable[uint64, int](newKeyCodec[uint64]()), newKeyTable[uint64, int](newKeyCodec[uint64]())
 	same := 0
 	for k := range uint64(64) {
-		if a.hash(k)&a.mask == b.hash(k)&b.mask {
+		if a.hash(k) == b.hash(k) {
 			same++
 		}
 	}
-	if same == 64 {
-		t.Fatal("two tables put 64 keys in the same slots: the hash is not seeded")
+	if same > 0 {
+		t.Fatalf("two tables hash %d of 64 keys alike: the hash is not seeded", same)
 	}
 }
 

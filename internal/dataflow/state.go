@@ -345,7 +345,7 @@ func (v *ValueState[K, V]) Get() (V, bool) {
 		return v.diskGet()
 	}
 	k := v.cur.key
-	i, ok := v.m.find(k)
+	p, i, ok := v.m.find(k)
 	if !ok || (v.ttl > 0 && v.expire(k)) {
 		var zero V
 		return zero, false
@@ -353,7 +353,7 @@ func (v *ValueState[K, V]) Get() (V, bool) {
 	if v.readMarks {
 		v.setup.markDirty()
 	}
-	return v.m.slots[i].v, true
+	return p.slots[i].v, true
 }
 
 // Set stores the current key's value.
@@ -361,7 +361,7 @@ func (v *ValueState[K, V]) Set(x V) {
 	// A Set of the key the record's Get just found, inlined into the
 	// operator: the slot is known (see keyTable).
 	if t := v.m; t != nil && v.ttl == 0 && t.lastGen == t.gen && t.lastFound && t.lastKey == v.cur.key {
-		t.slots[t.lastSlot].v = x
+		t.lastPart.slots[t.lastSlot].v = x
 		v.cur.wrote = true // markDirty
 		return
 	}
@@ -374,10 +374,10 @@ func (v *ValueState[K, V]) set(x V) {
 		return
 	}
 	k := v.cur.key
-	if i, ok := v.m.find(k); ok {
-		v.m.slots[i].v = x
+	if p, i, ok := v.m.find(k); ok {
+		p.slots[i].v = x
 	} else {
-		v.m.fill(i, k, x)
+		v.m.fill(p, i, k, x)
 	}
 	if v.ttl > 0 {
 		v.written[k] = v.setup.now
