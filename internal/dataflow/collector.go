@@ -124,7 +124,7 @@ func (r *route[T]) target(v *T) int {
 func (c *Collector[T]) Emit(v T) {
 	// The usual output of one target, records of static size and no
 	// timestamps: a record that neither starts nor fills its batch is
-	// appended here, inlined into the operator.
+	// appended here, without emit's checks and call.
 	if o := c.single; o != nil {
 		if n := len(o.recs); n > 0 && n+1 < c.batchSize {
 			o.recs = append(o.recs, v)

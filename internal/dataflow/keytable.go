@@ -24,8 +24,8 @@ import (
 // empty, else 0x80 and 7 bits of the key's hash, so that a probe compares
 // keys only on a likely match). A part doubles up to maxPartSlots slots
 // and then splits in two by the next bit of the hash, so that growing a
-// table of any size copies at most one part: no pause and no allocation
-// grows with the state.
+// table of any size copies the keys of one part at most; only the
+// directory, a pointer per part, is copied when it doubles.
 //
 // Keys are hashed with a seed drawn per table (maphash for strings, the
 // murmur3 finaliser over the integer for integer keys), so that the slots
@@ -113,8 +113,9 @@ func newKeyPart[K Key, V any](slots int, depth uint8) *keyPart[K, V] {
 		mask: uint64(slots - 1), max: slots / 4 * 3, depth: depth}
 }
 
-// hash is the seeded hash of k. The common case, an 8-byte integer, is
-// inlined into its callers.
+// hash is the seeded hash of k. find computes the common case, an 8-byte
+// integer, itself: generic code is compiled once per shape, and this
+// method is over the compiler's inlining budget there.
 func (t *keyTable[K, V]) hash(k K) uint64 {
 	if t.kind == keyWord {
 		return HashUint64(*(*uint64)(unsafe.Pointer(&k)) ^ t.seed)
@@ -147,7 +148,12 @@ func (t *keyTable[K, V]) find(k K) (*keyPart[K, V], uint64, bool) {
 	if t.lastGen == t.gen && t.lastKey == k {
 		return t.lastPart, t.lastSlot, t.lastFound
 	}
-	h := t.hash(k)
+	var h uint64
+	if t.kind == keyWord {
+		h = HashUint64(*(*uint64)(unsafe.Pointer(&k)) ^ t.seed)
+	} else {
+		h = t.hashOther(k)
+	}
 	p := t.part(h)
 	want := tag(h)
 	i := h & p.mask

@@ -506,8 +506,9 @@ func (k *sinkInstance[T]) ProcessBatch(_ int, batch any, _ []int64) error {
 func (k *sinkInstance[T]) Flush() {}
 
 // SinkBatch adds a sink that calls write with the records as they arrive, a
-// batch at a time (at most the job's batch size, never empty, in order per
-// input).
+// batch at a time (never empty, in order per input; at most the job's batch
+// size, except records replayed from an unaligned checkpoint, which come in
+// the batches of the job that took it).
 // write must not keep the slice, which is reused once it returns. Output
 // is at-least-once, as Sink's.
 func SinkBatch[T any](s Stream[T], name string, write func([]T) error, opts ...Option) {

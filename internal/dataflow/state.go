@@ -358,8 +358,8 @@ func (v *ValueState[K, V]) Get() (V, bool) {
 
 // Set stores the current key's value.
 func (v *ValueState[K, V]) Set(x V) {
-	// A Set of the key the record's Get just found, inlined into the
-	// operator: the slot is known (see keyTable).
+	// A Set of the key the record's Get just found writes its slot
+	// without another lookup (see keyTable).
 	if t := v.m; t != nil && v.ttl == 0 && t.lastGen == t.gen && t.lastFound && t.lastKey == v.cur.key {
 		t.lastPart.slots[t.lastSlot].v = x
 		v.cur.wrote = true // markDirty
