@@ -124,7 +124,13 @@ func (c *testCluster) startWorker(name, join string, extra ...string) (*child, s
 // deadline passes.
 func (c *testCluster) await(p *child, from int, what string, match func(string) bool) (int, string) {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(c.t.Context(), awaitDeadline)
+	return c.awaitWithin(p, from, what, awaitDeadline, match)
+}
+
+// awaitWithin is await with a deadline of its own.
+func (c *testCluster) awaitWithin(p *child, from int, what string, deadline time.Duration, match func(string) bool) (int, string) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(c.t.Context(), deadline)
 	defer cancel()
 	i, line, err := p.waitLine(ctx, from, match)
 	if err != nil {
@@ -177,7 +183,14 @@ func (c *testCluster) release() {
 // 0, and for every worker to exit 0.
 func (c *testCluster) expectExact(coord *child, workers ...*child) {
 	c.t.Helper()
-	c.await(coord, 0, okLine, func(l string) bool { return l == okLine })
+	c.expectExactWithin(coord, awaitDeadline, workers...)
+}
+
+// expectExactWithin is expectExact for a job whose end may take longer
+// than awaitDeadline: one paced to a known rate.
+func (c *testCluster) expectExactWithin(coord *child, deadline time.Duration, workers ...*child) {
+	c.t.Helper()
+	c.awaitWithin(coord, 0, okLine, deadline, func(l string) bool { return l == okLine })
 	if code := c.exit(coord); code != 0 {
 		c.t.Fatalf("the coordinator exited %d after %q", code, okLine)
 	}

@@ -26,6 +26,7 @@ const (
 	soakCoordinatorAt    = 3
 	soakWorkers          = 4
 	soakSinkDelay        = 500 * time.Microsecond
+	soakBatch            = 32
 )
 
 // Failure kinds.
@@ -77,8 +78,10 @@ func TestClusterSoak(t *testing.T) {
 	s := newSoak(t, seed, records, rate)
 	// The sink takes at most 2,000 records/s, half the sources' rate: the
 	// records queue behind it while they flow, and the barriers of unaligned
-	// checkpoints (and of timed-out aligned ones) overtake them.
-	s.job = append(s.job, "-sink-delay", soakSinkDelay.String())
+	// checkpoints (and of timed-out aligned ones) overtake them. Batches of
+	// 32 records keep the queues, and so an aligned checkpoint's wait for
+	// them, to a few seconds (the credits bound batches, not records).
+	s.job = append(s.job, "-sink-delay", soakSinkDelay.String(), "-batch", strconv.Itoa(soakBatch))
 	s.job = append(s.job, mode...)
 	s.overtakes = mode != nil
 	began := time.Now()
@@ -269,7 +272,13 @@ func (s *soak) awaitRecovery(from int, minEpoch uint64) {
 func (s *soak) finish() {
 	s.t.Helper()
 	s.c.release()
-	s.c.expectExact(s.coord, s.workers...)
+	// After the release the sink takes the second half of the records at
+	// its pace: the wait allows twice that on top of the usual one.
+	records, err := strconv.Atoi(s.job[1])
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.c.expectExactWithin(s.coord, awaitDeadline+2*time.Duration(records/2)*soakSinkDelay, s.workers...)
 	want := fmt.Sprintf("%skeys=200 records=%s ", resultPrefix, s.job[1])
 	_, line := s.c.await(s.coord, 0, "the result line", func(l string) bool { return strings.HasPrefix(l, resultPrefix) })
 	if !strings.HasPrefix(line, want) {
