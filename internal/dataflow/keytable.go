@@ -172,16 +172,6 @@ func (t *keyTable[K, V]) find(k K) (*keyPart[K, V], uint64, bool) {
 	return p, i, false
 }
 
-// get returns k's value and whether k is in the table.
-func (t *keyTable[K, V]) get(k K) (V, bool) {
-	p, i, ok := t.find(k)
-	if !ok {
-		var zero V
-		return zero, false
-	}
-	return p.slots[i].v, true
-}
-
 // set stores x as k's value.
 func (t *keyTable[K, V]) set(k K, x V) {
 	p, i, ok := t.find(k)

@@ -374,11 +374,7 @@ func (v *ValueState[K, V]) set(x V) {
 		return
 	}
 	k := v.cur.key
-	if p, i, ok := v.m.find(k); ok {
-		p.slots[i].v = x
-	} else {
-		v.m.fill(p, i, k, x)
-	}
+	v.m.set(k, x)
 	if v.ttl > 0 {
 		v.written[k] = v.setup.now
 	}
