@@ -12,14 +12,23 @@ import (
 )
 
 // inputs recycles the batches an instance has processed.
-type inputs[I any] struct{ pool *sync.Pool }
+type inputs[I any] struct {
+	pool  *sync.Pool
+	clear bool // records of type I hold pointers
+}
 
-func newInputs[I any]() inputs[I] { return inputs[I]{pool: poolOf[I]()} }
+func newInputs[I any]() inputs[I] {
+	return inputs[I]{pool: poolOf[I](), clear: holdsPointers(reflect.TypeFor[I]())}
+}
 
 // release returns a processed batch (the interface value it arrived in) to
-// the pool, cleared. Records were copied out by value, so nothing refers to it.
+// the pool, cleared when its records hold pointers, so that pooled batches
+// keep nothing alive. Records were copied out by value, so nothing refers
+// to it.
 func (in inputs[I]) release(batch any) {
-	clear(batch.([]I)) // pooled batches must not keep large records alive
+	if in.clear {
+		clear(batch.([]I))
+	}
 	in.pool.Put(batch)
 }
 

@@ -45,11 +45,15 @@ type sizer struct {
 	// parts (a string, a []byte, a struct of such fields): recordSize adds
 	// them up itself, with no call per record. The offsets are in the
 	// sizer, so that a copy of it holds all it reads.
-	flat     bool
-	strs     []uintptr   // flat: the offsets of the strings, in strBuf
-	slices   []flatSlice // flat: the slices, in sliceBuf
-	strBuf   [flatFields]uintptr
-	sliceBuf [flatFields]flatSlice
+	flat bool
+	// oneString says that the value is flat with one string and no slice,
+	// at offset str.
+	oneString bool
+	str       uintptr
+	strs      []uintptr   // flat: the offsets of the strings, in strBuf
+	slices    []flatSlice // flat: the slices, in sliceBuf
+	strBuf    [flatFields]uintptr
+	sliceBuf  [flatFields]flatSlice
 }
 
 // flatFields is the most strings, and the most slices, of a flat sizer.
@@ -63,8 +67,17 @@ type flatSlice struct {
 }
 
 // recordSize estimates the bytes of the value at p, which must point to a
-// value of the sizer's type.
+// value of the sizer's type. A value whose only indirect part is one
+// string, the usual record with a name or a payload, is sized inline.
 func (s *sizer) recordSize(p unsafe.Pointer) int {
+	if s.oneString {
+		return s.fixed + len(*(*string)(unsafe.Add(p, s.str)))
+	}
+	return s.walk(p)
+}
+
+// walk is recordSize for the other types.
+func (s *sizer) walk(p unsafe.Pointer) int {
 	if s.flat {
 		n := s.fixed
 		for _, off := range s.strs {
@@ -101,6 +114,9 @@ func (s *sizer) setFlat(strs []uintptr, slices []flatSlice) {
 		return
 	}
 	s.flat = true
+	if len(strs) == 1 && len(slices) == 0 {
+		s.oneString, s.str = true, strs[0]
+	}
 	s.strs = s.strBuf[:copy(s.strBuf[:], strs)]
 	s.slices = s.sliceBuf[:copy(s.sliceBuf[:], slices)]
 }

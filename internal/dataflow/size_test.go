@@ -64,6 +64,10 @@ func TestSizerEstimates(t *testing.T) {
 		{"nil slice", sizeOf([]byte(nil)), 24, 24},
 		{"[]byte counted to its capacity", sizeOf(make([]byte, 10, mib)), 24 + mib, 24 + mib},
 		{"struct with a string", sizeOf(withString{Payload: big}), 24 + mib, 24 + mib},
+		{"struct with a string after an int", sizeOf(struct {
+			N int64
+			S string
+		}{7, "abcde"}), 24 + 5, 24 + 5},
 		{"pointer to a struct with a string", sizeOf(&withString{Payload: big}), 8 + 24 + mib, 8 + 24 + mib},
 		{"nil pointer", sizeOf((*withString)(nil)), 8, 8},
 		{"[]string", sizeOf([]string{"ab", big}), 24 + 2*16 + 2 + mib, 24 + 2*16 + 2 + mib},
@@ -90,6 +94,38 @@ func TestSizerEstimates(t *testing.T) {
 	} {
 		if tt.got < tt.min || tt.got > tt.max {
 			t.Errorf("%s: estimated %d bytes, want %d..%d", tt.name, tt.got, tt.min, tt.max)
+		}
+	}
+}
+
+// TestHoldsPointers checks which record types a pooled batch is cleared for.
+func TestHoldsPointers(t *testing.T) {
+	for _, tt := range []struct {
+		t    reflect.Type
+		want bool
+	}{
+		{reflect.TypeFor[int64](), false},
+		{reflect.TypeFor[uintptr](), false},
+		{reflect.TypeFor[struct{ A, B uint64 }](), false},
+		{reflect.TypeFor[[4]float64](), false},
+		{reflect.TypeFor[[0]*int](), false},
+		{reflect.TypeFor[struct{}](), false},
+		{reflect.TypeFor[string](), true},
+		{reflect.TypeFor[[]byte](), true},
+		{reflect.TypeFor[*int](), true},
+		{reflect.TypeFor[any](), true},
+		{reflect.TypeFor[map[int]int](), true},
+		{reflect.TypeFor[chan int](), true},
+		{reflect.TypeFor[func()](), true},
+		{reflect.TypeFor[unsafe.Pointer](), true},
+		{reflect.TypeFor[struct {
+			N int64
+			S string
+		}](), true},
+		{reflect.TypeFor[[2]struct{ P *int }](), true},
+	} {
+		if got := holdsPointers(tt.t); got != tt.want {
+			t.Errorf("holdsPointers(%v) = %v, want %v", tt.t, got, tt.want)
 		}
 	}
 }
