@@ -157,6 +157,14 @@ func TestTableCells(t *testing.T) {
 	if s := out.String(); !strings.Contains(s, "recovery ms") || !strings.Contains(s, "192.8") || !strings.Contains(s, "1,192,879") || strings.Contains(s, "offered") {
 		t.Errorf("no recovery or sink limit column, or an empty offered column:\n%s", s)
 	}
+	rows[2].SinkRate, rows[2].SinkPaceEvery = 1000, 1
+	out.Reset()
+	if err := printTable(&out, rows); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.Contains(s, "1,000 (sleeps per record)") {
+		t.Errorf("a sink sleeping per record is not told apart:\n%s", s)
+	}
 }
 
 // TestDescribe: progress lines leave out what is unset.
@@ -213,14 +221,19 @@ func TestFollowUpsNeedAMeasuredRate(t *testing.T) {
 	if more := followUps(&progress, "backpressure", first); len(more) != 1 || more[0].SinkRate != 100 {
 		t.Fatalf("backpressure follow-ups %+v", more)
 	} // Four modes each: unthrottled, behind the slow sink, with a failure
-	// there, the skewed union, and behind a sink 1,000 times slower.
+	// there, the skewed union, behind a sink 1,000 times slower, and behind
+	// a sink of 1 ms per record, measured for at least flinkSinkWindow.
 	more := followUps(&progress, "backpressure-checkpoints", first)
 	shapes := map[string]int{}
 	for _, r := range more {
-		shapes[fmt.Sprintf("%s sink=%v recovery=%v", r.Topology, r.SinkRate, r.Recovery)]++
+		shapes[fmt.Sprintf("%s sink=%v every=%d recovery=%v", r.Topology, r.SinkRate, r.SinkPaceEvery, r.Recovery)]++
+		if r.SinkPaceEvery == 1 && r.Duration < flinkSinkWindow {
+			t.Errorf("row behind the sink of 1 ms per record measured for %v", r.Duration)
+		}
 	}
-	want := map[string]int{"paritysum sink=0 recovery=false": 4, "paritysum sink=100 recovery=false": 4,
-		"paritysum sink=100 recovery=true": 4, "union-skewed sink=100 recovery=false": 4, "paritysum sink=1 recovery=false": 4}
+	want := map[string]int{"paritysum sink=0 every=0 recovery=false": 4, "paritysum sink=100 every=0 recovery=false": 4,
+		"paritysum sink=100 every=0 recovery=true": 4, "union-skewed sink=100 every=0 recovery=false": 4,
+		"paritysum sink=1 every=0 recovery=false": 4, "paritysum sink=1000 every=1 recovery=false": 4}
 	if fmt.Sprint(shapes) != fmt.Sprint(want) {
 		t.Fatalf("backpressure-checkpoints follow-ups by shape %v, want %v", shapes, want)
 	}

@@ -113,6 +113,9 @@ func buildJob(job string, rc rowConfig, p *probe) (*topology.Graph, error) {
 		sinkRate = 0 // -sink-rate is the lag's
 	}
 	pace := newPacer(sinkRate) // a slow consumer: blocks until its rate allows more
+	if rc.SinkPaceEvery > 0 {
+		pace.every = int64(rc.SinkPaceEvery)
+	}
 	topology.SinkBatch(sums, "sink", func(batch []benchwork.Output) error {
 		now := time.Now().UnixNano()
 		timing := p.window.Load() // the measuring window is open: latencies count
@@ -143,22 +146,23 @@ func buildJob(job string, rc rowConfig, p *probe) (*topology.Graph, error) {
 const paceEvery = 16
 
 // pacer holds a task to rate records/s (0: no limit), sleeping every
-// paceEvery records. One task calls it: it needs no lock.
+// `every` records. One task calls it: it needs no lock.
 type pacer struct {
 	rate  float64
+	every int64
 	n     int64
 	start time.Time
 }
 
-func newPacer(rate float64) *pacer { return &pacer{rate: rate} }
+func newPacer(rate float64) *pacer { return &pacer{rate: rate, every: paceEvery} }
 
-// record counts a record and, every paceEvery records, sleeps until the
+// record counts a record and, every p.every records, sleeps until the
 // rate allows the next ones. It reports whether it slept.
 func (p *pacer) record() bool {
 	if p.rate <= 0 {
 		return false
 	}
-	if p.n++; p.n%paceEvery != 0 {
+	if p.n++; p.n%p.every != 0 {
 		return false
 	}
 	if p.start.IsZero() {

@@ -491,6 +491,9 @@ func describe(rc rowConfig) string {
 	}
 	if rc.SinkRate > 0 {
 		parts = append(parts, "sink-rate="+thousands(rc.SinkRate, 0)+"/s")
+		if rc.SinkPaceEvery > 0 {
+			parts = append(parts, fmt.Sprintf("sink-pace-every=%d", rc.SinkPaceEvery))
+		}
 	}
 	if rc.Recovery {
 		parts = append(parts, "recovery")
@@ -539,6 +542,9 @@ func profileName(rc rowConfig, k int) string {
 	}
 	if rc.SinkRate > 0 {
 		name += fmt.Sprintf("-sinkrate%.0f", rc.SinkRate)
+		if rc.SinkPaceEvery > 0 {
+			name += fmt.Sprintf("-every%d", rc.SinkPaceEvery)
+		}
 	}
 	if rc.Recovery {
 		name += "-recovery"

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // plan lists the rows of a run.
@@ -180,6 +181,10 @@ func plan(f flags) ([]rowConfig, error) {
 	return out, nil
 }
 
+// flinkSinkWindow is the shortest measuring window of the
+// backpressure-checkpoints rows behind a sink of 1 ms per record.
+const flinkSinkWindow = 20 * time.Second
+
 // checkpointModes are the modes -sweep backpressure-checkpoints compares.
 var checkpointModes = []string{"aligned", "unaligned", "aligned-timeout-10ms", "at-least-once"}
 
@@ -201,9 +206,11 @@ func followUps(progress io.Writer, sweep string, first Row) []rowConfig {
 		// backpressure) and behind a sink 10 times slower; behind the slow
 		// sink again with one failure (the recovery time); the skewed
 		// union: one of its two inputs lags, 10 times slower; and behind
-		// a sink 1,000 times slower, where full queues take long to drain
-		// (the shape of Flink's CheckpointingTimeBenchmark, whose sink
-		// sleeps 1 ms per record).
+		// a sink 1,000 times slower, where full queues take long to drain;
+		// and behind a sink that sleeps 1 ms per record, as the sink of
+		// Flink's CheckpointingTimeBenchmark does, measured for at least
+		// flinkSinkWindow so that aligned checkpoints, which then take
+		// seconds, complete in it.
 		var out []rowConfig
 		add := func(f func(r *rowConfig)) {
 			for _, m := range checkpointModes {
@@ -218,6 +225,12 @@ func followUps(progress io.Writer, sweep string, first Row) []rowConfig {
 		add(func(r *rowConfig) { r.SinkRate, r.Recovery = top/10, true })
 		add(func(r *rowConfig) { r.SinkRate, r.Topology = top/10, "union-skewed" })
 		add(func(r *rowConfig) { r.SinkRate = top / 1000 })
+		add(func(r *rowConfig) {
+			r.SinkRate, r.SinkPaceEvery = 1000, 1
+			if r.Records == 0 {
+				r.Duration = max(r.Duration, flinkSinkWindow)
+			}
+		})
 		return out
 	}
 	if sweep == "backpressure" {

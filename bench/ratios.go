@@ -95,7 +95,7 @@ func fullRow(rows []Row, r Row) (Row, bool) {
 	for _, o := range rows {
 		if o.Checkpointing == "full" && o.Mode == r.Mode && o.Interval == r.Interval && o.Topology == r.Topology &&
 			o.Parallelism == r.Parallelism && o.StateSize == r.StateSize && o.Keys == r.Keys && o.UpdateFraction == r.UpdateFraction &&
-			o.MaxParallelism == r.MaxParallelism && o.Store == r.Store && o.Rate == r.Rate && o.SinkRate == r.SinkRate && o.Backend == r.Backend && !o.Recovery {
+			o.MaxParallelism == r.MaxParallelism && o.Store == r.Store && o.Rate == r.Rate && o.SinkRate == r.SinkRate && o.SinkPaceEvery == r.SinkPaceEvery && o.Backend == r.Backend && !o.Recovery {
 			return o, true
 		}
 	}
@@ -108,7 +108,7 @@ func fullRow(rows []Row, r Row) (Row, bool) {
 func twinRate(rows []Row, r Row, twin func(Row) bool) (v float64, ok bool) {
 	for _, o := range rows {
 		if twin(o) && o.Mode == r.Mode && o.Interval == r.Interval && o.Topology == r.Topology &&
-			o.Parallelism == r.Parallelism && o.StateSize == r.StateSize && o.SinkRate == r.SinkRate && o.Rate == r.Rate {
+			o.Parallelism == r.Parallelism && o.StateSize == r.StateSize && o.SinkRate == r.SinkRate && o.SinkPaceEvery == r.SinkPaceEvery && o.Rate == r.Rate {
 			if u, measured := o.RecordsPerSec.value(); measured {
 				v, ok = u, true
 			}
@@ -121,7 +121,7 @@ func twinRate(rows []Row, r Row, twin func(Row) bool) (v float64, ok bool) {
 func twinP99(rows []Row, r Row, twin func(Row) bool) (v float64, ok bool) {
 	for _, o := range rows {
 		if twin(o) && o.Mode == r.Mode && o.Interval == r.Interval && o.Topology == r.Topology &&
-			o.Parallelism == r.Parallelism && o.StateSize == r.StateSize && o.SinkRate == r.SinkRate && o.Rate == r.Rate {
+			o.Parallelism == r.Parallelism && o.StateSize == r.StateSize && o.SinkRate == r.SinkRate && o.SinkPaceEvery == r.SinkPaceEvery && o.Rate == r.Rate {
 			if u, measured := o.CkptP99Ms.value(); measured {
 				v, ok = u, true
 			}
@@ -136,7 +136,7 @@ func heapRow(rows []Row, r Row) (Row, bool) {
 	for _, o := range rows {
 		if o.Backend == "" && o.Recovery == r.Recovery && o.Checkpointing == r.Checkpointing && o.Mode == r.Mode && o.Interval == r.Interval && o.Topology == r.Topology &&
 			o.Parallelism == r.Parallelism && o.StateSize == r.StateSize && o.Keys == r.Keys && o.UpdateFraction == r.UpdateFraction &&
-			o.MaxParallelism == r.MaxParallelism && o.Store == r.Store && o.Rate == r.Rate && o.SinkRate == r.SinkRate {
+			o.MaxParallelism == r.MaxParallelism && o.Store == r.Store && o.Rate == r.Rate && o.SinkRate == r.SinkRate && o.SinkPaceEvery == r.SinkPaceEvery {
 			return o, true
 		}
 	}

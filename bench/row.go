@@ -54,8 +54,12 @@ type rowConfig struct {
 	Duration     time.Duration `json:"-"`
 	Store        string        `json:"store"`
 	SinkRate     float64       `json:"sink_rate,omitempty"` // records/s the sink is limited to (0: unlimited)
-	Backlog      int64         `json:"backlog,omitempty"`   // kafka rows without a rate: records filled in before the row (0: sized by kafkaBacklog)
-	Recovery     bool          `json:"-"`                   // inject one failure and measure the recovery
+	// SinkPaceEvery is how many records a sink limited by SinkRate takes
+	// between sleeps (0: paceEvery). 1 sleeps for every record, as the sink
+	// of Flink's CheckpointingTimeBenchmark does.
+	SinkPaceEvery int   `json:"sink_pace_every,omitempty"`
+	Backlog       int64 `json:"backlog,omitempty"` // kafka rows without a rate: records filled in before the row (0: sized by kafkaBacklog)
+	Recovery      bool  `json:"-"`                 // inject one failure and measure the recovery
 	// Monitored rows serve the job's metrics, API and dashboard
 	// (actors/dashboard), scraped and polled every second and with an event
 	// stream open, as a Prometheus server and an open dashboard would.

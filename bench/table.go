@@ -51,7 +51,7 @@ var columns = []column{
 		return cmp.Or(r.Backend, "heap")
 	}},
 	{"offered/s", func(r Row) string { return limit(r.Rate) }},
-	{"sink limit/s", func(r Row) string { return limit(r.SinkRate) }},
+	{"sink limit/s", func(r Row) string { return sinkLimit(r.rowConfig) }},
 	{"records/s", func(r Row) string { return r.RecordsPerSec.cell(0) }},
 	{"spread", func(r Row) string { return percent(r.Spread) }},
 	{"% of off", func(r Row) string { return percent(r.RatioToOff) }},
@@ -232,6 +232,20 @@ func rssCell(r Row) string {
 }
 
 // limit is a rate limit in records/s, or "–" for none.
+// sinkLimit is the sink's limit, with how often it sleeps when that is not
+// every paceEvery records ("1,000 (sleeps per record)").
+func sinkLimit(rc rowConfig) string {
+	s := limit(rc.SinkRate)
+	switch {
+	case rc.SinkRate <= 0 || rc.SinkPaceEvery <= 0:
+	case rc.SinkPaceEvery == 1:
+		s += " (sleeps per record)"
+	default:
+		s += fmt.Sprintf(" (sleeps every %d)", rc.SinkPaceEvery)
+	}
+	return s
+}
+
 func limit(v float64) string {
 	if v <= 0 {
 		return notMeasured
