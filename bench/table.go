@@ -253,11 +253,15 @@ func limit(v float64) string {
 	return thousands(v, 0)
 }
 
-// percent is a ratio as a percentage with one decimal, or "–".
+// percent is a ratio as a percentage with one decimal, two under 1% (so
+// that 0.04% does not read 0.0%), or "–".
 func percent(m metric) string {
 	v, ok := m.value()
 	if !ok {
 		return notMeasured
+	}
+	if v > 0 && v < 0.01 {
+		return thousands(100*v, 2) + "%"
 	}
 	return thousands(100*v, 1) + "%"
 }
