@@ -98,7 +98,10 @@ func (o *output[T]) sendEnd(ctx actor.Context) {
 }
 
 // input is the receiving side of a channel: it returns the credits (and the
-// batches) of consumed batches to the sender, half a window at a time.
+// batches) of consumed batches to the sender, a quarter of the window at a
+// time (at least one), as snapflow's tasks do: returned every half window,
+// the source ran out of credit while the workers held batches already
+// processed.
 type input[T any] struct {
 	pid      *actor.PID // the sender
 	ch       int        // the sender's index of this channel among its outputs
@@ -113,7 +116,7 @@ func newInput[T any](pid *actor.PID, ch, credits int) input[T] {
 // consume marks b as processed: the sender may reuse it.
 func (in *input[T]) consume(ctx actor.Context, b *batchMsg[T]) {
 	in.consumed = append(in.consumed, b)
-	if len(in.consumed)*2 >= in.window {
+	if len(in.consumed) >= max(1, in.window/4) {
 		ctx.Send(in.pid, &creditMsg[T]{ch: in.ch, batches: in.consumed})
 		in.consumed = make([]*batchMsg[T], 0, in.window)
 	}

@@ -389,7 +389,7 @@ func (t *task) execute(a align.Action[*batchMsg]) {
 		in := &t.ins[a.Input]
 		in.consumed++
 		in.done++
-		if in.consumed*2 >= in.window {
+		if in.consumed >= creditReturn(in.window) {
 			g := in.grant()
 			if in.arrival != nil {
 				in.arrival.granted.Store(g)
