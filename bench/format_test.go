@@ -237,6 +237,18 @@ func TestFollowUpsNeedAMeasuredRate(t *testing.T) {
 	if fmt.Sprint(shapes) != fmt.Sprint(want) {
 		t.Fatalf("backpressure-checkpoints follow-ups by shape %v, want %v", shapes, want)
 	}
+	// A bounded run (-records) leaves out the sink of 1 ms per record,
+	// which would take records/1,000 s.
+	first.rowConfig.Records = 2_000_000
+	progress.Reset()
+	for _, r := range followUps(&progress, "backpressure-checkpoints", first) {
+		if r.SinkPaceEvery == 1 {
+			t.Fatalf("a bounded sweep runs the sink of 1 ms per record: %+v", r)
+		}
+	}
+	if !strings.Contains(progress.String(), "left out with -records") {
+		t.Errorf("progress %q does not say the rows were left out", progress.String())
+	}
 }
 
 // TestHelpExitsZero runs the program as a user does: -h prints the usage and
@@ -365,6 +377,27 @@ func TestFromOldJSON(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	out := filepath.Join(t.TempDir(), "new.json")
+	// A row with a recovery time is a row with a failure: the mode ratios
+	// of -sweep backpressure-checkpoints set it against its own aligned
+	// twin, not against the one without a failure.
+	twins := filepath.Join(t.TempDir(), "twins.json")
+	rowsJSON := `[
+  {"topology": "paritysum", "mode": "abs", "interval": "100ms", "parallelism": 2, "records": 10, "seconds": 1, "records_per_sec": 10, "checkpoints": 3, "ckpt_p99_ms": 10, "checkpoint_mode": "aligned", "sink_rate": 5},
+  {"topology": "paritysum", "mode": "abs", "interval": "100ms", "parallelism": 2, "records": 10, "seconds": 1, "records_per_sec": 10, "checkpoints": 3, "ckpt_p99_ms": 5, "checkpoint_mode": "unaligned", "sink_rate": 5},
+  {"topology": "paritysum", "mode": "abs", "interval": "100ms", "parallelism": 2, "records": 10, "seconds": 1, "records_per_sec": 10, "checkpoints": 3, "ckpt_p99_ms": 20, "checkpoint_mode": "aligned", "sink_rate": 5, "recovery_ms": 3},
+  {"topology": "paritysum", "mode": "abs", "interval": "100ms", "parallelism": 2, "records": 10, "seconds": 1, "records_per_sec": 10, "checkpoints": 3, "ckpt_p99_ms": 5, "checkpoint_mode": "unaligned", "sink_rate": 5, "recovery_ms": 4}
+]`
+	if err := os.WriteFile(twins, []byte(rowsJSON), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tw, err := loadRows(twins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ratios(tw)
+	if got, got2 := cell(t, tw[1], "p99 % of aligned"), cell(t, tw[3], "p99 % of aligned"); got != "50.0%" || got2 != "25.0%" {
+		t.Errorf("p99 against aligned: %s without a failure (want 50.0%%), %s with one (want 25.0%%)", got, got2)
+	}
 	if err := run(context.Background(), []string{"-from", path, "-json", out}, &stdout, &stderr); err != nil {
 		t.Fatalf("run -from: %v\n%s", err, stderr.String())
 	}

@@ -380,6 +380,12 @@ func loadRows(path string) ([]Row, error) {
 		if v, ok := r.RecoveryMs.value(); ok && v == 0 {
 			r.RecoveryMs = metric{}
 		}
+		// Recovery is not in the JSON (a child gets it apart): a row that
+		// measured a recovery injected a failure, and its ratios are set
+		// against the rows that did too.
+		if _, ok := r.RecoveryMs.value(); ok {
+			r.Recovery = true
+		}
 	}
 	return rows, nil
 }

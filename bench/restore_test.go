@@ -128,9 +128,9 @@ func TestP99RatioToFull(t *testing.T) {
 			RecordsPerSec: measured(1e6), CkptP99Ms: measured(p99)}
 	}
 	rows := []Row{row("1s", "full", 2000), row("1s", "incremental", 100), row("100ms", "full", 1000), row("100ms", "incremental", 300), row("20ms", "incremental", 50),
-		row("5s", "full", 8000), row("5s", "incremental", 3)}
+		row("5s", "full", 8000), row("5s", "incremental", 2), row("10s", "full", 10000), row("10s", "incremental", 17)}
 	ratios(rows)
-	for i, want := range []string{"–", "5.0%", "–", "30.0%", "–", "–", "0.04%"} {
+	for i, want := range []string{"–", "5.0%", "–", "30.0%", "–", "–", "0.025%", "–", "0.17%"} {
 		if got := percent(rows[i].RatioP99ToFull); got != want {
 			t.Errorf("row %d (%s %s): p99 against full %s, want %s", i, rows[i].Interval, rows[i].Checkpointing, got, want)
 		}

@@ -231,7 +231,6 @@ func rssCell(r Row) string {
 	return thousands(float64(r.PeakRSSBytes)/(1<<20), 1)
 }
 
-// limit is a rate limit in records/s, or "–" for none.
 // sinkLimit is the sink's limit, with how often it sleeps when that is not
 // every paceEvery records ("1,000 (sleeps per record)").
 func sinkLimit(rc rowConfig) string {
@@ -246,6 +245,7 @@ func sinkLimit(rc rowConfig) string {
 	return s
 }
 
+// limit is a rate limit in records/s, or "–" for none.
 func limit(v float64) string {
 	if v <= 0 {
 		return notMeasured
@@ -253,15 +253,20 @@ func limit(v float64) string {
 	return thousands(v, 0)
 }
 
-// percent is a ratio as a percentage with one decimal, two under 1% (so
-// that 0.04% does not read 0.0%), or "–".
+// percent is a ratio as a percentage with one decimal, or under 1% with
+// two significant digits at least (0.17%, 0.043%, 0.0033%), so that a
+// small ratio does not read 0.0%; or "–".
 func percent(m metric) string {
 	v, ok := m.value()
 	if !ok {
 		return notMeasured
 	}
 	if v > 0 && v < 0.01 {
-		return thousands(100*v, 2) + "%"
+		d := 2
+		for x := 100 * v; x < 0.1 && d < 8; x *= 10 {
+			d++
+		}
+		return thousands(100*v, d) + "%"
 	}
 	return thousands(100*v, 1) + "%"
 }

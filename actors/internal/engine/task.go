@@ -186,7 +186,7 @@ type inChannel struct {
 // ran out of credit while its consumers held batches already processed: a
 // quarter window gave it 16% more records/s (the medians of 8 runs of each,
 // alternated, on two cores; bench/results/credit-return-quarter.txt), for
-// one more message per two batches.
+// twice as many credit messages.
 func creditReturn(window int) int { return max(1, window/4) }
 
 // grant returns the input's cumulative credit.
