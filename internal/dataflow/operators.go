@@ -490,29 +490,19 @@ func (p *processInstance[K, I, O]) Close() error { return p.setup.closeDisk() }
 // for example by keeping the latest value per key.
 func Sink[T any](s Stream[T], name string, write func(T) error, opts ...Option) {
 	checkFn(s.g, name, write, write == nil)
+	each := func(batch []T) error {
+		for _, v := range batch {
+			if err := write(v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	n := s.g.addNode(name, KindSink, opts, func(*InstanceContext) (Instance, error) {
-		return &sinkInstance[T]{write: write, in: newInputs[T]()}, nil
+		return &batchSinkInstance[T]{write: each, in: newInputs[T]()}, nil
 	})
 	connect(n, s)
 }
-
-type sinkInstance[T any] struct {
-	stateless
-	write func(T) error
-	in    inputs[T]
-}
-
-func (k *sinkInstance[T]) ProcessBatch(_ int, batch any, _ []int64) error {
-	for _, v := range batch.([]T) {
-		if err := k.write(v); err != nil {
-			return err
-		}
-	}
-	k.in.release(batch)
-	return nil
-}
-
-func (k *sinkInstance[T]) Flush() {}
 
 // SinkBatch adds a sink that calls write with the records as they arrive, a
 // batch at a time (never empty, in order per input; at most the job's batch
