@@ -41,10 +41,10 @@ type Checkpoints struct {
 	streamLimits atomic.Pointer[streamLimits] // nil: defaultStreamLimits
 
 	mu       sync.Mutex
-	verified map[uint64][]string           // usable checkpoints: the object keys their manifests reference
-	written  map[uint64]*messages.Manifest // manifests written by PutManifest, not yet read back
-	unusable map[uint64]error              // complete checkpoints a restore found unusable (MarkUnusable)
-	refs     map[uint64][]string           // complete checkpoints: the object keys their manifests reference
+	verified map[uint64][]string // usable checkpoints: the object keys their manifests reference
+	written  map[uint64][]string // manifests written by PutManifest, not yet read back: the object keys they reference
+	unusable map[uint64]error    // complete checkpoints a restore found unusable (MarkUnusable)
+	refs     map[uint64][]string // complete checkpoints: the object keys their manifests reference
 
 	good   map[string]bool                // object keys known intact: put by c, or read back and verified
 	epochs map[uint64]uint64              // the epochs of manifests read or written, by checkpoint id

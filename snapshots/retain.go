@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/snapflow/snapflow/messages"
-	"google.golang.org/protobuf/proto"
 )
 
 // DeleteAll deletes every checkpoint of the job, complete or not: first
@@ -441,13 +440,13 @@ func (c *Checkpoints) manifestRefs(ctx context.Context, id uint64) ([]string, er
 	if !ok {
 		keys, ok = c.refs[id]
 	}
-	written := c.written[id]
+	written, wrote := c.written[id]
 	c.mu.Unlock()
 	switch {
 	case ok:
 		return keys, nil
-	case written != nil:
-		return stateKeys(written), nil
+	case wrote:
+		return written, nil
 	}
 	m, err := c.ReadManifest(ctx, id)
 	if err != nil {
@@ -545,13 +544,15 @@ func (c *Checkpoints) markVerified(id uint64, m *messages.Manifest) {
 	c.mu.Unlock()
 }
 
-// markWritten records that c wrote manifest m.
+// markWritten records that c wrote manifest m: the keys of the objects it
+// references (not a copy of m, whose inline states may be large).
 func (c *Checkpoints) markWritten(m *messages.Manifest) {
+	keys := stateKeys(m)
 	c.mu.Lock()
 	if c.written == nil {
-		c.written = map[uint64]*messages.Manifest{}
+		c.written = map[uint64][]string{}
 	}
-	c.written[m.GetCheckpointId()] = proto.CloneOf(m)
+	c.written[m.GetCheckpointId()] = keys
 	c.noteEpoch(m.GetCheckpointId(), m.GetEpoch())
 	c.mu.Unlock()
 }

@@ -85,6 +85,16 @@ func takeStamps(size int) []int64 {
 	return make([]int64, 0, size)
 }
 
+// SplitTimestamps cuts a batch's timestamps after the first n, as
+// BatchCodec.Split cuts its records: head is a slice of its own from the
+// pool, and tail is ts with the rest moved to its start, so that both go
+// back to the pool with their whole capacity.
+func SplitTimestamps(ts []int64, n int) (head, tail []int64) {
+	head = append(takeStamps(cap(ts)), ts[:n]...)
+	k := copy(ts, ts[n:])
+	return head, ts[:k]
+}
+
 // ReleaseTimestamps returns a batch's timestamps to the pool once the
 // batch is processed (or encoded for another node). ts may be nil.
 func ReleaseTimestamps(ts []int64) {

@@ -97,9 +97,11 @@ type BatchCodec interface {
 	// that do not decode, are refused with an error wrapping ErrCorruptBatch.
 	Decode(rb *messages.RecordBatch) (any, error)
 	// Split cuts batch after its first n records (0 < n < its length):
-	// head holds them, with no capacity beyond them, and tail the rest.
-	// Both share batch's memory, so that the operator that takes head (and
-	// returns it to its pool) cannot write over tail.
+	// head holds them and tail the rest. head is a batch of its own, taken
+	// from the pool, and tail is batch with the rest moved to its start,
+	// so that each keeps its whole capacity: the operator that takes head
+	// returns it to its pool, and batch goes back with the last piece,
+	// both big enough to be taken again. Nothing may hold batch elsewhere.
 	Split(batch any, n int) (head, tail any)
 }
 
@@ -291,7 +293,10 @@ func (c *batchCodec[T]) recordType() string { return typeName(c.typ) }
 // Split implements BatchCodec.
 func (c *batchCodec[T]) Split(batch any, n int) (head, tail any) {
 	b := batch.([]T)
-	return b[:n:n], b[n:]
+	h := append(takeBatch[T](c.pool, cap(b)), b[:n]...)
+	k := copy(b, b[n:])
+	clear(b[k:]) // the records moved keep nothing alive twice
+	return h, b[:k]
 }
 
 func (c *batchCodec[T]) keyGroups(rb *messages.RecordBatch, kg any, dst []int) ([]int, error) {

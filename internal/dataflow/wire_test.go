@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -726,4 +727,47 @@ func benchWire[T any](b *testing.B, n int, codec Codec[T], gen func(int) T) {
 	records := float64(b.N) * float64(n)
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/records, "ns/record")
 	b.ReportMetric(float64(len(rb.Data))/float64(n), "bytes/record")
+}
+
+// TestSplitKeepsCapacity checks that a batch processed in pieces keeps its
+// capacity: the head is a batch of its own, big enough to be taken from the
+// pool again, the tail is the batch itself with the rest moved to its start,
+// and filling the head up to its capacity leaves the tail alone.
+func TestSplitKeepsCapacity(t *testing.T) {
+	type rec struct {
+		N int64
+		S string
+	}
+	c := wireCodec[rec](t, nil)
+	b := make([]rec, 5, 8)
+	for i := range b {
+		b[i] = rec{int64(i), strconv.Itoa(i)}
+	}
+	h, tl := c.Split(b, 2)
+	head, tail := h.([]rec), tl.([]rec)
+	if want := []rec{{0, "0"}, {1, "1"}}; !slices.Equal(head, want) || cap(head) < cap(b) {
+		t.Fatalf("head %v (cap %d), want %v with capacity %d", head, cap(head), want, cap(b))
+	}
+	if want := []rec{{2, "2"}, {3, "3"}, {4, "4"}}; !slices.Equal(tail, want) || cap(tail) != cap(b) || &tail[0] != &b[0] {
+		t.Fatalf("tail %v (cap %d), want %v in the batch's own memory", tail, cap(tail), want)
+	}
+	if b[3] != (rec{}) || b[4] != (rec{}) {
+		t.Errorf("moved records left behind: %v", b[:5])
+	}
+	for len(head) < cap(head) {
+		head = append(head, rec{-1, "x"})
+	}
+	if want := []rec{{2, "2"}, {3, "3"}, {4, "4"}}; !slices.Equal(tail, want) {
+		t.Errorf("tail %v after the head was filled, want %v", tail, want)
+	}
+
+	ts := make([]int64, 5, 8)
+	for i := range ts {
+		ts[i] = int64(10 + i)
+	}
+	ht, tt := SplitTimestamps(ts, 3)
+	if !slices.Equal(ht, []int64{10, 11, 12}) || cap(ht) < cap(ts) || !slices.Equal(tt, []int64{13, 14}) || cap(tt) != cap(ts) {
+		t.Errorf("SplitTimestamps: head %v (cap %d), tail %v (cap %d), want [10 11 12] and [13 14], both of capacity %d",
+			ht, cap(ht), tt, cap(tt), cap(ts))
+	}
 }

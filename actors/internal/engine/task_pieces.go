@@ -40,7 +40,7 @@ func (t *task) processBatch(a align.Action[*batchMsg], n int) bool {
 	if k < n {
 		data, rest = t.sh.plan.ChannelCodec(t.plan.Inputs[a.Input]).Split(m.data, k)
 		if ts != nil {
-			ts, restTS = ts[:k:k], ts[k:]
+			ts, restTS = dataflow.SplitTimestamps(ts, k)
 		}
 	}
 	t.ctr.in.Add(uint64(k))
