@@ -173,3 +173,49 @@ func TestProtoactorLogsGoToTheUserLogger(t *testing.T) {
 		t.Fatalf("protoactor-go's log did not reach the user's logger:\n%s", logs.String())
 	}
 }
+
+// TestLingerSendsPartlyFilledBatches: records that fill no batch still
+// reach the sink while the job runs. The source flushes when it goes idle,
+// and the operator after it, whose batch is partly filled, flushes when its
+// linger time is up: nothing else would send it.
+func TestLingerSendsPartlyFilledBatches(t *testing.T) {
+	const first, total = 10, 1000
+	gate := testsrc.NewGate(first)
+	g := topology.New("linger")
+	src := topology.FromSource(g, "source", func(int, int) topology.Source[int64] {
+		return &testsrc.Gated{N: total, Gate: gate}
+	})
+	got := make(chan int64, total)
+	doubled := topology.Map(src, "double", func(v int64) int64 { return 2 * v })
+	topology.Sink(doubled, "sink", func(v int64) error { got <- v; return nil })
+	j, err := actors.Start(context.Background(), g, actors.WithStore(snapshots.NewMem()), actors.WithCheckpointInterval(0),
+		actors.WithBatchSize(4096), actors.WithLinger(2*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.NewTimer(2 * time.Minute)
+	defer deadline.Stop()
+	sum := int64(0)
+	for i := range first {
+		select {
+		case v := <-got:
+			sum += v
+		case <-deadline.C:
+			t.Fatalf("%d of the first %d records reached the sink: the partly filled batches were not sent", i, first)
+		}
+	}
+	if want := int64(first * (first + 1)); sum != want { // 2 * (1 + ... + first)
+		t.Errorf("the first %d records sum to %d at the sink, want %d", first, sum, want)
+	}
+	gate.SetLimit(total)
+	if err := waitJob(t, j); err != nil {
+		t.Fatal(err)
+	}
+	close(got)
+	for v := range got {
+		sum += v
+	}
+	if want := int64(total * (total + 1)); sum != want {
+		t.Errorf("the sink's records sum to %d, want %d", sum, want)
+	}
+}

@@ -285,6 +285,19 @@ func (c *Collector[T]) send(r *route[T], t int) {
 	c.sender.Send(r.first+t, b, ts)
 }
 
+// pending reports whether a batch is partly filled: whether flush would
+// send one.
+func (c *Collector[T]) pending() bool {
+	for i := range c.routes {
+		for t := range c.routes[i].outs {
+			if len(c.routes[i].outs[t].recs) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // flush sends every non-empty batch.
 func (c *Collector[T]) flush() {
 	for i := range c.routes {

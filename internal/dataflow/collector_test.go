@@ -136,21 +136,36 @@ func TestCollectorBatching(t *testing.T) {
 	g := New("job")
 	Sink(Sequence(g, "src", 1, 2), "sink", discard[int64])
 	_, _, c, f := collectorFor[int64](t, g, "src#0", 3)
+	if c.pending() {
+		t.Fatal("a new Collector has a partly filled batch")
+	}
 	c.Emit(1)
 	c.Emit(2)
 	if len(f.sends) != 0 {
 		t.Fatalf("sent %d batches before one was full", len(f.sends))
 	}
+	if !c.pending() {
+		t.Fatal("a batch of 2 of 3 records is not pending")
+	}
 	c.Emit(3)
 	if len(f.sends) != 1 || !slices.Equal(f.sends[0].batch.([]int64), []int64{1, 2, 3}) {
 		t.Fatalf("a full batch was not sent at once: %v", f.sends)
+	}
+	if c.pending() {
+		t.Fatal("pending after the only batch left full: the linger timer would fire for nothing")
 	}
 	c.flush()
 	if len(f.sends) != 1 {
 		t.Fatalf("flush of empty buffers sent %d batches", len(f.sends)-1)
 	}
 	c.Emit(4)
+	if !c.pending() {
+		t.Fatal("a batch of 1 of 3 records is not pending")
+	}
 	c.flush()
+	if c.pending() {
+		t.Fatal("pending after flush")
+	}
 	if len(f.sends) != 2 || !slices.Equal(f.sends[1].batch.([]int64), []int64{4}) {
 		t.Fatalf("flush did not send the partial batch: %v", f.sends)
 	}

@@ -68,6 +68,11 @@ type Instance interface {
 	ProcessBatch(input int, batch any, ts []int64) error
 	// Flush sends every partly filled output batch.
 	Flush()
+	// Pending reports whether an output batch is partly filled: whether
+	// Flush would send anything. The runtime arms its linger timer only
+	// then, so that a task whose batches leave full is not woken for
+	// nothing.
+	Pending() bool
 	// Snapshot serialises the task's state into st synchronously.
 	Snapshot(st *messages.TaskState) error
 	// Restore loads the task's state from st before any record is processed.

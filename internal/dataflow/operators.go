@@ -92,7 +92,8 @@ func (m *mapInstance[I, O]) ProcessBatch(_ int, batch any, ts []int64) error {
 	return nil
 }
 
-func (m *mapInstance[I, O]) Flush() { m.out.flush() }
+func (m *mapInstance[I, O]) Flush()        { m.out.flush() }
+func (m *mapInstance[I, O]) Pending() bool { return m.out.pending() }
 
 // Filter keeps the records for which keep returns true.
 func Filter[T any](s Stream[T], name string, keep func(T) bool, opts ...Option) Stream[T] {
@@ -130,7 +131,8 @@ func (f *filterInstance[T]) ProcessBatch(_ int, batch any, ts []int64) error {
 	return nil
 }
 
-func (f *filterInstance[T]) Flush() { f.out.flush() }
+func (f *filterInstance[T]) Flush()        { f.out.flush() }
+func (f *filterInstance[T]) Pending() bool { return f.out.pending() }
 
 // FlatMap calls fn for every record; fn emits any number of records to out.
 // An error fails the task, and the job recovers from its last checkpoint.
@@ -163,7 +165,8 @@ func (f *flatMapInstance[I, O]) ProcessBatch(_ int, batch any, ts []int64) error
 	return nil
 }
 
-func (f *flatMapInstance[I, O]) Flush() { f.out.flush() }
+func (f *flatMapInstance[I, O]) Flush()        { f.out.flush() }
+func (f *flatMapInstance[I, O]) Pending() bool { return f.out.pending() }
 
 // Context is what a keyed process function sees besides its record.
 type Context[K Key] struct {
@@ -337,6 +340,8 @@ func (p *processInstance[K, I, O]) Flush() {
 	p.out.flush()
 	p.ctx.sides.flush()
 }
+
+func (p *processInstance[K, I, O]) Pending() bool { return p.out.pending() || p.ctx.sides.pending() }
 
 // OnWatermark implements WatermarkListener: the event-time timers due at
 // wm fire, in (time, key) order.
@@ -532,4 +537,5 @@ func (k *batchSinkInstance[T]) ProcessBatch(_ int, batch any, _ []int64) error {
 	return nil
 }
 
-func (k *batchSinkInstance[T]) Flush() {}
+func (k *batchSinkInstance[T]) Flush()        {}
+func (k *batchSinkInstance[T]) Pending() bool { return false }

@@ -21,7 +21,10 @@ type sideTag struct {
 }
 
 // flusher is a Collector of any type.
-type flusher interface{ flush() }
+type flusher interface {
+	flush()
+	pending() bool
+}
 
 // NewSideOutput returns a side output called name (for logs and errors).
 func NewSideOutput[T any](name string) SideOutput[T] {
@@ -117,6 +120,15 @@ func (so *sideOutputs) collector(tag *sideTag) any {
 		}
 	}
 	return nil
+}
+
+func (so *sideOutputs) pending() bool {
+	for _, c := range so.cols {
+		if c.pending() {
+			return true
+		}
+	}
+	return false
 }
 
 func (so *sideOutputs) flush() {

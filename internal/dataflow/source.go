@@ -213,7 +213,8 @@ func (s *sourceInstance[T]) ProcessBatch(int, any, []int64) error {
 	return fmt.Errorf("a source has no inputs")
 }
 
-func (s *sourceInstance[T]) Flush() { s.out.flush() }
+func (s *sourceInstance[T]) Flush()        { s.out.flush() }
+func (s *sourceInstance[T]) Pending() bool { return s.out.pending() }
 
 // SourceWatermark implements WatermarkSource.
 func (s *sourceInstance[T]) SourceWatermark(now int64) watermark.Status {

@@ -146,7 +146,8 @@ func (p *twoPhaseInstance[T]) ProcessBatch(_ int, batch any, _ []int64) error {
 	return nil
 }
 
-func (p *twoPhaseInstance[T]) Flush() {}
+func (p *twoPhaseInstance[T]) Flush()        {}
+func (p *twoPhaseInstance[T]) Pending() bool { return false }
 
 // Snapshot pre-commits the open transaction, stores every transaction not
 // yet known committed, and begins the next one, which the snapshot holds as

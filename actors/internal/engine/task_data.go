@@ -463,9 +463,11 @@ func (t *task) flush() {
 	t.et.send(t)
 }
 
-// armLinger makes sure a partly filled batch is sent within the linger time.
+// armLinger makes sure a partly filled batch is sent within the linger
+// time. A task whose output batches all left full (a sink has none) arms
+// nothing: a timer that fires for nothing still wakes the task.
 func (t *task) armLinger() {
-	if !(t.dirty || t.et.pending) || t.lingerArmed || t.inst == nil {
+	if t.lingerArmed || t.inst == nil || !(t.et.pending || t.dirty && t.inst.Pending()) {
 		return
 	}
 	t.lingerArmed = true
