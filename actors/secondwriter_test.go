@@ -214,7 +214,10 @@ func startHelper(t *testing.T, name, helper string, env []string) *swProc {
 	cmd := exec.Command(os.Args[0], "-test.run=^"+helper+"$", "-test.count=1")
 	// protoactor-go's remote races with itself (see racedetect.Foreign,
 	// checked below): such a race must not change the exit code.
-	cmd.Env = append(append(os.Environ(), racedetect.TolerantEnv), env...)
+	// The helper leaves its test's temporary directories behind (it ends
+	// with os.Exit, or is killed): they go under this test's, which is
+	// removed after the helper has ended.
+	cmd.Env = append(append(os.Environ(), racedetect.TolerantEnv, "TMPDIR="+t.TempDir()), env...)
 	p := &swProc{name: name, cmd: cmd, changed: make(chan struct{})}
 	cmd.Stderr = &p.stderr
 	stdin, err := cmd.StdinPipe()

@@ -51,7 +51,9 @@ type page struct {
 // with ctx or the test.
 func openBrowser(t *testing.T, ctx context.Context) *page {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], browser(t), chromedp.WindowSize(1280, 800))
+	// Chromium's own temporary files (its singleton socket's directory) go
+	// under the test's directory: a killed browser does not remove them.
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], browser(t), chromedp.WindowSize(1280, 800), chromedp.Env("TMPDIR="+t.TempDir()))
 	if os.Geteuid() == 0 {
 		opts = append(opts, chromedp.NoSandbox) // Chromium refuses to run its sandbox as root
 	}
