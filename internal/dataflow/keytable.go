@@ -206,7 +206,12 @@ func (t *keyTable[K, V]) fill(p *keyPart[K, V], i uint64, k K, x V) {
 // remove deletes k, if it is in the table. The keys after it in its run
 // of full slots move back into the gap when their home slot allows, so
 // that no slot is ever marked deleted and lookups stay as short as the
-// part's load makes them.
+// part's load makes them. A part left with under an eighth of its slots
+// full halves (down to minPartSlots), so that a table whose keys are
+// cleared or expire gives its memory back; it grows again at three
+// quarters, so a key set and removed at the edge does not resize it each
+// time. Parts that split do not merge again: their number stays, each at
+// least minPartSlots.
 func (t *keyTable[K, V]) remove(k K) {
 	p, i, ok := t.find(k)
 	if !ok {
@@ -226,6 +231,9 @@ func (t *keyTable[K, V]) remove(k K) {
 	}
 	p.ctrl[i] = 0
 	p.slots[i] = keySlot[K, V]{}
+	if n := len(p.ctrl); n > minPartSlots && p.n < n/8 {
+		t.resize(p, n/2)
+	}
 }
 
 // resize moves the keys of part p into n slots (a power of two).

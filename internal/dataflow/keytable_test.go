@@ -122,6 +122,52 @@ func runKeyTable[K Key](t *testing.T, tb *keyTable[K, int], keys int, key func(i
 		tb.remove(k)
 	}
 	checkTable(t, "all removed", tb, map[K]int{})
+	if slots := tableSlots(tb); slots > minPartSlots*len(tb.dir) {
+		t.Fatalf("all keys removed, the table still has %d slots in %d directory entries: its parts did not shrink", slots, len(tb.dir))
+	}
+}
+
+// tableSlots is the number of slots of tb's parts.
+func tableSlots[K Key, V any](tb *keyTable[K, V]) int {
+	n := 0
+	for i := 0; i < len(tb.dir); i += 1 << (tb.depth - tb.dir[i].depth) {
+		n += len(tb.dir[i].ctrl)
+	}
+	return n
+}
+
+// TestKeyTableShrinks: a table that held many keys gives its slots back as
+// they are removed, keeps the rest findable, and grows again.
+func TestKeyTableShrinks(t *testing.T) {
+	tb := newKeyTable[uint64, int](newKeyCodec[uint64]())
+	const many = 50_000
+	want := map[uint64]int{}
+	for i := range many {
+		tb.set(uint64(i), i)
+		want[uint64(i)] = i
+	}
+	peak := tableSlots(tb)
+	for i := range many {
+		if i%1000 != 0 {
+			tb.remove(uint64(i))
+			delete(want, uint64(i))
+		}
+	}
+	checkTable(t, "50 of 50,000 keys left", tb, want)
+	parts := 0
+	for i := 0; i < len(tb.dir); i += 1 << (tb.depth - tb.dir[i].depth) {
+		parts++
+	}
+	// A part halves once under an eighth full: it keeps at most about 8
+	// slots per key, and at least minPartSlots.
+	if after, bound := tableSlots(tb), 8*len(want)+2*minPartSlots*parts; after > bound {
+		t.Errorf("50 keys in %d parts take %d slots (%d at the peak), want at most %d", parts, after, peak, bound)
+	}
+	for i := range many {
+		tb.set(uint64(i), -i)
+		want[uint64(i)] = -i
+	}
+	checkTable(t, "all set again", tb, want)
 }
 
 // TestKeyTableSeeds: two tables place the same keys differently, so that
