@@ -104,10 +104,10 @@ func Sink[T any](s Stream[T], name string, write func(T) error, opts ...Option) 
 
 // SinkBatch adds a sink that calls write with the records as they arrive,
 // a batch at a time: never empty, in order per input, and at most the
-// job's batch size (actors.WithBatchSize), except records replayed from an
-// unaligned checkpoint, which come in the batches of the job that took it. write must not keep the slice, which is reused once
-// it returns. Records replayed after a recovery are written again, as with
-// Sink.
+// job's batch size (actors.WithBatchSize), records replayed from an
+// unaligned checkpoint of a job with larger batches included. write must
+// not keep the slice, which is reused once it returns. Records replayed
+// after a recovery are written again, as with Sink.
 func SinkBatch[T any](s Stream[T], name string, write func([]T) error, opts ...Option) {
 	dataflow.SinkBatch(s, name, write, opts...)
 }

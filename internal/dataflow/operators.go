@@ -510,15 +510,15 @@ func Sink[T any](s Stream[T], name string, write func(T) error, opts ...Option) 
 }
 
 // SinkBatch adds a sink that calls write with the records as they arrive, a
-// batch at a time (never empty, in order per input; at most the job's batch
-// size, except records replayed from an unaligned checkpoint, which come in
-// the batches of the job that took it).
-// write must not keep the slice, which is reused once it returns. Output
-// is at-least-once, as Sink's.
+// batch at a time: never empty, in order per input, and at most the job's
+// batch size. Records replayed from an unaligned checkpoint of a job with a
+// larger batch size come in batches of that size: they are written in
+// parts of this job's. write must not keep the slice, which is reused once
+// it returns. Output is at-least-once, as Sink's.
 func SinkBatch[T any](s Stream[T], name string, write func([]T) error, opts ...Option) {
 	checkFn(s.g, name, write, write == nil)
-	n := s.g.addNode(name, KindSink, opts, func(*InstanceContext) (Instance, error) {
-		return &batchSinkInstance[T]{write: write, in: newInputs[T]()}, nil
+	n := s.g.addNode(name, KindSink, opts, func(ic *InstanceContext) (Instance, error) {
+		return &batchSinkInstance[T]{write: write, in: newInputs[T](), max: ic.BatchSize}, nil
 	})
 	connect(n, s)
 }
@@ -527,10 +527,18 @@ type batchSinkInstance[T any] struct {
 	stateless
 	write func([]T) error
 	in    inputs[T]
+	max   int // the job's batch size: write never gets more (0: no bound)
 }
 
 func (k *batchSinkInstance[T]) ProcessBatch(_ int, batch any, _ []int64) error {
-	if err := k.write(batch.([]T)); err != nil {
+	b := batch.([]T)
+	for k.max > 0 && len(b) > k.max { // a batch of a job with a larger batch size, replayed
+		if err := k.write(b[:k.max:k.max]); err != nil {
+			return err
+		}
+		b = b[k.max:]
+	}
+	if err := k.write(b); err != nil {
 		return err
 	}
 	k.in.release(batch)
