@@ -275,17 +275,42 @@ func TestAggregateReduceProcessAgree(t *testing.T) {
 
 // TestLateRecords sends records far behind the watermark: each record is
 // counted in its window's final row or sent to the side output, once;
-// with allowed lateness, windows fire again.
+// with allowed lateness, windows fire again. A record is late only if the
+// watermark reaches its window before it does, so the source holds each
+// record far behind until its window has fired for every key: lateness is
+// exercised however fast the job runs.
 func TestLateRecords(t *testing.T) {
-	es := events(3, 20000, 11, 97)
+	const keys = 11
+	es := events(3, 20000, keys, 97)
+	for w := int64(0); w < es[len(es)-1].At/100; w++ { // every window has every key: each one fires for all
+		in := map[int64]bool{}
+		for _, e := range es {
+			if e.At/100 == w {
+				in[e.Key] = true
+			}
+		}
+		if len(in) != keys {
+			t.Fatalf("window %d has %d of the %d keys: the gate below could wait forever", w, len(in), keys)
+		}
+	}
 	for _, lateness := range []time.Duration{0, 200 * time.Millisecond} {
 		t.Run(fmt.Sprint(lateness), func(t *testing.T) {
 			g := topology.New("late")
 			late := topology.NewSideOutput[event]("late")
-			counts := window.Count(window.Of(keyed(source(g, es)), window.Tumbling(100*time.Millisecond)).AllowedLateness(lateness).LateTo(late), "count", topology.Parallelism(2))
+			f := &firings{keys: keys, ends: map[int64]int64{}}
+			src := topology.FromSource(g, "events", func(sub, p int) topology.Source[event] {
+				return &lateGate{slice: slice{es: es, at: sub, step: p}, fired: f}
+			}, topology.Parallelism(2), topology.WithWatermarks(topology.WatermarkStrategy[event]{
+				Timestamp:      func(e event) time.Time { return ms(e.At) },
+				OutOfOrderness: bound * time.Millisecond,
+			}))
+			counts := window.Count(window.Of(keyed(src), window.Tumbling(100*time.Millisecond)).AllowedLateness(lateness).LateTo(late), "count", topology.Parallelism(2))
 			var got collect[window.Result[int64, int64]]
 			var lates collect[event]
-			topology.Sink(counts, "out", got.write)
+			topology.Sink(counts, "out", func(r window.Result[int64, int64]) error {
+				f.fire(r.Key, r.Window.End.UnixMilli())
+				return got.write(r)
+			})
 			topology.Sink(topology.SideOutputOf(counts, late), "late", lates.write)
 			run(t, g)
 			final := map[row]int64{} // the last firing of each window: counts only grow
@@ -377,6 +402,97 @@ func (s *slice) Read(buf []event) (int, error) {
 }
 func (s *slice) Offset() []byte { return binary.BigEndian.AppendUint64(nil, uint64(s.at)) }
 func (s *slice) Close() error   { return nil }
+
+// firings is the latest end of a fired window per key, for lateGate.
+type firings struct {
+	mu    sync.Mutex
+	keys  int
+	ends  map[int64]int64
+	waits []gateWait
+}
+
+type gateWait struct {
+	end  int64
+	wake func()
+}
+
+// reached reports whether a window ending at end or later has fired for
+// every key; f.mu is held.
+func (f *firings) reached(end int64) bool {
+	if len(f.ends) < f.keys {
+		return false
+	}
+	for _, e := range f.ends {
+		if e < end {
+			return false
+		}
+	}
+	return true
+}
+
+func (f *firings) fire(key, end int64) {
+	f.mu.Lock()
+	f.ends[key] = max(f.ends[key], end)
+	var wake []func()
+	f.waits = slices.DeleteFunc(f.waits, func(w gateWait) bool {
+		if f.reached(w.end) {
+			wake = append(wake, w.wake)
+			return true
+		}
+		return false
+	})
+	f.mu.Unlock()
+	for _, w := range wake {
+		w()
+	}
+}
+
+// await reports whether windows ending at end have fired for every key;
+// when not, it calls wake once they have.
+func (f *firings) await(end int64, wake func()) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.reached(end) {
+		return true
+	}
+	f.waits = append(f.waits, gateWait{end, wake})
+	return false
+}
+
+// lateGate is slice, but a record whose window the source's own watermark
+// has passed waits until that window has fired for every key (reported
+// through fired): it then reaches the count behind the watermark, late.
+// The source is idle meanwhile, which sends its watermark downstream.
+type lateGate struct {
+	slice
+	fired *firings
+	maxAt int64
+	wake  func()
+}
+
+func (s *lateGate) SetWake(wake func()) { s.wake = wake }
+
+func (s *lateGate) Read(buf []event) (int, error) {
+	n := 0
+	for ; n < min(len(buf), 16) && s.at < len(s.es); n++ {
+		e := s.es[s.at]
+		if end := e.At - e.At%100 + 100; end <= s.maxAt-bound-1 {
+			if n > 0 {
+				return n, nil // the records before it go first, and the watermark after them
+			}
+			if !s.fired.await(end, s.wake) {
+				return 0, topology.ErrSourceIdle
+			}
+		}
+		buf[n] = e
+		s.maxAt = max(s.maxAt, e.At)
+		s.at += s.step
+	}
+	if n == 0 {
+		return 0, io.EOF
+	}
+	return n, nil
+}
 
 // ticker sends a record per read until a window has fired.
 type ticker struct {
