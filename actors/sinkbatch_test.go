@@ -136,7 +136,10 @@ func TestSinkBatchBoundOnReplay(t *testing.T) {
 			t.Fatal(err)
 		}
 		release(j)
-		_ = j.Wait() // canceled, or finished first
+		if err := j.Wait(); err != nil && !errors.Is(err, context.Canceled) { // canceled, or finished first
+			cancel()
+			t.Fatalf("first run: %v", err)
+		}
 		cancel()
 		if id = taken.Load(); id == 0 {
 			continue
