@@ -35,6 +35,8 @@ type Collector[T any] struct {
 	// route to one target, records of static size and no timestamps: Emit
 	// appends to it directly. nil otherwise.
 	single *outBatch[T]
+	// kgs holds the key groups of a batch emitAll routes by hash.
+	kgs []uint32
 }
 
 // route is one outgoing edge: its partitioning and a batch being filled per
@@ -43,8 +45,9 @@ type route[T any] struct {
 	partition Partition
 	first     int // index of the first target in the task's outputs
 	keyGroup  func(T) int
-	scale     uint64 // hash: a key group's target is kg*scale>>32 (see targetScale)
-	next      int    // rebalance: the target currently being filled
+	keyGroups func(vs []T, dst []uint32) // keyGroup of a batch, in one call
+	scale     uint64                     // hash: a key group's target is kg*scale>>32 (see targetScale)
+	next      int                        // rebalance: the target currently being filled
 	// outs holds a batch per target. They are written per record: on cache
 	// lines of their own (see isolated).
 	outs []outBatch[T]
@@ -97,14 +100,14 @@ func newSideCollector[T any](ic *InstanceContext, side int) (*Collector[T], erro
 		}
 		r := route[T]{partition: o.Partition, first: o.First, outs: isolatedSlice[outBatch[T]](o.Targets)}
 		if o.Partition == PartitionHash {
-			kg, ok := o.keyGroup.(func(T) int)
+			kg, ok := o.keyGroup.(keyGrouper[T])
 			if !ok {
 				return nil, errorf("task %s: key group function of type %T does not match the stream", ic.Task.ID, o.keyGroup)
 			}
 			if o.MaxParallelism < 1 || o.MaxParallelism > MaxParallelismLimit {
 				return nil, errorf("task %s: route to %s: max parallelism %d is outside 1..%d", ic.Task.ID, o.To, o.MaxParallelism, MaxParallelismLimit)
 			}
-			r.keyGroup, r.scale = kg, targetScale(o.Targets, o.MaxParallelism)
+			r.keyGroup, r.keyGroups, r.scale = kg.of, kg.all, targetScale(o.Targets, o.MaxParallelism)
 		}
 		c.routes[i] = r
 		i++
@@ -195,9 +198,9 @@ func (c *Collector[T]) emit(v *T, size int) {
 // emitAll emits the records of vs in order, as Emit of each would, and
 // returns their estimated bytes (0 when records are not sized). A source
 // emits what it reads with it: on the usual output, one route to one
-// target per record, the loop runs here, with no call per record but the
-// key group's. ts, when the Collector is timed, holds the records'
-// timestamps.
+// target per record, the loop runs here, with no call per record; on a hash
+// route, the key groups of all of vs are computed first, in one call. ts,
+// when the Collector is timed, holds the records' timestamps.
 func (c *Collector[T]) emitAll(vs []T, ts []int64) (bytes int) {
 	if len(c.routes) != 1 || c.routes[0].partition == PartitionBroadcast {
 		for i := range vs {
@@ -214,12 +217,12 @@ func (c *Collector[T]) emitAll(vs []T, ts []int64) (bytes int) {
 		return bytes
 	}
 	r := &c.routes[0]
+	if r.partition == PartitionHash {
+		return c.emitAllHashed(r, vs, ts)
+	}
 	for i := range vs {
 		v := &vs[i]
 		t := r.next // rebalance; 0 for forward
-		if r.partition == PartitionHash {
-			t = r.target(v)
-		}
 		o := &r.outs[t]
 		if o.recs == nil {
 			o.recs = takeBatch[T](c.pool, c.batchSize)
@@ -238,6 +241,39 @@ func (c *Collector[T]) emitAll(vs []T, ts []int64) (bytes int) {
 			if r.partition == PartitionRebalance {
 				r.advance()
 			}
+		}
+	}
+	return bytes
+}
+
+// emitAllHashed is emitAll on the usual output of a hash route: the key
+// groups of the whole of vs are computed first, in one call, and then each
+// record is appended to its target's batch.
+func (c *Collector[T]) emitAllHashed(r *route[T], vs []T, ts []int64) (bytes int) {
+	if cap(c.kgs) < len(vs) {
+		c.kgs = make([]uint32, len(vs))
+	}
+	kgs := c.kgs[:len(vs)]
+	r.keyGroups(vs, kgs)
+	timed, sizer, limit, bound := c.timed, c.sizer, c.batchSize, c.byteBound
+	for i := range vs {
+		v := &vs[i]
+		t := int(uint64(kgs[i]) * r.scale >> 32)
+		o := &r.outs[t]
+		if o.recs == nil {
+			o.recs = takeBatch[T](c.pool, limit)
+		}
+		o.recs = append(o.recs, *v)
+		if timed {
+			o.ts = appendStamp(o.ts, ts[i], limit)
+		}
+		if sizer != nil {
+			size := sizer.recordSize(unsafe.Pointer(v))
+			bytes += size
+			o.bytes += size
+		}
+		if len(o.recs) >= limit || o.bytes >= bound {
+			c.send(r, t)
 		}
 	}
 	return bytes

@@ -153,7 +153,7 @@ type edge struct {
 	from, to  *node
 	partition Partition
 	explicit  bool // the user asked for this partitioning
-	// keyGroup is a func(T) int for Hash edges, T being the edge's element
+	// keyGroup is a keyGrouper[T] for Hash edges, T being the edge's element
 	// type; it is type-asserted once when an emitter is built.
 	keyGroup any
 	// codec turns the edge's batches into RecordBatches and back, for

@@ -143,7 +143,7 @@ func TestHashFixed(t *testing.T) {
 func TestKeyByHash(t *testing.T) {
 	g := New("job", MaxParallelism(4))
 	k := KeyByHash(Sequence(g, "src", 1, 2), id64, func(k int64) uint64 { return uint64(k) })
-	kg := k.parts[0].keyGroup.(func(int64) int)
+	kg := k.parts[0].keyGroup.(keyGrouper[int64]).of
 	for v, want := range map[int64]int{0: 0, 1: 1, 5: 1, 7: 3, -1: 3} {
 		if got := kg(v); got != want {
 			t.Errorf("key group of %d = %d, want %d", v, got, want)

@@ -92,7 +92,7 @@ func channelKeyGroup(p *Plan, id int) func(int64) int {
 	c := p.Channels[id]
 	for _, r := range p.Tasks[c.From].Routes {
 		if c.FromOutput >= r.First && c.FromOutput < r.First+r.Targets && r.Partition == PartitionHash {
-			return r.keyGroup.(func(int64) int)
+			return r.keyGroup.(keyGrouper[int64]).of
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
@@ -33,8 +34,8 @@ func TestTargetScale(t *testing.T) {
 	}
 }
 
-// keyByGroupOf returns the key group function of a KeyBy of a stream of K.
-func keyByGroupOf[K Key](t *testing.T, maxP int, hash func(K) uint64) func(K) int {
+// keyByGroupOf returns the key group functions of a KeyBy of a stream of K.
+func keyByGroupOf[K Key](t *testing.T, maxP int, hash func(K) uint64) keyGrouper[K] {
 	t.Helper()
 	g := New("job", MaxParallelism(maxP))
 	s := FromSlice(g, "src", []K{})
@@ -44,7 +45,7 @@ func keyByGroupOf[K Key](t *testing.T, maxP int, hash func(K) uint64) func(K) in
 	} else {
 		ks = KeyByHash(s, func(k K) K { return k }, hash)
 	}
-	kg, ok := ks.parts[0].keyGroup.(func(K) int)
+	kg, ok := ks.parts[0].keyGroup.(keyGrouper[K])
 	if !ok {
 		t.Fatalf("key group function of type %T", ks.parts[0].keyGroup)
 	}
@@ -58,10 +59,20 @@ func checkKeyByGroups[K Key](t *testing.T, keys ...K) {
 	c := newKeyCodec[K]()
 	for _, maxP := range []int{1, 2, 100, 128, 1000, MaxParallelismLimit} {
 		kg := keyByGroupOf[K](t, maxP, nil)
-		for _, k := range keys {
-			if got, want := kg(k), int(c.hash(k)%uint64(maxP)); got != want {
+		all := make([]uint32, len(keys)+1) // one more: all fills only len(keys)
+		all[len(keys)] = math.MaxUint32
+		kg.all(keys, all)
+		for i, k := range keys {
+			want := int(c.hash(k) % uint64(maxP))
+			if got := kg.of(k); got != want {
 				t.Errorf("%T key %v, max parallelism %d: key group %d, want %d", k, k, maxP, got, want)
 			}
+			if got := int(all[i]); got != want {
+				t.Errorf("%T key %v, max parallelism %d: key group of a batch %d, want %d", k, k, maxP, got, want)
+			}
+		}
+		if all[len(keys)] != math.MaxUint32 {
+			t.Errorf("max parallelism %d: the key groups of a batch of %d went past it", maxP, len(keys))
 		}
 	}
 }
@@ -91,9 +102,19 @@ func TestKeyByHashKeyGroups(t *testing.T) {
 	hash := func(k int64) uint64 { return uint64(k) * 3 }
 	for _, maxP := range []int{1, 64, 100} {
 		kg := keyByGroupOf(t, maxP, hash)
-		for k := range int64(500) {
-			if got, want := kg(k), int(uint64(k)*3%uint64(maxP)); got != want {
+		keys := make([]int64, 500)
+		for i := range keys {
+			keys[i] = int64(i)
+		}
+		all := make([]uint32, len(keys))
+		kg.all(keys, all)
+		for _, k := range keys {
+			want := int(uint64(k) * 3 % uint64(maxP))
+			if got := kg.of(k); got != want {
 				t.Errorf("max parallelism %d: key %d in key group %d, want %d", maxP, k, got, want)
+			}
+			if got := int(all[k]); got != want {
+				t.Errorf("max parallelism %d: key %d in key group %d in a batch, want %d", maxP, k, got, want)
 			}
 		}
 	}
@@ -257,6 +278,12 @@ func TestCollectorEmitAll(t *testing.T) {
 		"hash": func(s Stream[withString]) {
 			Sink(KeyBy(s, func(v withString) int64 { return v.ID }).Stream, "sink", discard[withString], Parallelism(3))
 		},
+		"hash, max parallelism 100": func(s Stream[withString]) {
+			Sink(KeyBy(s, func(v withString) int64 { return v.ID }).Stream, "sink", discard[withString], Parallelism(3))
+		},
+		"hash by string": func(s Stream[withString]) {
+			Sink(KeyBy(s, func(v withString) string { return strconv.FormatInt(v.ID, 10) }).Stream, "sink", discard[withString], Parallelism(3))
+		},
 		"two routes": func(s Stream[withString]) {
 			Sink(Rebalance(s), "a", discard[withString], Parallelism(2))
 			Sink(KeyBy(s, func(v withString) int64 { return v.ID % 5 }).Stream, "b", discard[withString], Parallelism(2))
@@ -269,6 +296,9 @@ func TestCollectorEmitAll(t *testing.T) {
 	for name, out := range outputs {
 		for _, batchBytes := range []int{0, 20 << 10} {
 			g := New("job")
+			if strings.Contains(name, "max parallelism 100") {
+				g = New("job", MaxParallelism(100))
+			}
 			out(Generate(g, "src", 1, func(int64) withString { return withString{} }))
 			one, fOne := byteCollector[withString](t, g, "src#0", 16, batchBytes)
 			all, fAll := byteCollector[withString](t, g, "src#0", 16, batchBytes)
@@ -288,6 +318,66 @@ func TestCollectorEmitAll(t *testing.T) {
 			if !reflect.DeepEqual(fOne.sends, fAll.sends) {
 				t.Errorf("%s, batch bytes %d: emitAll sent %d batches, Emit %d, or not the same ones", name, batchBytes, len(fAll.sends), len(fOne.sends))
 			}
+		}
+	}
+}
+
+// stampSender records every batch sent with its time stamps.
+type stampSender struct {
+	sends []stamped
+}
+
+type stamped struct {
+	output int
+	batch  any
+	ts     []int64
+}
+
+func (s *stampSender) Send(output int, batch any, ts []int64) {
+	s.sends = append(s.sends, stamped{output, batch, slices.Clone(ts)})
+}
+
+// TestCollectorEmitAllStamps checks that a timed source's read, emitted at
+// once on a hash route, reaches each target with every record's own time
+// stamp, and every record at the task that owns its key group.
+func TestCollectorEmitAllStamps(t *testing.T) {
+	for _, maxP := range []int{128, 100} {
+		g := New("job", MaxParallelism(maxP))
+		Sink(KeyBy(Sequence(g, "src", 1, 2), id64).Stream, "sink", discard[int64], Parallelism(3))
+		p := mustPlan(t, g)
+		task := mustTask(t, p, "src#0")
+		task.Timed = true
+		s := &stampSender{}
+		c, err := newCollector[int64](&InstanceContext{Task: task, BatchSize: 16, Sender: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, ts := make([]int64, 500), make([]int64, 500)
+		for i := range recs {
+			recs[i], ts[i] = int64(i*7919), int64(i)*10+3
+		}
+		c.emitAll(recs[:123], ts[:123])
+		c.emitAll(recs[123:], ts[123:])
+		c.flush()
+		n := 0
+		for _, sent := range s.sends {
+			vs := sent.batch.([]int64)
+			if len(sent.ts) != len(vs) {
+				t.Fatalf("max parallelism %d: a batch of %d records with %d time stamps", maxP, len(vs), len(sent.ts))
+			}
+			to := p.Tasks[p.Channels[task.Outputs[sent.output]].To]
+			for i, v := range vs {
+				n++
+				if want := v/7919*10 + 3; sent.ts[i] != want {
+					t.Errorf("max parallelism %d: record %d stamped %d, want %d", maxP, v, sent.ts[i], want)
+				}
+				if kg := int(HashUint64(uint64(v)) % uint64(maxP)); kg < to.KeyGroupStart || kg >= to.KeyGroupEnd {
+					t.Errorf("max parallelism %d: record %d (key group %d) went to %s, which owns [%d,%d)", maxP, v, kg, to.ID, to.KeyGroupStart, to.KeyGroupEnd)
+				}
+			}
+		}
+		if n != len(recs) {
+			t.Errorf("max parallelism %d: %d records sent, want %d", maxP, n, len(recs))
 		}
 	}
 }

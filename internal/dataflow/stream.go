@@ -94,7 +94,7 @@ func KeyByHash[T any, K Key](s Stream[T], key func(T) K, hash func(K) uint64) Ke
 
 // keyBy partitions s with kg, the key group of a record: hash(key(v))
 // modulo the max parallelism.
-func keyBy[T any, K Key](s Stream[T], key func(T) K, hash func(K) uint64, c keyCodec[K], kg func(T) int) KeyedStream[T, K] {
+func keyBy[T any, K Key](s Stream[T], key func(T) K, hash func(K) uint64, c keyCodec[K], kg keyGrouper[T]) KeyedStream[T, K] {
 	if key == nil {
 		s.g.problem("%s: KeyBy of its output has a nil key function", producers(s.parts))
 	}
@@ -108,15 +108,39 @@ func keyBy[T any, K Key](s Stream[T], key func(T) K, hash func(K) uint64, c keyC
 // keyGroups is the number of key groups of g's keyed edges, at least 1.
 func keyGroups(g *Graph) uint64 { return uint64(max(1, g.maxParallelism)) }
 
-// keyGroupFunc returns the key group of a record: hash(key(v)) modulo maxP,
-// a mask when maxP is a power of two (the default), so that routing a
-// record costs no division.
-func keyGroupFunc[T any, K Key](key func(T) K, hash func(K) uint64, maxP uint64) func(T) int {
+// keyGrouper gives the key groups of a hash edge's records: hash(key(v))
+// modulo the max parallelism, a mask when it is a power of two (the
+// default), so that routing a record costs no division. of takes one
+// record; all takes a batch, in one call, so that a source routing what it
+// read calls nothing per record but the key function.
+type keyGrouper[T any] struct {
+	of  func(T) int
+	all func(vs []T, dst []uint32)
+}
+
+// keyGroupFunc is the keyGrouper of key and hash.
+func keyGroupFunc[T any, K Key](key func(T) K, hash func(K) uint64, maxP uint64) keyGrouper[T] {
 	if maxP&(maxP-1) == 0 {
 		mask := maxP - 1
-		return func(v T) int { return int(hash(key(v)) & mask) }
+		return keyGrouper[T]{
+			of: func(v T) int { return int(hash(key(v)) & mask) },
+			all: func(vs []T, dst []uint32) {
+				dst = dst[:len(vs)]
+				for i := range vs {
+					dst[i] = uint32(hash(key(vs[i])) & mask)
+				}
+			},
+		}
 	}
-	return func(v T) int { return int(hash(key(v)) % maxP) }
+	return keyGrouper[T]{
+		of: func(v T) int { return int(hash(key(v)) % maxP) },
+		all: func(vs []T, dst []uint32) {
+			dst = dst[:len(vs)]
+			for i := range vs {
+				dst[i] = uint32(hash(key(vs[i])) % maxP)
+			}
+		},
+	}
 }
 
 // wordKey reports whether K is an integer of 8 bytes, whose default hash is
@@ -128,17 +152,35 @@ func wordKey[K Key]() bool {
 
 // wordKeyGroup is keyGroupFunc with the default hash of an 8-byte integer
 // key inlined.
-func wordKeyGroup[T any, K Key](key func(T) K, maxP uint64) func(T) int {
+func wordKeyGroup[T any, K Key](key func(T) K, maxP uint64) keyGrouper[T] {
 	if maxP&(maxP-1) == 0 {
 		mask := maxP - 1
-		return func(v T) int {
-			k := key(v)
-			return int(HashUint64(*(*uint64)(unsafe.Pointer(&k))) & mask)
+		return keyGrouper[T]{
+			of: func(v T) int {
+				k := key(v)
+				return int(HashUint64(*(*uint64)(unsafe.Pointer(&k))) & mask)
+			},
+			all: func(vs []T, dst []uint32) {
+				dst = dst[:len(vs)]
+				for i := range vs {
+					k := key(vs[i])
+					dst[i] = uint32(HashUint64(*(*uint64)(unsafe.Pointer(&k))) & mask)
+				}
+			},
 		}
 	}
-	return func(v T) int {
-		k := key(v)
-		return int(HashUint64(*(*uint64)(unsafe.Pointer(&k))) % maxP)
+	return keyGrouper[T]{
+		of: func(v T) int {
+			k := key(v)
+			return int(HashUint64(*(*uint64)(unsafe.Pointer(&k))) % maxP)
+		},
+		all: func(vs []T, dst []uint32) {
+			dst = dst[:len(vs)]
+			for i := range vs {
+				k := key(vs[i])
+				dst[i] = uint32(HashUint64(*(*uint64)(unsafe.Pointer(&k))) % maxP)
+			}
+		},
 	}
 }
 

@@ -300,11 +300,12 @@ func (c *batchCodec[T]) Split(batch any, n int) (head, tail any) {
 }
 
 func (c *batchCodec[T]) keyGroups(rb *messages.RecordBatch, kg any, dst []int) ([]int, error) {
-	f, ok := kg.(func(T) int)
+	g, ok := kg.(keyGrouper[T])
 	if !ok {
-		return dst, fmt.Errorf("topology: the stream from operator %q to operator %q: key group function of type %T, want func(%s) int",
+		return dst, fmt.Errorf("topology: the stream from operator %q to operator %q: key group function of type %T, want the key groups of %s records",
 			c.from, c.to, kg, typeName(c.typ))
 	}
+	f := g.of
 	b, err := c.Decode(rb)
 	if err != nil {
 		return dst, err
