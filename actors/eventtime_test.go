@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -309,7 +310,8 @@ func TestClusterEventTimeExact(t *testing.T) {
 
 // procJob registers, for each key's first record, a processing-time timer
 // delay after it, and emits the key when it fires; sink gets the keys.
-func procJob(gate *testsrc.Gate, n, keys int64, delay time.Duration, sink func(int64) error) *topology.Graph {
+// onFire, when given, is called with the key in the timer's function.
+func procJob(gate *testsrc.Gate, n, keys int64, delay time.Duration, sink func(int64) error, onFire ...func(int64)) *topology.Graph {
 	g := topology.New("proctimers")
 	src := topology.FromSource(g, "src", func(int, int) topology.Source[int64] { return &testsrc.Gated{N: n, Gate: gate} })
 	fired := topology.Process(topology.KeyBy(src, func(v int64) int64 { return v % keys }), "timers",
@@ -318,6 +320,9 @@ func procJob(gate *testsrc.Gate, n, keys int64, delay time.Duration, sink func(i
 			topology.OnTimer(s, func(ctx *topology.Context[int64], tm topology.Timer, out *topology.Collector[int64]) error {
 				if tm.Domain != topology.ProcessingTime {
 					return fmt.Errorf("a timer of domain %v", tm.Domain)
+				}
+				for _, f := range onFire {
+					f(ctx.Key())
 				}
 				out.Emit(ctx.Key())
 				return nil
@@ -434,6 +439,141 @@ func TestProcessingTimers(t *testing.T) {
 		}
 	}
 	t.Logf("%d timers pending in the savepoint, %d fired before it", pending, firedBefore)
+}
+
+// A task that has snapshotted a stop-with-savepoint fires no
+// processing-time timer before the job stops: every timer fires once, in
+// the run that stops or in the one that resumes, never in both. The timer
+// tasks wait in their snapshot until every timer is due, so that each
+// has its tick in the mailbox as the snapshot ends.
+func TestStopSavepointHoldsProcessingTimers(t *testing.T) {
+	const n, keys, delay = 1000, 10, 100 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	store := snapshots.NewMem()
+	var mu sync.Mutex
+	fired := map[int64]int{} // in the timer's function
+	onFire := func(k int64) {
+		mu.Lock()
+		fired[k]++
+		mu.Unlock()
+	}
+	sink := func(int64) error { return nil }
+	var dueBy atomic.Int64 // every timer is due by then (unix ns); 0: not yet known
+	faults := &actorstest.Faults{Snapshot: func(task string, _ uint64) {
+		if by := dueBy.Load(); by != 0 && strings.HasPrefix(task, "timers#") {
+			// Waits for the wall clock, which the timers are set by.
+			<-time.After(time.Until(time.Unix(0, by)) + 20*time.Millisecond)
+		}
+	}}
+	gate := testsrc.NewGate(n / 2)
+	job, err := actors.Start(ctx, procJob(gate, n, keys, delay, sink, onFire), actors.WithStore(store),
+		actors.WithCheckpointInterval(0), actorstest.WithFaults(faults), actors.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate.WaitReached(t, n/2) // every key has registered its timer
+	dueBy.Store(time.Now().Add(delay).UnixNano())
+	if _, err := job.StopWithSavepoint(ctx, "held"); err != nil {
+		t.Fatal(err)
+	}
+	_ = job.Wait()
+	r, err := snapshots.NewCheckpoints(store, "proctimers", nil).LoadSavepoint(ctx, "held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := 0
+	for _, st := range r.States {
+		_, proc, err := topology.PendingTimers(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending += proc
+	}
+	mu.Lock()
+	before := len(fired)
+	for k, c := range fired {
+		if c != 1 {
+			t.Errorf("before the stop, key %d's timer fired %d times", k, c)
+		}
+	}
+	mu.Unlock()
+	if pending+before != keys {
+		t.Fatalf("the savepoint holds %d timers and %d fired in the job it stopped, want %d in all", pending, before, keys)
+	}
+	dueBy.Store(0)
+	gate.SetLimit(n)
+	job, err = actors.Start(ctx, procJob(gate, n, keys, delay, sink, onFire), actors.WithStore(store),
+		actors.WithSavepoint("held"), actorstest.WithFaults(faults), actors.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for k := range int64(keys) {
+		if fired[k] != 1 {
+			t.Errorf("key %d's timer fired %d times in the two runs, want once", k, fired[k])
+		}
+	}
+	t.Logf("%d timers held in the savepoint, %d fired before it", pending, before)
+}
+
+// A stop-with-savepoint that fails lets the job go on, and with it the
+// processing-time timers its snapshot held: each fires while the source
+// still waits.
+func TestFailedStopReleasesProcessingTimers(t *testing.T) {
+	const n, keys, delay = 1000, 10, 100 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	store := &failingPuts{Store: snapshots.NewMem(), prefix: snapshots.SavepointsPrefix("proctimers")}
+	store.armed.Store(true)
+	var mu sync.Mutex
+	fired := map[int64]int{}
+	allFired := make(chan struct{})
+	onFire := func(k int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		if fired[k]++; len(fired) == keys && fired[k] == 1 {
+			close(allFired)
+		}
+	}
+	var dueBy atomic.Int64
+	faults := &actorstest.Faults{Snapshot: func(task string, _ uint64) {
+		if by := dueBy.Load(); by != 0 && strings.HasPrefix(task, "timers#") {
+			<-time.After(time.Until(time.Unix(0, by)) + 20*time.Millisecond)
+		}
+	}}
+	gate := testsrc.NewGate(n / 2)
+	job, err := actors.Start(ctx, procJob(gate, n, keys, delay, func(int64) error { return nil }, onFire), actors.WithStore(store),
+		actors.WithCheckpointInterval(0), actorstest.WithFaults(faults), actors.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate.WaitReached(t, n/2)
+	dueBy.Store(time.Now().Add(delay).UnixNano())
+	if _, err := job.StopWithSavepoint(ctx, "refused"); err == nil || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("StopWithSavepoint with a store that refuses savepoints: %v, want the store's error", err)
+	}
+	select {
+	case <-allFired:
+	case <-ctx.Done():
+		mu.Lock()
+		t.Fatalf("after the failed stop, %d of %d timers fired", len(fired), keys)
+	}
+	gate.SetLimit(n)
+	if err := job.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for k := range int64(keys) {
+		if fired[k] != 1 {
+			t.Errorf("key %d's timer fired %d times, want once", k, fired[k])
+		}
+	}
 }
 
 // Timers are redistributed with their keys: a job with pending event-time

@@ -220,7 +220,12 @@ type Barrier struct {
 	// aligned makes the checkpoint align whatever the job's checkpoint mode
 	// (unaligned or at least once): the final checkpoint, whose state must
 	// reflect every record. A savepoint's barrier aligns without it.
-	Aligned       bool `protobuf:"varint,8,opt,name=aligned,proto3" json:"aligned,omitempty"`
+	Aligned bool `protobuf:"varint,8,opt,name=aligned,proto3" json:"aligned,omitempty"`
+	// stop marks the barrier of a stop-with-savepoint: the job ends at it.
+	// A task that has snapshotted it fires no processing-time timer until
+	// the savepoint fails or is aborted, so that nothing it would emit after
+	// the barrier is emitted again when the job resumes from the savepoint.
+	Stop          bool `protobuf:"varint,9,opt,name=stop,proto3" json:"stop,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -307,6 +312,13 @@ func (x *Barrier) GetBaseCheckpointId() uint64 {
 func (x *Barrier) GetAligned() bool {
 	if x != nil {
 		return x.Aligned
+	}
+	return false
+}
+
+func (x *Barrier) GetStop() bool {
+	if x != nil {
+		return x.Stop
 	}
 	return false
 }
@@ -3097,7 +3109,7 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\rR\achannel\x12\x1c\n" +
 	"\twatermark\x18\x03 \x01(\x03R\twatermark\x12\x12\n" +
-	"\x04idle\x18\x04 \x01(\bR\x04idle\"\x8f\x02\n" +
+	"\x04idle\x18\x04 \x01(\bR\x04idle\"\xa3\x02\n" +
 	"\aBarrier\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\rR\achannel\x12#\n" +
@@ -3106,7 +3118,8 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\blast_seq\x18\x05 \x01(\x04R\alastSeq\x12\x1c\n" +
 	"\tsavepoint\x18\x06 \x01(\tR\tsavepoint\x12,\n" +
 	"\x12base_checkpoint_id\x18\a \x01(\x04R\x10baseCheckpointId\x12\x18\n" +
-	"\aaligned\x18\b \x01(\bR\aaligned\"W\n" +
+	"\aaligned\x18\b \x01(\bR\aaligned\x12\x12\n" +
+	"\x04stop\x18\t \x01(\bR\x04stop\"W\n" +
 	"\n" +
 	"EndOfInput\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +

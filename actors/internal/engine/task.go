@@ -121,8 +121,12 @@ type task struct {
 	// pieces sizes the pieces a task whose records are slow processes its
 	// batches in, where barriers overtake (see task_pieces.go).
 	pieces pieces.Estimator
-	// stopAt is the checkpoint of a stop-with-savepoint this source took:
-	// it stays paused when that savepoint completes (the job stops).
+	// stopAt is the checkpoint of a stop-with-savepoint this task has
+	// snapshotted: a source stays paused when that savepoint completes (the
+	// job stops), and no task fires a processing-time timer from the
+	// snapshot until the savepoint fails or is aborted (releaseStop), so
+	// that nothing it emits after the barrier is emitted again by the job
+	// that resumes from the savepoint.
 	stopAt uint64
 
 	// The link watch of channels that cross nodes (see link.go): watching
@@ -258,6 +262,9 @@ func (t *task) Receive(ctx actor.Context) {
 			t.incr.Aborted(m.CheckpointId)
 		}
 		t.onAbort(m)
+		if m.Epoch == t.epoch {
+			t.releaseStop(m.CheckpointId)
+		}
 		t.resume(m.Epoch)
 	case *messages.CompleteCheckpoint:
 		t.onComplete(m)
@@ -447,7 +454,7 @@ func (t *task) onComplete(m *messages.CompleteCheckpoint) {
 	case m.CheckpointId != t.stopAt:
 		t.resume(m.Epoch)
 	case !m.Ack: // the stop failed (see stoppedAt): the source goes on
-		t.stopAt = 0
+		t.releaseStop(m.CheckpointId)
 		t.resume(m.Epoch)
 	} // else after a stop-with-savepoint, nothing more
 }
@@ -469,6 +476,17 @@ func (t *task) releaseCounters() {
 		t.outs[i].queue = nil
 	}
 	t.ctr.queued.Add(-queued)
+}
+
+// releaseStop forgets the stop-with-savepoint of checkpoint id, which
+// failed or was aborted: the job goes on, and so do the processing-time
+// timers it held.
+func (t *task) releaseStop(id uint64) {
+	if t.stopAt == 0 || t.stopAt != id {
+		return
+	}
+	t.stopAt = 0
+	t.armProcTimer()
 }
 
 // resume lets a source paused by a synchronous checkpoint or a

@@ -37,7 +37,7 @@ func (t *task) snapshot(id uint64, aligned time.Duration) {
 	}
 	t.flush()
 	barrier := &messages.Barrier{Epoch: t.epoch, CheckpointId: id, TimestampUnixNano: t.barrierTS, Savepoint: savepoint, BaseCheckpointId: t.barrierBase,
-		Aligned: t.barrierAligned}
+		Aligned: t.barrierAligned, Stop: savepoint != "" && t.stopAt == id}
 	var outWait *outSwitch                             // aligned with a timeout: the channel state of the outputs, once known
 	var persist *inFlight                              // unaligned: the channel state of the inputs, once complete
 	switched := t.persist != nil && t.persist.id == id // unaligned, or an alignment timed out

@@ -65,7 +65,7 @@ func (t *task) sendItem(o *outChannel, it outItem) {
 		}
 		t.root.Send(o.pid, &messages.Barrier{Epoch: it.barrier.Epoch, Channel: uint32(o.input),
 			CheckpointId: it.barrier.CheckpointId, TimestampUnixNano: it.barrier.TimestampUnixNano, LastSeq: o.seq, Savepoint: it.barrier.Savepoint, BaseCheckpointId: it.barrier.BaseCheckpointId,
-			Aligned: it.barrier.Aligned})
+			Aligned: it.barrier.Aligned, Stop: it.barrier.Stop})
 	case it.end:
 		if o.watch != nil {
 			o.watch.SentEnd()
@@ -264,6 +264,7 @@ type barrierInfo struct {
 	ts        int64
 	savepoint string
 	aligned   bool
+	stop      bool // a stop-with-savepoint's
 }
 
 // maxBarriers bounds the checkpoints a task remembers barriers of: the
@@ -286,7 +287,7 @@ func (t *task) noteBarrier(m *messages.Barrier) {
 	if len(t.barriers) == maxBarriers {
 		t.barriers = append(t.barriers[:0], t.barriers[1:]...)
 	}
-	t.barriers = append(t.barriers, barrierInfo{id: m.CheckpointId, base: m.BaseCheckpointId, ts: m.TimestampUnixNano, savepoint: m.Savepoint, aligned: m.Aligned})
+	t.barriers = append(t.barriers, barrierInfo{id: m.CheckpointId, base: m.BaseCheckpointId, ts: m.TimestampUnixNano, savepoint: m.Savepoint, aligned: m.Aligned, stop: m.Stop})
 }
 
 // useBarrier sets the fields snapshot reads from what checkpoint id's
@@ -297,6 +298,9 @@ func (t *task) useBarrier(id uint64) {
 	for _, b := range t.barriers {
 		if b.id == id {
 			t.barrierTS, t.savepointName, t.savepointID, t.barrierBase, t.barrierAligned = b.ts, b.savepoint, b.id, b.base, b.aligned
+			if b.stop && b.savepoint != "" {
+				t.stopAt = id
+			}
 		}
 		if b.id > id {
 			t.barriers[n] = b

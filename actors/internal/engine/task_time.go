@@ -183,7 +183,7 @@ type procTick struct{ epoch uint64 }
 // timer, unless an earlier tick is armed.
 func (t *task) armProcTimer() {
 	pc := t.proc
-	if pc == nil || !t.running {
+	if pc == nil || !t.running || t.stopAt != 0 {
 		return
 	}
 	next, ok := pc.timers.NextProcessingTimer()
@@ -205,8 +205,8 @@ func (t *task) onProcTick(m *procTick) {
 		return
 	}
 	pc.armed = false
-	if t.finished || t.ending {
-		return
+	if t.finished || t.ending || t.stopAt != 0 {
+		return // held after a stop-with-savepoint's snapshot (releaseStop)
 	}
 	if err := pc.timers.FireProcessingTimers(time.Now().UnixNano()); err != nil {
 		t.fail(err)
