@@ -35,9 +35,10 @@ func TestWorkerStoppedAtDeploy(t *testing.T) {
 	sinkDir := filepath.Join(c.dir, "out")
 	c.job = []string{"-sink-dir", sinkDir}
 	// F must still count as live when the coordinator places epoch E, a
-	// restore after K's connection broke: a heartbeat timeout of 2 s is a
-	// generous bound on that.
-	r := startRunning(c, 4, "-heartbeat-timeout", "2s")
+	// restore after K's connection broke: a heartbeat timeout of 10 s
+	// bounds that even on a busy machine under the race detector, where
+	// 2 s did not always.
+	r := startRunning(c, 4, "-heartbeat-timeout", "10s")
 	// Placement is deterministic, by the order in which the workers joined:
 	// with the first of them gone, the last one gets the sink. So K is the
 	// first to join that runs tasks, and F the last to join.
