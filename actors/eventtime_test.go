@@ -576,6 +576,82 @@ func TestFailedStopReleasesProcessingTimers(t *testing.T) {
 	}
 }
 
+// A stop-with-savepoint that times out behind backpressure is aborted
+// while its barrier, or the snapshot it makes a task take, still waits
+// behind input. When that snapshot runs, after the abort, it must not hold
+// the task's processing-time timers: the job goes on, and every timer
+// registered after it fires while the source still waits.
+func TestAbortedStopBehindBackpressureReleasesTimers(t *testing.T) {
+	// Batches of 16 and 8 credits: a keyed task processes about 9 batches
+	// before its output is blocked, and holds 8 more unprocessed. The
+	// source stops at 416 records, 208 per keyed task (even keys on one,
+	// odd on the other), so that it has sent them all when the stop's
+	// barrier leaves: the barrier reaches each keyed task at once, and its
+	// snapshot waits there behind the unprocessed batches.
+	const keys, limit = 10, 416
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	hold, held := make(chan struct{}), make(chan struct{})
+	var holdOnce, heldOnce sync.Once
+	var mu sync.Mutex
+	fired := map[int64]int{}
+	allFired := make(chan struct{})
+	g := topology.New("abortedstop", topology.MaxParallelism(128))
+	gate := testsrc.NewGate(limit)
+	src := topology.FromSource(g, "src", func(int, int) topology.Source[int64] { return &testsrc.Gated{N: 3 * limit, Gate: gate} })
+	keyed := topology.KeyByHash(src, func(v int64) int64 { return v % keys }, func(k int64) uint64 { return uint64(k%2) * 64 })
+	out := topology.Process(keyed, "timers",
+		func(s *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, int64, int64] {
+			armed := topology.Value[bool](s, "armed")
+			topology.OnTimer(s, func(ctx *topology.Context[int64], _ topology.Timer, _ *topology.Collector[int64]) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if fired[ctx.Key()]++; len(fired) == keys && fired[ctx.Key()] == 1 {
+					close(allFired)
+				}
+				return nil
+			})
+			return func(ctx *topology.Context[int64], v int64, out *topology.Collector[int64]) error {
+				// Only records read after the stop failed arm the timers.
+				if a, _ := armed.Get(); !a && v >= limit {
+					armed.Set(true)
+					ctx.RegisterProcessingTimer(time.Now().Add(10 * time.Millisecond))
+				}
+				out.Emit(v)
+				return nil
+			}
+		}, topology.Parallelism(2))
+	topology.Sink(out, "sink", func(int64) error {
+		heldOnce.Do(func() { close(held) })
+		<-hold
+		return nil
+	})
+	job, err := actors.Start(ctx, g, actors.WithStore(snapshots.NewMem()), actors.WithCheckpointInterval(0),
+		actors.WithCheckpointTimeout(300*time.Millisecond), actors.WithBatchSize(16), actors.WithCredits(8),
+		actors.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holdOnce.Do(func() { close(hold) })
+	<-held // the sink holds its first record: backpressure up to the source
+	gate.WaitReached(t, limit)
+	if _, err := job.StopWithSavepoint(ctx, "behind"); err == nil {
+		t.Fatal("StopWithSavepoint succeeded behind a sink that holds every record")
+	}
+	holdOnce.Do(func() { close(hold) })
+	gate.SetLimit(2 * limit)
+	select {
+	case <-allFired:
+	case <-ctx.Done():
+		mu.Lock()
+		t.Fatalf("after the aborted stop, %d of %d timers fired", len(fired), keys)
+	}
+	gate.SetLimit(3 * limit)
+	if err := job.Wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Timers are redistributed with their keys: a job with pending event-time
 // timers is stopped with savepoints and resumed at parallelism 1, 3 and 2,
 // and every timer fires exactly once, on the task that owns its key.

@@ -128,6 +128,8 @@ type task struct {
 	// that nothing it emits after the barrier is emitted again by the job
 	// that resumes from the savepoint.
 	stopAt uint64
+	// abortedAt is the newest checkpoint aborted in this epoch.
+	abortedAt uint64
 
 	// The link watch of channels that cross nodes (see link.go): watching
 	// is set when an output is remote.
@@ -263,6 +265,9 @@ func (t *task) Receive(ctx actor.Context) {
 		}
 		t.onAbort(m)
 		if m.Epoch == t.epoch {
+			// An aligned snapshot of it may still wait behind input
+			// (backpressure): when it runs, it must not hold the timers.
+			t.abortedAt = max(t.abortedAt, m.CheckpointId)
 			t.releaseStop(m.CheckpointId)
 		}
 		t.resume(m.Epoch)
@@ -487,6 +492,9 @@ func (t *task) releaseStop(id uint64) {
 	}
 	t.stopAt = 0
 	t.armProcTimer()
+	if t.idle {
+		t.et.armIdle(t) // a source's idleness, held likewise (onIdleTick)
+	}
 }
 
 // resume lets a source paused by a synchronous checkpoint or a

@@ -298,7 +298,7 @@ func (t *task) useBarrier(id uint64) {
 	for _, b := range t.barriers {
 		if b.id == id {
 			t.barrierTS, t.savepointName, t.savepointID, t.barrierBase, t.barrierAligned = b.ts, b.savepoint, b.id, b.base, b.aligned
-			if b.stop && b.savepoint != "" {
+			if b.stop && b.savepoint != "" && id > t.abortedAt {
 				t.stopAt = id
 			}
 		}

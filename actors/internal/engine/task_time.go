@@ -136,8 +136,14 @@ func (et *eventTime) armIdle(t *task) {
 
 // onIdleTick marks a source idle once its idleness timeout has passed
 // while it waited for records, and sends that at once.
+//
+// A source that has taken a stop-with-savepoint's snapshot sends nothing
+// more: an idle status after the barrier could advance the watermark
+// downstream and fire event-time timers the savepoint holds as pending,
+// which would fire again after the resume. releaseStop checks again if the
+// stop fails.
 func (t *task) onIdleTick(m *idleTick) {
-	if m.epoch != t.epoch || !t.idle {
+	if m.epoch != t.epoch || !t.idle || t.stopAt != 0 {
 		return
 	}
 	t.et.sourceRead(time.Now().UnixNano())
