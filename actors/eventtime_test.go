@@ -401,7 +401,29 @@ func TestProcessingTimers(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = job.Wait()
-	r, err := snapshots.NewCheckpoints(store, "proctimers", nil).LoadSavepoint(ctx, "timers-pending")
+	pending := savepointTimers(ctx, t, store, "timers-pending")
+	mu.Lock()
+	firedBefore := len(count)
+	mu.Unlock()
+	if pending+firedBefore != keys {
+		t.Fatalf("the savepoint holds %d timers and %d fired before it, want %d in all", pending, firedBefore, keys)
+	}
+	// The pending timers are due at most delay after the savepoint: wait
+	// for the wall clock to pass that, so that they are due while down.
+	<-time.After(delay)
+	gate2.SetLimit(n)
+	runToEnd(ctx, t, procJob(gate2, n, keys, delay, sink), actors.WithStore(store), actors.WithSavepoint("timers-pending"))
+	mu.Lock()
+	defer mu.Unlock()
+	oncePerKey(t, count, keys, "after the resume")
+	t.Logf("%d timers pending in the savepoint, %d fired before it", pending, firedBefore)
+}
+
+// savepointTimers returns the timers, of either domain, that savepoint
+// name of procJob's job holds.
+func savepointTimers(ctx context.Context, t *testing.T, store snapshots.Store, name string) int {
+	t.Helper()
+	r, err := snapshots.NewCheckpoints(store, "proctimers", nil).LoadSavepoint(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,32 +435,41 @@ func TestProcessingTimers(t *testing.T) {
 		}
 		pending += ev + proc
 	}
-	mu.Lock()
-	firedBefore := len(count)
-	mu.Unlock()
-	if pending+firedBefore != keys {
-		t.Fatalf("the savepoint holds %d timers and %d fired before it, want %d in all", pending, firedBefore, keys)
-	}
-	// The pending timers are due at most delay after the savepoint: wait
-	// for the wall clock to pass that, so that they are due while down.
-	<-time.After(delay)
-	gate2.SetLimit(n)
-	job, err = actors.Start(ctx, procJob(gate2, n, keys, delay, sink), actors.WithStore(store), actors.WithLogger(testLogger(t)),
-		actors.WithSavepoint("timers-pending"))
+	return pending
+}
+
+// runToEnd runs g with opts (and the test's logger) until it ends.
+func runToEnd(ctx context.Context, t *testing.T, g *topology.Graph, opts ...actors.Option) {
+	t.Helper()
+	job, err := actors.Start(ctx, g, append(opts, actors.WithLogger(testLogger(t)))...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := job.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	for k := range int64(keys) {
-		if count[k] != 1 {
-			t.Fatalf("after the resume, key %d's timer fired %d times in all", k, count[k])
+}
+
+// oncePerKey checks that each of keys 0..keys-1 counts 1 in fired.
+func oncePerKey(t *testing.T, fired map[int64]int, keys int64, when string) {
+	t.Helper()
+	for k := range keys {
+		if fired[k] != 1 {
+			t.Errorf("%s, key %d's timer fired %d times, want once", when, k, fired[k])
 		}
 	}
-	t.Logf("%d timers pending in the savepoint, %d fired before it", pending, firedBefore)
+}
+
+// snapshotsAfter makes procJob's timer tasks wait in a snapshot until the
+// wall clock, which their timers are set by, has passed the time in by
+// (unix ns; 0: they do not wait), so that every timer has its tick in the
+// task's mailbox as the snapshot ends.
+func snapshotsAfter(by *atomic.Int64) *actorstest.Faults {
+	return &actorstest.Faults{Snapshot: func(task string, _ uint64) {
+		if at := by.Load(); at != 0 && strings.HasPrefix(task, "timers#") {
+			<-time.After(time.Until(time.Unix(0, at)) + 20*time.Millisecond)
+		}
+	}}
 }
 
 // A task that has snapshotted a stop-with-savepoint fires no
@@ -460,12 +491,7 @@ func TestStopSavepointHoldsProcessingTimers(t *testing.T) {
 	}
 	sink := func(int64) error { return nil }
 	var dueBy atomic.Int64 // every timer is due by then (unix ns); 0: not yet known
-	faults := &actorstest.Faults{Snapshot: func(task string, _ uint64) {
-		if by := dueBy.Load(); by != 0 && strings.HasPrefix(task, "timers#") {
-			// Waits for the wall clock, which the timers are set by.
-			<-time.After(time.Until(time.Unix(0, by)) + 20*time.Millisecond)
-		}
-	}}
+	faults := snapshotsAfter(&dueBy)
 	gate := testsrc.NewGate(n / 2)
 	job, err := actors.Start(ctx, procJob(gate, n, keys, delay, sink, onFire), actors.WithStore(store),
 		actors.WithCheckpointInterval(0), actorstest.WithFaults(faults), actors.WithLogger(testLogger(t)))
@@ -478,18 +504,7 @@ func TestStopSavepointHoldsProcessingTimers(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = job.Wait()
-	r, err := snapshots.NewCheckpoints(store, "proctimers", nil).LoadSavepoint(ctx, "held")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pending := 0
-	for _, st := range r.States {
-		_, proc, err := topology.PendingTimers(st)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pending += proc
-	}
+	pending := savepointTimers(ctx, t, store, "held")
 	mu.Lock()
 	before := len(fired)
 	for k, c := range fired {
@@ -503,21 +518,11 @@ func TestStopSavepointHoldsProcessingTimers(t *testing.T) {
 	}
 	dueBy.Store(0)
 	gate.SetLimit(n)
-	job, err = actors.Start(ctx, procJob(gate, n, keys, delay, sink, onFire), actors.WithStore(store),
-		actors.WithSavepoint("held"), actorstest.WithFaults(faults), actors.WithLogger(testLogger(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := job.Wait(); err != nil {
-		t.Fatal(err)
-	}
+	runToEnd(ctx, t, procJob(gate, n, keys, delay, sink, onFire), actors.WithStore(store), actors.WithSavepoint("held"),
+		actorstest.WithFaults(faults))
 	mu.Lock()
 	defer mu.Unlock()
-	for k := range int64(keys) {
-		if fired[k] != 1 {
-			t.Errorf("key %d's timer fired %d times in the two runs, want once", k, fired[k])
-		}
-	}
+	oncePerKey(t, fired, keys, "in the two runs")
 	t.Logf("%d timers held in the savepoint, %d fired before it", pending, before)
 }
 
@@ -541,11 +546,7 @@ func TestFailedStopReleasesProcessingTimers(t *testing.T) {
 		}
 	}
 	var dueBy atomic.Int64
-	faults := &actorstest.Faults{Snapshot: func(task string, _ uint64) {
-		if by := dueBy.Load(); by != 0 && strings.HasPrefix(task, "timers#") {
-			<-time.After(time.Until(time.Unix(0, by)) + 20*time.Millisecond)
-		}
-	}}
+	faults := snapshotsAfter(&dueBy)
 	gate := testsrc.NewGate(n / 2)
 	job, err := actors.Start(ctx, procJob(gate, n, keys, delay, func(int64) error { return nil }, onFire), actors.WithStore(store),
 		actors.WithCheckpointInterval(0), actorstest.WithFaults(faults), actors.WithLogger(testLogger(t)))
@@ -569,11 +570,7 @@ func TestFailedStopReleasesProcessingTimers(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	for k := range int64(keys) {
-		if fired[k] != 1 {
-			t.Errorf("key %d's timer fired %d times, want once", k, fired[k])
-		}
-	}
+	oncePerKey(t, fired, keys, "after the failed stop")
 }
 
 // A stop-with-savepoint that times out behind backpressure is aborted

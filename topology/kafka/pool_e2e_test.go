@@ -2,7 +2,6 @@ package kafka_test
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -143,7 +142,11 @@ func TestSinkOlderSavepointFencedCommit(t *testing.T) {
 	// The job takes no checkpoint of its own: records processed after
 	// the last one above are committed by the next, so it checkpoints
 	// until every value is.
-	waitCommittedCheckpointing(t, brokers, "out", n, j)
+	waitCommitted(t, brokers, "out", n, func() {
+		if _, err := j.Checkpoint(context.Background()); err != nil {
+			t.Fatalf("checkpoint: %v", err)
+		}
+	})
 	stopWith(t, j, "end")
 
 	err = actors.Run(context.Background(), pipeline("older", brokers, 2), actors.WithStore(store), actors.WithSavepoint("old"),
@@ -161,34 +164,4 @@ func TestSinkOlderSavepointFencedCommit(t *testing.T) {
 		t.Fatalf("a checkpoint after the restore with AssumeFencedCommitted: %v", err)
 	}
 	stopWith(t, j, "again")
-}
-
-// waitCommittedCheckpointing is waitCommitted for a job without periodic
-// checkpoints: each time a read finds no new value, it takes one, so that
-// what the job has processed since its last checkpoint commits.
-func waitCommittedCheckpointing(t *testing.T, brokers []string, topic string, n int64, j *actors.Job) {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	deadline := time.Now().Add(2 * time.Minute)
-	seen := map[int64]bool{}
-	for int64(len(seen)) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d values committed in time", len(seen), n)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
-		fs := cl.PollFetches(ctx)
-		cancel()
-		before := len(seen)
-		fs.EachRecord(func(r *kgo.Record) { seen[int64(binary.BigEndian.Uint64(r.Value))] = true })
-		if len(seen) == before {
-			if _, err := j.Checkpoint(context.Background()); err != nil {
-				t.Fatalf("checkpoint: %v", err)
-			}
-		}
-	}
 }

@@ -25,8 +25,9 @@ import (
 func fill(t *testing.T, brokers []string, topic string, n int64) { fillFrom(t, brokers, topic, 0, n) }
 
 // waitCommitted reads topic read_committed until every value of 0..n-1
-// has appeared (or the deadline passes).
-func waitCommitted(t *testing.T, brokers []string, topic string, n int64) {
+// has appeared (or the deadline passes). quiet, when given, is called each
+// time a read of a quarter second finds no new value.
+func waitCommitted(t *testing.T, brokers []string, topic string, n int64, quiet ...func()) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -38,11 +39,22 @@ func waitCommitted(t *testing.T, brokers []string, topic string, n int64) {
 	defer cancel()
 	seen := map[int64]bool{}
 	for int64(len(seen)) < n {
-		fs := cl.PollFetches(ctx)
+		poll, stop := ctx, context.CancelFunc(func() {})
+		if len(quiet) > 0 {
+			poll, stop = context.WithTimeout(ctx, 250*time.Millisecond)
+		}
+		fs := cl.PollFetches(poll)
+		stop()
 		if ctx.Err() != nil {
 			t.Fatalf("only %d of %d values committed in time", len(seen), n)
 		}
+		before := len(seen)
 		fs.EachRecord(func(r *kgo.Record) { seen[int64(binary.BigEndian.Uint64(r.Value))] = true })
+		if len(seen) == before {
+			for _, f := range quiet {
+				f()
+			}
+		}
 	}
 }
 
