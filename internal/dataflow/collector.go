@@ -119,9 +119,10 @@ func newSideCollector[T any](ic *InstanceContext, side int) (*Collector[T], erro
 }
 
 // target returns the target of v on a hash route.
-func (r *route[T]) target(v *T) int {
-	return int(uint64(r.keyGroup(*v)) * r.scale >> 32)
-}
+func (r *route[T]) target(v *T) int { return r.targetOf(uint32(r.keyGroup(*v))) }
+
+// targetOf returns the target of key group kg on a hash route.
+func (r *route[T]) targetOf(kg uint32) int { return int(uint64(kg) * r.scale >> 32) }
 
 // Emit sends v downstream. It allocates nothing except when a batch is full.
 func (c *Collector[T]) Emit(v T) {
@@ -258,7 +259,7 @@ func (c *Collector[T]) emitAllHashed(r *route[T], vs []T, ts []int64) (bytes int
 	timed, sizer, limit, bound := c.timed, c.sizer, c.batchSize, c.byteBound
 	for i := range vs {
 		v := &vs[i]
-		t := int(uint64(kgs[i]) * r.scale >> 32)
+		t := r.targetOf(kgs[i])
 		o := &r.outs[t]
 		if o.recs == nil {
 			o.recs = takeBatch[T](c.pool, limit)

@@ -487,7 +487,7 @@ func (t *task) releaseCounters() {
 // failed or was aborted: the job goes on, and so do the processing-time
 // timers it held.
 func (t *task) releaseStop(id uint64) {
-	if t.stopAt == 0 || t.stopAt != id {
+	if id == 0 || t.stopAt != id {
 		return
 	}
 	t.stopAt = 0

@@ -1,0 +1,251 @@
+package actors_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/snapflow/snapflow/actors"
+	"github.com/snapflow/snapflow/actors/actorstest"
+	"github.com/snapflow/snapflow/internal/testsrc"
+	"github.com/snapflow/snapflow/snapshots"
+	"github.com/snapflow/snapflow/topology"
+)
+
+// The tests of this file check that a stop-with-savepoint holds the
+// processing-time timers of every task that has snapshotted it, until the
+// job stops or the savepoint fails: a timer fires once, in the job that
+// stops or in the one that resumes from the savepoint, never in both.
+
+// savepointTimers returns the timers, of either domain, that savepoint
+// name of procJob's job holds.
+func savepointTimers(ctx context.Context, t *testing.T, store snapshots.Store, name string) int {
+	t.Helper()
+	r, err := snapshots.NewCheckpoints(store, "proctimers", nil).LoadSavepoint(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := 0
+	for _, st := range r.States {
+		ev, proc, err := topology.PendingTimers(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending += ev + proc
+	}
+	return pending
+}
+
+// runToEnd runs g with opts (and the test's logger) until it ends.
+func runToEnd(ctx context.Context, t *testing.T, g *topology.Graph, opts ...actors.Option) {
+	t.Helper()
+	job, err := actors.Start(ctx, g, append(opts, actors.WithLogger(testLogger(t)))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// oncePerKey checks that each of keys 0..keys-1 counts 1 in fired.
+func oncePerKey(t *testing.T, fired map[int64]int, keys int64, when string) {
+	t.Helper()
+	for k := range keys {
+		if fired[k] != 1 {
+			t.Errorf("%s, key %d's timer fired %d times, want once", when, k, fired[k])
+		}
+	}
+}
+
+// snapshotsAfter makes procJob's timer tasks wait in a snapshot until the
+// wall clock, which their timers are set by, has passed the time in by
+// (unix ns; 0: they do not wait), so that every timer has its tick in the
+// task's mailbox as the snapshot ends.
+func snapshotsAfter(by *atomic.Int64) *actorstest.Faults {
+	return &actorstest.Faults{Snapshot: func(task string, _ uint64) {
+		if at := by.Load(); at != 0 && strings.HasPrefix(task, "timers#") {
+			<-time.After(time.Until(time.Unix(0, at)) + 20*time.Millisecond)
+		}
+	}}
+}
+
+// A task that has snapshotted a stop-with-savepoint fires no
+// processing-time timer before the job stops: every timer fires once, in
+// the run that stops or in the one that resumes, never in both. The timer
+// tasks wait in their snapshot until every timer is due, so that each
+// has its tick in the mailbox as the snapshot ends.
+func TestStopSavepointHoldsProcessingTimers(t *testing.T) {
+	const n, keys, delay = 1000, 10, 100 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	store := snapshots.NewMem()
+	var mu sync.Mutex
+	fired := map[int64]int{} // in the timer's function
+	onFire := func(k int64) {
+		mu.Lock()
+		fired[k]++
+		mu.Unlock()
+	}
+	sink := func(int64) error { return nil }
+	var dueBy atomic.Int64 // every timer is due by then (unix ns); 0: not yet known
+	faults := snapshotsAfter(&dueBy)
+	gate := testsrc.NewGate(n / 2)
+	job, err := actors.Start(ctx, procJob(gate, n, keys, delay, sink, onFire), actors.WithStore(store),
+		actors.WithCheckpointInterval(0), actorstest.WithFaults(faults), actors.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate.WaitReached(t, n/2) // every key has registered its timer
+	dueBy.Store(time.Now().Add(delay).UnixNano())
+	if _, err := job.StopWithSavepoint(ctx, "held"); err != nil {
+		t.Fatal(err)
+	}
+	_ = job.Wait()
+	pending := savepointTimers(ctx, t, store, "held")
+	mu.Lock()
+	before := len(fired)
+	for k, c := range fired {
+		if c != 1 {
+			t.Errorf("before the stop, key %d's timer fired %d times", k, c)
+		}
+	}
+	mu.Unlock()
+	if pending+before != keys {
+		t.Fatalf("the savepoint holds %d timers and %d fired in the job it stopped, want %d in all", pending, before, keys)
+	}
+	dueBy.Store(0)
+	gate.SetLimit(n)
+	runToEnd(ctx, t, procJob(gate, n, keys, delay, sink, onFire), actors.WithStore(store), actors.WithSavepoint("held"),
+		actorstest.WithFaults(faults))
+	mu.Lock()
+	defer mu.Unlock()
+	oncePerKey(t, fired, keys, "in the two runs")
+	t.Logf("%d timers held in the savepoint, %d fired before it", pending, before)
+}
+
+// A stop-with-savepoint that fails lets the job go on, and with it the
+// processing-time timers its snapshot held: each fires while the source
+// still waits.
+func TestFailedStopReleasesProcessingTimers(t *testing.T) {
+	const n, keys, delay = 1000, 10, 100 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	store := &failingPuts{Store: snapshots.NewMem(), prefix: snapshots.SavepointsPrefix("proctimers")}
+	store.armed.Store(true)
+	var mu sync.Mutex
+	fired := map[int64]int{}
+	allFired := make(chan struct{})
+	onFire := func(k int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		if fired[k]++; len(fired) == keys && fired[k] == 1 {
+			close(allFired)
+		}
+	}
+	var dueBy atomic.Int64
+	faults := snapshotsAfter(&dueBy)
+	gate := testsrc.NewGate(n / 2)
+	job, err := actors.Start(ctx, procJob(gate, n, keys, delay, func(int64) error { return nil }, onFire), actors.WithStore(store),
+		actors.WithCheckpointInterval(0), actorstest.WithFaults(faults), actors.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate.WaitReached(t, n/2)
+	dueBy.Store(time.Now().Add(delay).UnixNano())
+	if _, err := job.StopWithSavepoint(ctx, "refused"); err == nil || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("StopWithSavepoint with a store that refuses savepoints: %v, want the store's error", err)
+	}
+	select {
+	case <-allFired:
+	case <-ctx.Done():
+		mu.Lock()
+		t.Fatalf("after the failed stop, %d of %d timers fired", len(fired), keys)
+	}
+	gate.SetLimit(n)
+	if err := job.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	oncePerKey(t, fired, keys, "after the failed stop")
+}
+
+// A stop-with-savepoint that times out behind backpressure is aborted
+// while its barrier, or the snapshot it makes a task take, still waits
+// behind input. When that snapshot runs, after the abort, it must not hold
+// the task's processing-time timers: the job goes on, and every timer
+// registered after it fires while the source still waits.
+func TestAbortedStopBehindBackpressureReleasesTimers(t *testing.T) {
+	// Batches of 16 and 8 credits: a keyed task processes about 9 batches
+	// before its output is blocked, and holds 8 more unprocessed. The
+	// source stops at 416 records, 208 per keyed task (even keys on one,
+	// odd on the other), so that it has sent them all when the stop's
+	// barrier leaves: the barrier reaches each keyed task at once, and its
+	// snapshot waits there behind the unprocessed batches.
+	const keys, limit = 10, 416
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	hold, held := make(chan struct{}), make(chan struct{})
+	var holdOnce, heldOnce sync.Once
+	var mu sync.Mutex
+	fired := map[int64]int{}
+	allFired := make(chan struct{})
+	g := topology.New("abortedstop", topology.MaxParallelism(128))
+	gate := testsrc.NewGate(limit)
+	src := topology.FromSource(g, "src", func(int, int) topology.Source[int64] { return &testsrc.Gated{N: 3 * limit, Gate: gate} })
+	keyed := topology.KeyByHash(src, func(v int64) int64 { return v % keys }, func(k int64) uint64 { return uint64(k%2) * 64 })
+	out := topology.Process(keyed, "timers",
+		func(s *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, int64, int64] {
+			armed := topology.Value[bool](s, "armed")
+			topology.OnTimer(s, func(ctx *topology.Context[int64], _ topology.Timer, _ *topology.Collector[int64]) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if fired[ctx.Key()]++; len(fired) == keys && fired[ctx.Key()] == 1 {
+					close(allFired)
+				}
+				return nil
+			})
+			return func(ctx *topology.Context[int64], v int64, out *topology.Collector[int64]) error {
+				// Only records read after the stop failed arm the timers.
+				if a, _ := armed.Get(); !a && v >= limit {
+					armed.Set(true)
+					ctx.RegisterProcessingTimer(time.Now().Add(10 * time.Millisecond))
+				}
+				out.Emit(v)
+				return nil
+			}
+		}, topology.Parallelism(2))
+	topology.Sink(out, "sink", func(int64) error {
+		heldOnce.Do(func() { close(held) })
+		<-hold
+		return nil
+	})
+	job, err := actors.Start(ctx, g, actors.WithStore(snapshots.NewMem()), actors.WithCheckpointInterval(0),
+		actors.WithCheckpointTimeout(300*time.Millisecond), actors.WithBatchSize(16), actors.WithCredits(8),
+		actors.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holdOnce.Do(func() { close(hold) })
+	<-held // the sink holds its first record: backpressure up to the source
+	gate.WaitReached(t, limit)
+	if _, err := job.StopWithSavepoint(ctx, "behind"); err == nil {
+		t.Fatal("StopWithSavepoint succeeded behind a sink that holds every record")
+	}
+	holdOnce.Do(func() { close(hold) })
+	gate.SetLimit(2 * limit)
+	select {
+	case <-allFired:
+	case <-ctx.Done():
+		mu.Lock()
+		t.Fatalf("after the aborted stop, %d of %d timers fired", len(fired), keys)
+	}
+	gate.SetLimit(3 * limit)
+	if err := job.Wait(); err != nil {
+		t.Fatal(err)
+	}
+}
