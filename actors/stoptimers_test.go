@@ -2,6 +2,7 @@ package actors_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,9 +17,10 @@ import (
 )
 
 // The tests of this file check that a stop-with-savepoint holds the
-// processing-time timers of every task that has snapshotted it, until the
-// job stops or the savepoint fails: a timer fires once, in the job that
-// stops or in the one that resumes from the savepoint, never in both.
+// processing-time timers of every task that has snapshotted it, and the
+// idle status of every source, until the job stops or the savepoint
+// fails: a timer fires once, in the job that stops or in the one that
+// resumes from the savepoint, never in both.
 
 // savepointTimers returns the timers, of either domain, that savepoint
 // name of procJob's job holds.
@@ -248,4 +250,176 @@ func TestAbortedStopBehindBackpressureReleasesTimers(t *testing.T) {
 	if err := job.Wait(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// idleStop is the job of the idle-status tests, an event-time window
+// count over the union of two gated sources. Source a stops after 10 of
+// its 20 records, far behind source b in event time (its other 10 are far
+// ahead, so that none is ever late), and is idle after a second without a
+// record; b has no idleness timeout. While a holds b's windows back, only
+// a's idle status can close them.
+type idleStop struct {
+	ref          map[windowKey]int64
+	sink         *windowSink
+	emitted      map[windowKey]int // under sink.mu
+	bClosed      chan struct{}     // closed when the first window of b's is emitted
+	gateA, gateB *testsrc.Gate
+	// idleBy is when a is idle by (unix ns): the counting tasks wait in
+	// their snapshot until it has passed, and the sink in its snapshot
+	// long enough to take what they emit after theirs. 0: nobody waits.
+	idleBy atomic.Int64
+	faults *actorstest.Faults
+}
+
+const (
+	idleStopA, idleStopLimitA, idleStopB, idleStopOffB = 20, 10, 2000, 100_000
+	idleStopTimeout                                    = time.Second
+)
+
+func idleStopIdxA(v int64) int64 {
+	if v <= idleStopLimitA {
+		return v - 1
+	}
+	return 10*idleStopOffB + v
+}
+
+func idleStopIdxB(v int64) int64 { return idleStopOffB + v - 1 }
+
+func newIdleStop() *idleStop {
+	s := &idleStop{ref: map[windowKey]int64{}, emitted: map[windowKey]int{}, bClosed: make(chan struct{}),
+		gateA: testsrc.NewGate(idleStopLimitA), gateB: testsrc.NewGate(idleStopB / 2)}
+	for v := int64(1); v <= idleStopA; v++ {
+		i := idleStopIdxA(v)
+		s.ref[windowKey{i % etUsers, etWindowEnd(etTime(i)).UnixNano()}]++
+	}
+	for v := int64(1); v <= idleStopB; v++ {
+		i := idleStopIdxB(v)
+		s.ref[windowKey{i % etUsers, etWindowEnd(etTime(i)).UnixNano()}]++
+	}
+	s.sink = newWindowSink(s.ref)
+	firstB := etWindowEnd(etTime(idleStopIdxB(1))).UnixNano()
+	var once sync.Once
+	s.sink.onWindow = func(w windowCount) {
+		s.emitted[w.windowKey]++
+		if w.End >= firstB && w.End < etWindowEnd(etTime(idleStopIdxA(idleStopLimitA+1))).UnixNano() {
+			once.Do(func() { close(s.bClosed) })
+		}
+	}
+	s.faults = &actorstest.Faults{Snapshot: func(task string, _ uint64) {
+		at := s.idleBy.Load()
+		switch {
+		case at == 0:
+		case strings.HasPrefix(task, "count#"):
+			<-time.After(time.Until(time.Unix(0, at)) + 300*time.Millisecond)
+		case strings.HasPrefix(task, "sink#"):
+			// What the counting tasks emit after their barrier, within a
+			// linger, reaches the sink before the job stops.
+			<-time.After(300 * time.Millisecond)
+		}
+	}}
+	return s
+}
+
+func (s *idleStop) build() *topology.Graph {
+	return etJobFrom("idlestop", func(g *topology.Graph) topology.Stream[click] {
+		source := func(name string, gate *testsrc.Gate, n int64, idx func(int64) int64, idle time.Duration) topology.Stream[click] {
+			src := topology.FromSource(g, name, func(int, int) topology.Source[int64] { return &testsrc.Gated{N: n, Gate: gate} },
+				topology.WithWatermarks(topology.WatermarkStrategy[int64]{
+					Timestamp:      func(v int64) time.Time { return etTime(idx(v)) },
+					OutOfOrderness: 10 * time.Millisecond,
+					IdleTimeout:    idle,
+				}))
+			return topology.Map(src, name+"-click", func(v int64) click { return click{User: idx(v) % etUsers, I: idx(v)} })
+		}
+		return topology.Union(source("a", s.gateA, idleStopA, idleStopIdxA, idleStopTimeout),
+			source("b", s.gateB, idleStopB, idleStopIdxB, 0))
+	}, s.sink.bad, s.sink.out)
+}
+
+// start starts the job on store and waits until both sources wait at
+// their gates; the snapshots of the stop to come wait for a's idleness.
+func (s *idleStop) start(ctx context.Context, t *testing.T, store snapshots.Store) *actors.Job {
+	t.Helper()
+	job, err := actors.Start(ctx, s.build(), actors.WithStore(store), actors.WithCheckpointInterval(0),
+		actorstest.WithFaults(s.faults), actors.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.gateA.WaitReached(t, idleStopLimitA)
+	s.gateB.WaitReached(t, idleStopB/2)
+	// a read its last record before now: it is idle by now + its timeout.
+	s.idleBy.Store(time.Now().Add(idleStopTimeout).UnixNano())
+	return job
+}
+
+// check fails t unless every window emitted was emitted once, with its
+// count, and, when complete, every window was.
+func (s *idleStop) check(t *testing.T, complete bool) {
+	t.Helper()
+	s.sink.check(t, complete)
+	s.sink.mu.Lock()
+	defer s.sink.mu.Unlock()
+	for w, c := range s.emitted {
+		if c != 1 {
+			t.Errorf("user %d's window %v was emitted %d times, want once", w.User, time.Unix(0, w.End).UTC(), c)
+		}
+	}
+}
+
+// A source that reads nothing when a stop-with-savepoint's barrier leaves
+// it sends no idle status after that barrier, even once its idleness
+// timeout passes before the job has stopped: the status would advance the
+// watermark downstream and fire event-time timers that the savepoint
+// holds, and they would fire again after the resume. Every window must be
+// emitted once, with its whole count, across the stopped run and the
+// resumed one.
+func TestStopSavepointHoldsIdleStatus(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	s := newIdleStop()
+	store := snapshots.NewMem()
+	job := s.start(ctx, t, store)
+	if _, err := job.StopWithSavepoint(ctx, "idle"); err != nil {
+		t.Fatal(err)
+	}
+	_ = job.Wait()
+	s.sink.mu.Lock()
+	before := len(s.emitted)
+	s.sink.mu.Unlock()
+	s.idleBy.Store(0)
+	s.gateA.SetLimit(idleStopA)
+	s.gateB.SetLimit(idleStopB)
+	runToEnd(ctx, t, s.build(), actors.WithStore(store), actors.WithSavepoint("idle"), actorstest.WithFaults(s.faults))
+	s.check(t, true)
+	// 0 unless a went idle before the stop's barrier left it (a slow
+	// machine): then the windows closed before the stop, as they may.
+	t.Logf("%d of %d windows emitted before the stop", before, len(s.ref))
+}
+
+// A stop-with-savepoint that fails lets a source that went idle while the
+// stop held it send its idle status: the windows it held back close while
+// both sources still wait. (The job is then stopped: b would end before a
+// read its last records, and those would be late.)
+func TestFailedStopReleasesIdleStatus(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	s := newIdleStop()
+	store := &failingPuts{Store: snapshots.NewMem(), prefix: snapshots.SavepointsPrefix("idlestop")}
+	store.armed.Store(true)
+	job := s.start(ctx, t, store)
+	if _, err := job.StopWithSavepoint(ctx, "refused"); err == nil || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("StopWithSavepoint with a store that refuses savepoints: %v, want the store's error", err)
+	}
+	select {
+	case <-s.bClosed:
+	case <-ctx.Done():
+		t.Fatal("after the failed stop, no window of source b closed while source a was idle")
+	}
+	if err := job.Stop(); err != nil && !errors.Is(err, actors.ErrStopped) {
+		t.Fatal(err)
+	}
+	if err := job.Wait(); !errors.Is(err, actors.ErrStopped) {
+		t.Fatalf("Wait after Stop = %v", err)
+	}
+	s.check(t, false)
 }
