@@ -251,14 +251,7 @@ func testTimersBeforeTheEnd(t *testing.T, incremental bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pending := 0
-	for _, st := range r.States {
-		ev, proc, err := topology.PendingTimers(st)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pending += ev + proc
-	}
+	pending := pendingTimers(t, r.States)
 	if pending == 0 {
 		t.Fatalf("checkpoint %d holds no pending timer", id)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/snapflow/snapflow/actors"
 	"github.com/snapflow/snapflow/actors/actorstest"
 	"github.com/snapflow/snapflow/internal/testsrc"
+	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
 	"github.com/snapflow/snapflow/topology"
 )
@@ -30,8 +31,14 @@ func savepointTimers(ctx context.Context, t *testing.T, store snapshots.Store, n
 	if err != nil {
 		t.Fatal(err)
 	}
+	return pendingTimers(t, r.States)
+}
+
+// pendingTimers returns the timers, of either domain, that states hold.
+func pendingTimers(t *testing.T, states map[string]*messages.TaskState) int {
+	t.Helper()
 	pending := 0
-	for _, st := range r.States {
+	for _, st := range states {
 		ev, proc, err := topology.PendingTimers(st)
 		if err != nil {
 			t.Fatal(err)
@@ -297,11 +304,13 @@ func newIdleStop() *idleStop {
 		s.ref[windowKey{i % etUsers, etWindowEnd(etTime(i)).UnixNano()}]++
 	}
 	s.sink = newWindowSink(s.ref)
+	// A window of b's ends after a's first records, and before its far ones.
 	firstB := etWindowEnd(etTime(idleStopIdxB(1))).UnixNano()
+	farA := etTime(idleStopIdxA(idleStopLimitA + 1)).UnixNano()
 	var once sync.Once
 	s.sink.onWindow = func(w windowCount) {
 		s.emitted[w.windowKey]++
-		if w.End >= firstB && w.End < etWindowEnd(etTime(idleStopIdxA(idleStopLimitA+1))).UnixNano() {
+		if w.End >= firstB && w.End < farA {
 			once.Do(func() { close(s.bClosed) })
 		}
 	}
