@@ -3,7 +3,6 @@ package actors_test
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -555,12 +554,7 @@ func TestIdleSourcesHoldNothingBack(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("no window of the busier source closed while both sources were idle")
 	}
-	if err := job.Stop(); err != nil && !errors.Is(err, actors.ErrStopped) {
-		t.Fatal(err)
-	}
-	if err := job.Wait(); !errors.Is(err, actors.ErrStopped) {
-		t.Fatalf("Wait after Stop = %v", err)
-	}
+	stopJob(t, job)
 	t.Logf("%d windows closed while both sources were idle", sink.check(t, false))
 }
 

@@ -2,6 +2,7 @@ package actors_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,6 +23,17 @@ import (
 
 // testTimeout bounds every wait in these tests.
 const testTimeout = 2 * time.Minute
+
+// stopJob stops job and fails t unless it stopped as Stop stops a job.
+func stopJob(t *testing.T, job *actors.Job) {
+	t.Helper()
+	if err := job.Stop(); err != nil && !errors.Is(err, actors.ErrStopped) {
+		t.Fatal(err)
+	}
+	if err := job.Wait(); !errors.Is(err, actors.ErrStopped) {
+		t.Fatalf("Wait after Stop = %v", err)
+	}
+}
 
 func testLogger(t testing.TB) *slog.Logger {
 	if os.Getenv("SNAPFLOW_TEST_LOG") != "" {

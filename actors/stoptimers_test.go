@@ -2,7 +2,6 @@ package actors_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -424,11 +423,6 @@ func TestFailedStopReleasesIdleStatus(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("after the failed stop, no window of source b closed while source a was idle")
 	}
-	if err := job.Stop(); err != nil && !errors.Is(err, actors.ErrStopped) {
-		t.Fatal(err)
-	}
-	if err := job.Wait(); !errors.Is(err, actors.ErrStopped) {
-		t.Fatalf("Wait after Stop = %v", err)
-	}
+	stopJob(t, job)
 	s.check(t, false)
 }
