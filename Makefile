@@ -17,9 +17,9 @@ MINIO_ROOT_USER ?= snapflow
 MINIO_ROOT_PASSWORD ?= snapflow-secret
 MINIO_DEMO_URL := s3://snapflow/demo?endpoint=127.0.0.1:9000&secure=false&create=true
 
-.PHONY: test test-loaded soak proto vet minio-bin minio browser
+.PHONY: test test-loaded soak proto vet minio-bin minio browser sizes
 
-test: $(MINIO_BIN) browser
+test: sizes $(MINIO_BIN) browser
 	MINIO_BIN="$(MINIO_BIN)" $(GO) test -race -count=1 ./...
 
 # test-loaded runs the suite (`make test`) while CPU burners hold every core,
@@ -58,6 +58,15 @@ soak: $(MINIO_BIN)
 
 vet:
 	$(GO) vet ./...
+
+# sizes fails when a file git tracks is over 1 MiB (MAX_FILE_BYTES): a
+# binary or a build output committed by mistake downloads with every clone.
+MAX_FILE_BYTES ?= 1048576
+
+sizes:
+	@if ! git rev-parse --git-dir >/dev/null 2>&1; then echo "sizes: not a git checkout, skipped"; exit 0; fi; \
+	big=$$(git ls-files -z | xargs -0 stat -c '%s %n' 2>/dev/null | awk -v max=$(MAX_FILE_BYTES) '$$1 > max'); \
+	if [ -n "$$big" ]; then echo "sizes: tracked files over $(MAX_FILE_BYTES) bytes:" >&2; echo "$$big" >&2; exit 1; fi
 
 # browser installs Chromium, which the dashboard's browser test
 # (actors/web) drives headless, through apt when none of $(BROWSERS) is on
