@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/snapflow/snapflow/messages"
 )
 
 // Plan is the physical form of a graph: tasks and the channels between them.
@@ -24,8 +26,9 @@ type Plan struct {
 	// with other parameters is not a different topology.
 	Params map[string]string
 
-	edges  []*edge     // every edge, in plan order (see CheckWire)
-	codecs []edgeCodec // by channel id: the codec of the channel's edge
+	edges    []*edge            // every edge, in plan order (see CheckWire)
+	topology *messages.Topology // see Topology
+	codecs   []edgeCodec        // by channel id: the codec of the channel's edge
 }
 
 // TaskPlan is one task: one parallel instance of an operator.
@@ -158,6 +161,7 @@ func NewPlan(g *Graph) (*Plan, error) {
 		}
 	}
 	p.Fingerprint = fingerprint(g, order)
+	p.topology = describeTopology(g, order)
 	p.Params = g.Params()
 	return p, nil
 }

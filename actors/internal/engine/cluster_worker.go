@@ -115,7 +115,7 @@ func ServeWorker(ctx context.Context, w Worker) error {
 			return fmt.Errorf("cluster: Worker.Jobs: job %q twice", p.Job)
 		}
 		jobs[p.Job] = p
-		offered = append(offered, &messages.JobFingerprint{Job: p.Job, Fingerprint: p.Fingerprint, Params: p.Params})
+		offered = append(offered, &messages.JobFingerprint{Job: p.Job, Fingerprint: p.Fingerprint, Params: p.Params, Topology: p.Topology()})
 	}
 	if len(jobs) == 0 {
 		return errors.New("cluster: Worker.Jobs is empty: the worker must know the coordinator's job")
@@ -395,8 +395,12 @@ func (h *workerHost) onRegistered(ctx actor.Context, m *messages.Registered) {
 		h.end(fmt.Errorf("%w: the coordinator runs job %q, which this worker does not know", ErrRegister, m.Job))
 		return
 	case plan.Fingerprint != m.Fingerprint:
-		h.end(fmt.Errorf("%w: job %q has topology fingerprint %s here but %s on the coordinator: run the same binary on every node",
-			ErrRegister, m.Job, plan.Fingerprint, m.Fingerprint))
+		what := "" // empty for a coordinator that predates the topology's description
+		if d := dataflow.TopologyChange(m.GetTopology(), plan.Topology(), "the coordinator", "this worker"); d != "" {
+			what = " (" + d + ")"
+		}
+		h.end(fmt.Errorf("%w: job %q has topology fingerprint %s here but %s on the coordinator%s: run the same binary with the same flags on every node",
+			ErrRegister, m.Job, plan.Fingerprint, m.Fingerprint, what))
 		return
 	}
 	if err := h.openStore(m); err != nil {
