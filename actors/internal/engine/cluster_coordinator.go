@@ -93,7 +93,7 @@ func newClusterCoord(j *jobActor, id string) *clusterCoord {
 // start begins the wait for workers.
 func (c *clusterCoord) start() {
 	c.j.log.Info("coordinator waiting for workers", "address", c.j.sh.system.Address(), "workers", c.spec.Workers,
-		"tasks", len(c.j.sh.plan.Tasks), "coordinator", c.id)
+		"tasks", len(c.j.sh.plan.Tasks)) // the logger names the coordinator
 	c.armHeartbeat()
 }
 
