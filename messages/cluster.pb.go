@@ -771,9 +771,13 @@ func (x *Registered) GetTopology() *Topology {
 // Heartbeat is sent by the coordinator to every registered worker, which
 // answers with a HeartbeatAck.
 type Heartbeat struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Coordinator   string                 `protobuf:"bytes,1,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
-	Seq           uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Coordinator string                 `protobuf:"bytes,1,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
+	Seq         uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	// epoch is the coordinator's epoch, which a rollback increases before
+	// its backoff: a worker's task of an older epoch that fails afterwards
+	// belongs to an abandoned epoch (0 from coordinators that predate it).
+	Epoch         uint64 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -818,6 +822,13 @@ func (x *Heartbeat) GetCoordinator() string {
 func (x *Heartbeat) GetSeq() uint64 {
 	if x != nil {
 		return x.Seq
+	}
+	return 0
+}
+
+func (x *Heartbeat) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
 	}
 	return 0
 }
@@ -1577,10 +1588,11 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\vcoordinator\x18\x06 \x01(\tR\vcoordinator\x128\n" +
 	"\bsettings\x18\a \x01(\v2\x1c.snapflow.v1.RuntimeSettingsR\bsettings\x12\x12\n" +
 	"\x04lost\x18\b \x01(\bR\x04lost\x121\n" +
-	"\btopology\x18\t \x01(\v2\x15.snapflow.v1.TopologyR\btopology\"?\n" +
+	"\btopology\x18\t \x01(\v2\x15.snapflow.v1.TopologyR\btopology\"U\n" +
 	"\tHeartbeat\x12 \n" +
 	"\vcoordinator\x18\x01 \x01(\tR\vcoordinator\x12\x10\n" +
-	"\x03seq\x18\x02 \x01(\x04R\x03seq\"n\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\"n\n" +
 	"\fHeartbeatAck\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12/\n" +

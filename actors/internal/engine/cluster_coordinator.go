@@ -237,7 +237,7 @@ func (c *clusterCoord) onHeartbeatTick() {
 		c.j.log.Warn("the coordinator's heartbeat tick came late; not expiring workers on it", "late", late.Round(time.Millisecond))
 	}
 	c.hbSeq++
-	hb := &messages.Heartbeat{Coordinator: c.id, Seq: c.hbSeq}
+	hb := &messages.Heartbeat{Coordinator: c.id, Seq: c.hbSeq, Epoch: c.j.epoch}
 	for _, w := range c.members.Live() {
 		c.j.send(c.pids[w.ID], hb)
 	}
