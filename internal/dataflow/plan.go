@@ -262,3 +262,27 @@ func (p *Plan) ParamsDiff(theirs map[string]string, ours, other string) string {
 	}
 	return strings.Join(diffs, "; ")
 }
+
+// CountedOutputs says, by output index, on which of the task's outputs a
+// batch counts toward the records the task emitted, so that each record
+// counts once however many edges or tasks receive it: the outputs of the
+// first route of each side output, and of a broadcast route only its first
+// target.
+func (t *TaskPlan) CountedOutputs() []bool {
+	counted := make([]bool, len(t.Outputs))
+	seen := map[int]bool{} // sides whose first route is found
+	for _, r := range t.Routes {
+		if seen[r.Side] {
+			continue
+		}
+		seen[r.Side] = true
+		n := r.Targets
+		if r.Partition == PartitionBroadcast {
+			n = min(n, 1)
+		}
+		for i := r.First; i < r.First+n; i++ {
+			counted[i] = true
+		}
+	}
+	return counted
+}
