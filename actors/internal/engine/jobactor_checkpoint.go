@@ -73,7 +73,7 @@ func (j *jobActor) writeManifest(a coordinator.Action) {
 	m := &messages.Manifest{
 		Job: j.sh.job, CheckpointId: a.Checkpoint, Epoch: j.epoch, TimestampUnixNano: time.Now().UnixNano(),
 		TopologyFingerprint: j.sh.plan.Fingerprint, Final: a.Final, MaxParallelism: uint32(j.sh.plan.MaxParallelism),
-		Savepoint: j.savepointName(a.Savepoint), Operators: j.sh.operators,
+		Savepoint: j.savepointName(a.Savepoint), Operators: j.sh.operators, Topology: j.sh.plan.Topology(),
 	}
 	j.figures[a.Checkpoint] = figuresOf(j.sh.plan, a.Acks)
 	for _, ack := range a.Acks {

@@ -254,8 +254,12 @@ func originString(o *messages.Origin) string {
 func planRestore(cfg *config, plan *dataflow.Plan, declared map[string][]*messages.StateDescriptor, rp *snapshots.Restorable, named bool, log *slog.Logger) (*dataflow.Restore, error) {
 	m := rp.Manifest
 	if fp := m.GetTopologyFingerprint(); fp != plan.Fingerprint && !cfg.allowNewTopology && !named {
-		return nil, fmt.Errorf("%w: checkpoint %d was taken from a different topology (fingerprint %s, this job %s); start with WithAllowTopologyChange to restore it anyway, or use another job name or store",
-			topology.ErrRestoreRefused, m.GetCheckpointId(), fp, plan.Fingerprint)
+		what := "" // empty for a checkpoint that predates the topology's description
+		if d := dataflow.TopologyChange(m.GetTopology(), plan.Topology(), "the checkpoint", "this job"); d != "" {
+			what = " (" + d + ")"
+		}
+		return nil, fmt.Errorf("%w: checkpoint %d was taken from a different topology%s (fingerprint %s, this job %s); start with WithAllowTopologyChange to restore it anyway, or use another job name or store",
+			topology.ErrRestoreRefused, m.GetCheckpointId(), what, fp, plan.Fingerprint)
 	}
 	a, err := dataflow.PlanRestore(plan, declared, m, rp.States, dataflow.RestoreOptions{
 		Rescale: named || cfg.allowNewTopology, AllowNonRestoredState: cfg.allowNonRestored,
