@@ -1707,7 +1707,13 @@ type Manifest struct {
 	Savepoint string `protobuf:"bytes,9,opt,name=savepoint,proto3" json:"savepoint,omitempty"`
 	// operators describes every operator of the job, in plan order (empty in
 	// checkpoints that predate it).
-	Operators     []*OperatorEntry `protobuf:"bytes,10,rep,name=operators,proto3" json:"operators,omitempty"`
+	Operators []*OperatorEntry `protobuf:"bytes,10,rep,name=operators,proto3" json:"operators,omitempty"`
+	// at_least_once is true for a checkpoint taken at least once
+	// (CheckpointAtLeastOnce; never a savepoint or a final checkpoint, which
+	// align): a task snapshots once every barrier has arrived, having
+	// processed records and watermarks after the barrier on its other inputs,
+	// so its stored watermark can be ahead of records its sources read again.
+	AtLeastOnce   bool `protobuf:"varint,11,opt,name=at_least_once,json=atLeastOnce,proto3" json:"at_least_once,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1810,6 +1816,13 @@ func (x *Manifest) GetOperators() []*OperatorEntry {
 		return x.Operators
 	}
 	return nil
+}
+
+func (x *Manifest) GetAtLeastOnce() bool {
+	if x != nil {
+		return x.AtLeastOnce
+	}
+	return false
 }
 
 // StateEntry is one entry of keyed state: value state has an empty map_key.
@@ -3232,7 +3245,7 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\vparallelism\x18\x04 \x01(\rR\vparallelism\x12\x14\n" +
 	"\x05keyed\x18\x05 \x01(\bR\x05keyed\x124\n" +
 	"\x06states\x18\x06 \x03(\v2\x1c.snapflow.v1.StateDescriptorR\x06states\x12\x16\n" +
-	"\x06splits\x18\a \x01(\bR\x06splits\"\x84\x03\n" +
+	"\x06splits\x18\a \x01(\bR\x06splits\"\xa8\x03\n" +
 	"\bManifest\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12\x14\n" +
@@ -3244,7 +3257,8 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\x0fmax_parallelism\x18\b \x01(\rR\x0emaxParallelism\x12\x1c\n" +
 	"\tsavepoint\x18\t \x01(\tR\tsavepoint\x128\n" +
 	"\toperators\x18\n" +
-	" \x03(\v2\x1a.snapflow.v1.OperatorEntryR\toperators\"l\n" +
+	" \x03(\v2\x1a.snapflow.v1.OperatorEntryR\toperators\x12\"\n" +
+	"\rat_least_once\x18\v \x01(\bR\vatLeastOnce\"l\n" +
 	"\n" +
 	"StateEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x17\n" +
