@@ -1711,7 +1711,13 @@ type Manifest struct {
 	// topology describes the plan the fingerprint was computed from, so that
 	// a restore refused for a changed topology names what changed (absent in
 	// checkpoints that predate it: those are refused with the fingerprints).
-	Topology      *Topology `protobuf:"bytes,11,opt,name=topology,proto3" json:"topology,omitempty"`
+	Topology *Topology `protobuf:"bytes,11,opt,name=topology,proto3" json:"topology,omitempty"`
+	// at_least_once is true for a checkpoint taken at least once
+	// (CheckpointAtLeastOnce; never a savepoint or a final checkpoint, which
+	// align): a task snapshots once every barrier has arrived, having
+	// processed records and watermarks after the barrier on its other inputs,
+	// so its stored watermark can be ahead of records its sources read again.
+	AtLeastOnce   bool `protobuf:"varint,12,opt,name=at_least_once,json=atLeastOnce,proto3" json:"at_least_once,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1821,6 +1827,13 @@ func (x *Manifest) GetTopology() *Topology {
 		return x.Topology
 	}
 	return nil
+}
+
+func (x *Manifest) GetAtLeastOnce() bool {
+	if x != nil {
+		return x.AtLeastOnce
+	}
+	return false
 }
 
 // Topology describes a job's plan: what its fingerprint covers, and its
@@ -3458,7 +3471,7 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\vparallelism\x18\x04 \x01(\rR\vparallelism\x12\x14\n" +
 	"\x05keyed\x18\x05 \x01(\bR\x05keyed\x124\n" +
 	"\x06states\x18\x06 \x03(\v2\x1c.snapflow.v1.StateDescriptorR\x06states\x12\x16\n" +
-	"\x06splits\x18\a \x01(\bR\x06splits\"\xb7\x03\n" +
+	"\x06splits\x18\a \x01(\bR\x06splits\"\xdb\x03\n" +
 	"\bManifest\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12\x14\n" +
@@ -3471,7 +3484,8 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\tsavepoint\x18\t \x01(\tR\tsavepoint\x128\n" +
 	"\toperators\x18\n" +
 	" \x03(\v2\x1a.snapflow.v1.OperatorEntryR\toperators\x121\n" +
-	"\btopology\x18\v \x01(\v2\x15.snapflow.v1.TopologyR\btopology\"\x97\x02\n" +
+	"\btopology\x18\v \x01(\v2\x15.snapflow.v1.TopologyR\btopology\x12\"\n" +
+	"\rat_least_once\x18\f \x01(\bR\vatLeastOnce\"\x97\x02\n" +
 	"\bTopology\x12'\n" +
 	"\x0fmax_parallelism\x18\x01 \x01(\rR\x0emaxParallelism\x12;\n" +
 	"\toperators\x18\x02 \x03(\v2\x1d.snapflow.v1.TopologyOperatorR\toperators\x12/\n" +

@@ -75,6 +75,9 @@ func (j *jobActor) writeManifest(a coordinator.Action) {
 		TopologyFingerprint: j.sh.plan.Fingerprint, Final: a.Final, MaxParallelism: uint32(j.sh.plan.MaxParallelism),
 		Savepoint: j.savepointName(a.Savepoint), Operators: j.sh.operators, Topology: j.sh.plan.Topology(),
 	}
+	// A savepoint's and the final checkpoint's barriers align whatever the
+	// mode (see TriggerCheckpoint.aligned).
+	m.AtLeastOnce = j.sh.cfg.atLeastOnce && m.Savepoint == "" && !a.Final
 	j.figures[a.Checkpoint] = figuresOf(j.sh.plan, a.Acks)
 	for _, ack := range a.Acks {
 		t := j.sh.plan.Task(ack.TaskId)
