@@ -13,7 +13,8 @@ import (
 // watermark of the stored tasks whose key groups it takes
 // (resumeWatermark): a window or timer that fired in one of them must not
 // fire again. A record that was on time at a stored task with a lower
-// watermark is late there if its event time is not above it. In an aligned
+// watermark is late at the rescaled task if its event time is not above
+// the watermark that task resumes from. In an aligned
 // checkpoint no such record exists: a stored watermark is a consistent
 // cut, every record its sources read again follows it. Two kinds of
 // checkpoint hold such records, and are checked here before any record
