@@ -15,7 +15,7 @@ import (
 // aliasPackages are the public packages whose aliases of internal types
 // must document what go doc does not show for an alias: the fields of a
 // struct and the methods of an interface.
-var aliasPackages = []string{"topology"}
+var aliasPackages = []string{"topology", "actors"}
 
 // members returns the exported fields of struct type name, or the methods
 // of interface type name, declared in files; ok is false when files do not
