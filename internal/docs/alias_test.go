@@ -12,11 +12,6 @@ import (
 	"testing"
 )
 
-// aliasPackages are the public packages whose aliases of internal types
-// must document what go doc does not show for an alias: the fields of a
-// struct and the methods of an interface.
-var aliasPackages = []string{"topology", "actors"}
-
 // members returns the exported fields of struct type name, or the methods
 // of interface type name, declared in files; ok is false when files do not
 // declare name.
@@ -92,7 +87,7 @@ func TestAliasesNameTheirMembers(t *testing.T) {
 	const module = "github.com/snapflow/snapflow/"
 	fset := token.NewFileSet()
 	parsed := map[string][]*ast.File{}
-	for _, dir := range aliasPackages {
+	for _, dir := range packageDirs(t, root, true) { // the packages a user imports
 		for _, f := range parseDir(t, fset, filepath.Join(root, dir)) {
 			for _, d := range f.Decls {
 				gd, ok := d.(*ast.GenDecl)
