@@ -84,49 +84,70 @@ func aliasTarget(f *ast.File, e ast.Expr) (string, string) {
 // type: what it is") or one line of a code block (a method's signature).
 func TestAliasesNameTheirMembers(t *testing.T) {
 	root := moduleRoot(t)
-	const module = "github.com/snapflow/snapflow/"
 	fset := token.NewFileSet()
-	parsed := map[string][]*ast.File{}
+	internal := map[string][]*ast.File{}             // parsed internal packages, by import path
 	for _, dir := range packageDirs(t, root, true) { // the packages a user imports
 		for _, f := range parseDir(t, fset, filepath.Join(root, dir)) {
-			for _, d := range f.Decls {
-				gd, ok := d.(*ast.GenDecl)
-				if !ok || gd.Tok != token.TYPE {
+			for _, a := range aliases(f) {
+				p, name := aliasTarget(f, a.Type)
+				if !strings.HasPrefix(p, module) || !strings.Contains(p, "/internal/") {
 					continue
 				}
-				for _, s := range gd.Specs {
-					ts := s.(*ast.TypeSpec)
-					if !ts.Assign.IsValid() || !ts.Name.IsExported() {
-						continue
-					}
-					p, name := aliasTarget(f, ts.Type)
-					if !strings.HasPrefix(p, module) || !strings.Contains(p, "/internal/") {
-						continue
-					}
-					if _, ok := parsed[p]; !ok {
-						parsed[p] = parseDir(t, fset, filepath.Join(root, strings.TrimPrefix(p, module)))
-					}
-					names, ok := members(parsed[p], name)
-					if !ok {
-						t.Errorf("%s: alias %s: %s.%s not found", fset.Position(ts.Pos()), ts.Name.Name, p, name)
-						continue
-					}
-					doc := ts.Doc.Text()
-					if ts.Doc == nil && len(gd.Specs) == 1 {
-						doc = gd.Doc.Text()
-					}
-					var missing []string
-					for _, n := range names {
-						if !regexp.MustCompile(`(?m)^(\t| *- )` + n + `\b`).MatchString(doc) {
-							missing = append(missing, n)
-						}
-					}
-					if len(missing) > 0 {
-						slices.Sort(missing)
-						t.Errorf("%s: the doc of alias %s does not name %s", fset.Position(ts.Pos()), ts.Name.Name, strings.Join(missing, ", "))
-					}
+				if _, ok := internal[p]; !ok {
+					internal[p] = parseDir(t, fset, filepath.Join(root, strings.TrimPrefix(p, module)))
+				}
+				names, ok := members(internal[p], name)
+				if !ok {
+					t.Errorf("%s: alias %s: %s.%s not found", fset.Position(a.Pos()), a.Name.Name, p, name)
+				} else if missing := unlisted(a.doc, names); len(missing) > 0 {
+					t.Errorf("%s: the doc of alias %s does not list %s", fset.Position(a.Pos()), a.Name.Name, strings.Join(missing, ", "))
 				}
 			}
 		}
 	}
+}
+
+// module is the prefix of the module's import paths.
+const module = "github.com/snapflow/snapflow/"
+
+// alias is an exported type alias with its doc comment.
+type alias struct {
+	*ast.TypeSpec
+	doc string
+}
+
+// aliases returns the exported type aliases f declares.
+func aliases(f *ast.File) []alias {
+	var out []alias
+	for _, d := range f.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || gd.Tok != token.TYPE {
+			continue
+		}
+		for _, s := range gd.Specs {
+			ts := s.(*ast.TypeSpec)
+			if !ts.Assign.IsValid() || !ts.Name.IsExported() {
+				continue
+			}
+			doc := ts.Doc.Text()
+			if ts.Doc == nil && len(gd.Specs) == 1 {
+				doc = gd.Doc.Text()
+			}
+			out = append(out, alias{ts, doc})
+		}
+	}
+	return out
+}
+
+// unlisted returns the names that doc lists neither as a list item nor as
+// a line of a code block, sorted.
+func unlisted(doc string, names []string) []string {
+	var missing []string
+	for _, n := range names {
+		if !regexp.MustCompile(`(?m)^(\t| *- )` + n + `\b`).MatchString(doc) {
+			missing = append(missing, n)
+		}
+	}
+	slices.Sort(missing)
+	return missing
 }
