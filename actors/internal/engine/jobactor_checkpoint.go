@@ -139,8 +139,12 @@ func (j *jobActor) completed(a coordinator.Action) {
 	if sh := j.sh; sh.retaining.CompareAndSwap(false, true) || a.Final {
 		keep, id, root, self := sh.cfg.retained, a.Checkpoint, sh.system.Root, j.self
 		sh.goUploadCtx(sh.uploadCtx, func(ctx context.Context) {
+			var err error
+			if f := sh.cfg.faults; f != nil && f.Retained != nil {
+				defer func() { f.Retained(id, err) }() // once the next pass may start
+			}
 			defer sh.retaining.Store(false)
-			err := sh.cps.Retain(ctx, keep, id+1)
+			err = sh.cps.Retain(ctx, keep, id+1)
 			switch {
 			case errors.Is(err, snapshots.ErrLeaseLost):
 				root.Send(self, &leaseLostMsg{err: err})
