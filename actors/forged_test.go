@@ -5,6 +5,7 @@ package actors_test
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"os"
@@ -33,11 +34,13 @@ import (
 // two more processes of it, one without the cluster's secret and one with
 // another secret (issue 21).
 const (
-	fgRoleEnv    = "SNAPFLOW_FORGED_ROLE"    // coordinator or worker: set only in a child
-	fgStoreEnv   = "SNAPFLOW_FORGED_STORE"   // the coordinator's store directory
-	fgJoinEnv    = "SNAPFLOW_FORGED_JOIN"    // the coordinator's address, for a worker or an attacker
-	fgWorkersEnv = "SNAPFLOW_FORGED_WORKERS" // the workers' addresses, for an attacker
-	fgTokenEnv   = "SNAPFLOW_FORGED_TOKEN"   // an attacker's token: none, or other (another secret's)
+	fgRoleEnv      = "SNAPFLOW_FORGED_ROLE"       // coordinator or worker: set only in a child
+	fgStoreEnv     = "SNAPFLOW_FORGED_STORE"      // the coordinator's store directory
+	fgJoinEnv      = "SNAPFLOW_FORGED_JOIN"       // the coordinator's address, for a worker or an attacker
+	fgWorkersEnv   = "SNAPFLOW_FORGED_WORKERS"    // the workers' addresses, for an attacker
+	fgTokenEnv     = "SNAPFLOW_FORGED_TOKEN"      // an attacker's credential: none, other (another secret's), cluster or impersonate (the cluster's), replay
+	fgCapturedEnv  = "SNAPFLOW_FORGED_CAPTURED"   // for replay: the metadata a listener captured, as JSON
+	fgWorkerIDsEnv = "SNAPFLOW_FORGED_WORKER_IDS" // for impersonate: the ids of the cluster's workers
 
 	fgJob  = "forged"
 	fgN    = 20_000 // records 1..fgN
@@ -109,6 +112,9 @@ func TestForgedHelperProcess(t *testing.T) {
 		}
 		fmt.Println("result exact")
 	case "worker":
+		// At Info: "worker listening" names the worker's id, which the
+		// impersonation test hands its insider.
+		log = slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelInfo}))
 		go func() {
 			sc := bufio.NewScanner(os.Stdin)
 			for sc.Scan() {
@@ -137,17 +143,30 @@ func TestForgedHelperProcess(t *testing.T) {
 // worker's host.
 func attack() {
 	var dial []grpc.DialOption
+	var server []grpc.ServerOption
+	node := func(secret string) {
+		id, err := nodeauth.NewIdentity(rand.Reader)
+		if err != nil {
+			fmt.Printf("setup-error: %v\n", err)
+			os.Exit(2)
+		}
+		creds := nodeauth.Credentials(nodeauth.Config{Local: nodeauth.Local{Secret: secret, Identity: id, Address: "127.0.0.1:0", Jobs: []string{fgJob}}})
+		dial, server = append(dial, grpc.WithTransportCredentials(creds)), append(server, grpc.Creds(creds))
+	}
 	switch os.Getenv(fgTokenEnv) {
 	case "other":
-		dial = append(dial, nodeauth.DialOption(nodeauth.NewSecret()))
-	case "cluster": // an insider: a node with the cluster's secret
-		dial = append(dial, nodeauth.DialOption(os.Getenv(nodeauth.EnvSecret)))
+		node(nodeauth.NewSecret())
+	case "cluster", "impersonate": // an insider: a node with the cluster's secret
+		node(os.Getenv(nodeauth.EnvSecret))
+	case "replay": // what a listener captured from a node's connection
+		dial = append(dial, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithPerRPCCredentials(capturedMetadata(os.Getenv(fgCapturedEnv))))
+	default:
+		dial = append(dial, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}))
-	r := remote.NewRemote(system, remote.Configure("127.0.0.1", 0,
-		remote.WithDialOptions(append(dial, grpc.WithTransportCredentials(insecure.NewCredentials()))...)))
+	r := remote.NewRemote(system, remote.Configure("127.0.0.1", 0, remote.WithDialOptions(dial...), remote.WithServerOptions(server...)))
 	r.Start()
 	var replies atomic.Int64
 	if _, err := system.Root.SpawnNamed(actor.PropsFromFunc(func(ctx actor.Context) {
@@ -158,9 +177,12 @@ func attack() {
 		fmt.Printf("setup-error: %v\n", err)
 		os.Exit(2)
 	}
-	if os.Getenv(fgTokenEnv) == "cluster" {
+	switch os.Getenv(fgTokenEnv) {
+	case "cluster":
 		forgeAcks(system, os.Getenv(fgJoinEnv))
-	} else {
+	case "impersonate":
+		impersonate(system, os.Getenv(fgJoinEnv), strings.Split(os.Getenv(fgWorkerIDsEnv), ","))
+	default:
 		forge(system, os.Getenv(fgJoinEnv), strings.Split(os.Getenv(fgWorkersEnv), ","))
 	}
 	fmt.Println("forged")
@@ -252,18 +274,18 @@ func TestForgedMessagesRefused(t *testing.T) {
 		append(env, fgRoleEnv+"=attacker", fgTokenEnv+"=cluster", fgJoinEnv+"="+addr))
 	insider.await(t, 0, "its messages sent", func(l string) bool { return l == "forged" })
 	coord.await(t, 0, "the forged acknowledgements dropped", func(l string) bool {
-		return strings.Contains(l, "dropping a checkpoint acknowledgement that does not come from the worker running its task")
+		return strings.Contains(l, "refused a message that names a worker of another node")
 	})
 	refused := func(reason string) func(string) bool {
 		return func(l string) bool {
 			return strings.Contains(l, "refused a connection from outside the cluster") && strings.Contains(l, reason)
 		}
 	}
-	coord.await(t, 0, "the refusal of the node without a token", refused("presented no token"))
-	coord.await(t, 0, "the refusal of the node with another secret", refused("its token is not the cluster's"))
+	coord.await(t, 0, "the refusal of the node without the handshake", refused("speaks gRPC without snapflow's node handshake"))
+	coord.await(t, 0, "the refusal of the node with another secret", refused("before proving the secret"))
 	for _, w := range workers {
-		w.await(t, 0, "the refusal of the node without a token", refused("presented no token"))
-		w.await(t, 0, "the refusal of the node with another secret", refused("its token is not the cluster's"))
+		w.await(t, 0, "the refusal of the node without the handshake", refused("speaks gRPC without snapflow's node handshake"))
+		w.await(t, 0, "the refusal of the node with another secret", refused("before proving the secret"))
 	}
 
 	for _, w := range workers {

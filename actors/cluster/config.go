@@ -44,9 +44,10 @@ type Coordinator struct {
 	// SNAPFLOW_CLUSTER_SECRET. Keep it like the store's credentials.
 	Secret string
 	// AllowPlaintext lets Listen be off loopback without TLS, which is
-	// refused otherwise: anyone who reads the network between the nodes
-	// could take the token that proves the secret, then control the job.
-	// It is logged as a warning.
+	// refused otherwise: anyone on the network between the nodes could
+	// read the data, and one who can alter traffic could take over a
+	// connection after its handshake (see docs/cluster.md). It is logged
+	// as a warning.
 	AllowPlaintext bool
 	// SlotTimeout is how long a failover waits for workers to offer slots
 	// enough for every task, when a lost worker took too many with it

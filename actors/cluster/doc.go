@@ -39,9 +39,13 @@
 //
 // # Who may talk to a node
 //
-// Every call between nodes carries a token derived from the cluster's
-// secret (Coordinator.Secret, Worker.Secret, or SNAPFLOW_CLUSTER_SECRET);
-// calls without it are refused and counted (WireStats.Refused). Off
+// Every connection between nodes starts with a challenge-response in which
+// both nodes prove the cluster's secret (Coordinator.Secret,
+// Worker.Secret, or SNAPFLOW_CLUSTER_SECRET; ReadSecretFile reads it from
+// a private file) and their node keys, bound to that connection, so that
+// nothing captured from one is of use on another; connections that do not
+// complete it are refused, logged and counted (WireStats.Refused). A
+// worker's id is its node's: no node can speak for another's tasks. Off
 // loopback a node requires TLS unless told otherwise.
 //
 // # The lease

@@ -15,12 +15,13 @@
 // what happened, down to "exactly-once: OK".
 //
 // By hand, in three shells (every node gets the same job flags and the
-// same secret; the coordinator writes the secret's file, mode 0600, when
-// it does not exist):
+// same secret; the coordinator writes the secret's file, mode 0600 in a
+// directory of mode 0700, when it does not exist; a node uses the file only
+// if it is its user's own and private, as ssh does with keys):
 //
-//	go run ./examples/cluster -role coordinator -listen 127.0.0.1:7070 -store /tmp/snapflow-cluster -workers 2 -secret-file /tmp/snapflow-cluster.secret
-//	go run ./examples/cluster -role worker -join 127.0.0.1:7070 -secret-file /tmp/snapflow-cluster.secret
-//	go run ./examples/cluster -role worker -join 127.0.0.1:7070 -secret-file /tmp/snapflow-cluster.secret
+//	go run ./examples/cluster -role coordinator -listen 127.0.0.1:7070 -store /tmp/snapflow-cluster -workers 2 -secret-file ~/.snapflow/cluster.secret
+//	go run ./examples/cluster -role worker -join 127.0.0.1:7070 -secret-file ~/.snapflow/cluster.secret
+//	go run ./examples/cluster -role worker -join 127.0.0.1:7070 -secret-file ~/.snapflow/cluster.secret
 //
 // The nodes refuse every connection that does not prove the secret
 // (docs/cluster.md); without -secret-file they read it from
@@ -55,7 +56,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -140,7 +140,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "mutual TLS: this node's certificate (PEM)")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "mutual TLS: this node's private key (PEM)")
 	fs.StringVar(&o.tlsCA, "tls-ca", "", "mutual TLS: the CA that signs every node's certificate (PEM)")
-	fs.StringVar(&o.secretFile, "secret-file", "", "coordinator and worker: the `file` holding the cluster's secret, the same on every node; the coordinator writes a new one (mode 0600) when it does not exist (\"\": $"+envSecret+")")
+	fs.StringVar(&o.secretFile, "secret-file", "", "coordinator and worker: the `file` holding the cluster's secret, the same on every node; used only if it is this user's own with no group or other access; the coordinator writes a new one (mode 0600, in a private directory) when it does not exist (\"\": $"+envSecret+")")
 	fs.BoolVar(&o.allowPlaintext, "allow-plaintext", false, "coordinator and worker: let -listen be off loopback without TLS (the cluster's secret still authenticates every connection, but anyone on the network can read the data); logged as a warning")
 	fs.IntVar(&o.loseFrom, "lose-from", 0, "test only: a worker's sources lose every batch to another node from this seq on, in the first incarnation (a cut link)")
 	fs.DurationVar(&o.slotTimeout, "slot-timeout", cluster.DefaultSlotTimeout, "coordinator: how long a failover waits for workers to offer a slot for every task, when lost workers took too many with them; start a worker meanwhile and the job goes on")
@@ -274,38 +274,31 @@ func newSecret() string {
 }
 
 // loadSecret reads the cluster's secret from file ("" and nil error without
-// a file: the runtime reads $SNAPFLOW_CLUSTER_SECRET). A coordinator writes
-// a new one there, readable by its user only, when the file does not exist.
+// a file: the runtime reads $SNAPFLOW_CLUSTER_SECRET), only if the file is
+// the user's own and private (cluster.ReadSecretFile). A coordinator writes
+// a new one there, mode 0600 in a private directory, when the file does not
+// exist.
 func loadSecret(file string, create bool, logger *slog.Logger) (string, error) {
 	if file == "" {
 		return "", nil
 	}
-	b, err := os.ReadFile(file)
-	if errors.Is(err, fs.ErrNotExist) && create {
-		secret := newSecret()
-		f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if _, err := os.Lstat(file); errors.Is(err, fs.ErrNotExist) {
+		if !create {
+			return "", fmt.Errorf("-secret-file %s does not exist: start the coordinator with the same -secret-file first (it writes the file), or copy the coordinator's file here (mode 0600)", file)
+		}
+		secret, err := cluster.CreateSecretFile(file)
 		if errors.Is(err, fs.ErrExist) { // another coordinator just wrote it
 			return loadSecret(file, false, logger)
 		}
 		if err != nil {
 			return "", fmt.Errorf("-secret-file: %w", err)
 		}
-		_, err = f.WriteString(secret + "\n")
-		if err = errors.Join(err, f.Close()); err != nil {
-			return "", fmt.Errorf("-secret-file: %w", err)
-		}
 		logger.Info("wrote a new cluster secret; give the workers the same -secret-file", "file", file)
 		return secret, nil
 	}
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("-secret-file %s does not exist: start the coordinator with the same -secret-file first (it writes the file), or copy the coordinator's file here", file)
-	}
+	secret, err := cluster.ReadSecretFile(file)
 	if err != nil {
 		return "", fmt.Errorf("-secret-file: %w", err)
-	}
-	secret := strings.TrimSpace(string(b))
-	if secret == "" {
-		return "", fmt.Errorf("-secret-file %s is empty", file)
 	}
 	return secret, nil
 }

@@ -267,3 +267,26 @@ func writePEM(t *testing.T, path, typ string, der []byte) {
 		t.Fatal(err)
 	}
 }
+
+// TestTLSMismatchSaidAtOnce: a worker without TLS against a coordinator
+// with it says "TLS mismatch" at its first attempt, long before its
+// register timeout, and the coordinator warns at once of the refused
+// handshake, naming the worker's address.
+func TestTLSMismatchSaidAtOnce(t *testing.T) {
+	c := newTestCluster(t)
+	c.release()
+	ca := newTestCA(t, c.dir, "cluster")
+	cert, key := ca.leaf(t, c.dir, "coordinator")
+	coord, addr := c.startCoordinator("coordinator", "127.0.0.1:0", 1, append([]string{"-tls-cert", cert, "-tls-key", key, "-tls-ca", ca.certFile}, smallJob...)...)
+	plain := c.start("worker without TLS", c.workerArgs(addr, "10m")...)
+	_, line := c.awaitWithin(plain, 0, "the worker's TLS mismatch", time.Minute, func(l string) bool {
+		return strings.Contains(l, "TLS mismatch") && strings.Contains(l, addr)
+	})
+	if !strings.Contains(line, "level=WARN") && !strings.Contains(line, "level=ERROR") {
+		t.Errorf("the worker's TLS mismatch is not a warning: %s", line)
+	}
+	c.awaitWithin(coord, 0, "the coordinator's warning of the refused handshake", time.Minute, func(l string) bool {
+		return strings.Contains(l, "level=WARN") && strings.Contains(l, "refused a TLS handshake") && strings.Contains(l, "peer=127.0.0.1:")
+	})
+	c.expectNoJob(coord)
+}

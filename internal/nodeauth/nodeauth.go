@@ -2,10 +2,7 @@ package nodeauth
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
@@ -13,12 +10,10 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 )
@@ -29,12 +24,6 @@ const EnvSecret = "SNAPFLOW_CLUSTER_SECRET"
 
 // MinSecret is the least length of a secret, in bytes.
 const MinSecret = 16
-
-// header is the gRPC metadata key that carries the token.
-const header = "snapflow-node-token"
-
-// label is what the token is the HMAC of.
-const label = "snapflow cluster node token v1"
 
 // Secret returns the secret configured (option names the option it came
 // from, for errors), or the one in the environment when configured is
@@ -53,41 +42,24 @@ func Secret(option, configured string, getenv func(string) string) (string, erro
 	return s, nil
 }
 
-// Token returns the token of secret.
-func Token(secret string) string {
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte(label))
-	return hex.EncodeToString(m.Sum(nil))
-}
+// ErrUnauthenticated is the error of a call on a connection that did not
+// complete the node handshake.
+var ErrUnauthenticated = errors.New("nodeauth: a call on a connection without the node handshake")
 
-// Rejected is the number of calls refused so far in this process.
-var Rejected atomic.Uint64
-
-// ServerOptions returns the options of a node's gRPC server that refuse
-// every call without secret's token; rejected, when not nil, is told of
-// each refusal (the peer's address and why), after Rejected counts it.
-func ServerOptions(secret string, rejected func(peer, reason string)) []grpc.ServerOption {
-	want := []byte(Token(secret))
+// ServerOptions returns the options of a node's gRPC server that refuse,
+// before its handler runs, every call on a connection that did not
+// complete the node handshake (see Credentials): the transport refuses
+// such connections already, and this holds should other credentials ever
+// be configured.
+func ServerOptions() []grpc.ServerOption {
 	check := func(ctx context.Context) error {
-		reason := ""
-		md, _ := metadata.FromIncomingContext(ctx)
-		switch got := md.Get(header); {
-		case len(got) == 0:
-			reason = "it presented no token (a node without the cluster's secret, or not a snapflow node)"
-		case len(got) > 1 || subtle.ConstantTimeCompare([]byte(got[0]), want) != 1:
-			reason = "its token is not the cluster's (a node with another secret)"
-		default:
-			return nil
+		if p, ok := peer.FromContext(ctx); ok {
+			if _, ok := p.AuthInfo.(AuthInfo); ok {
+				return nil
+			}
 		}
 		Rejected.Add(1)
-		if rejected != nil {
-			addr := "unknown"
-			if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
-				addr = p.Addr.String()
-			}
-			rejected(addr, reason)
-		}
-		return status.Error(codes.Unauthenticated, "snapflow: this node accepts only the nodes of its cluster: "+reason)
+		return status.Error(codes.Unauthenticated, ErrUnauthenticated.Error())
 	}
 	return []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
@@ -105,21 +77,15 @@ func ServerOptions(secret string, rejected func(peer, reason string)) []grpc.Ser
 	}
 }
 
-// DialOption returns the option of a node's gRPC client that presents
-// secret's token on every call.
-func DialOption(secret string) grpc.DialOption {
-	return grpc.WithPerRPCCredentials(token(Token(secret)))
+// PeerOf returns the node a call's connection authenticated.
+func PeerOf(ctx context.Context) (Peer, bool) {
+	if p, ok := peer.FromContext(ctx); ok {
+		if ai, ok := p.AuthInfo.(AuthInfo); ok {
+			return ai.Peer, true
+		}
+	}
+	return Peer{}, false
 }
-
-type token string
-
-func (t token) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{header: string(t)}, nil
-}
-
-// RequireTransportSecurity is false: the token also guards plaintext
-// listeners on loopback (see Listener).
-func (token) RequireTransportSecurity() bool { return false }
 
 // ErrPlaintext is wrapped by Listener's error for a listener off loopback
 // without TLS.
@@ -135,7 +101,7 @@ func Listener(option, host string, tls, allowPlaintext bool, allowOption string)
 		return false, nil
 	}
 	if !allowPlaintext {
-		return false, fmt.Errorf("%s host %q is not loopback, and there is no TLS: %w would let anyone who reads the network take the cluster's token; set TLS, or %s to accept that", option, host, ErrPlaintext, allowOption)
+		return false, fmt.Errorf("%s host %q is not loopback, and there is no TLS: %w would let anyone on the network read and alter the traffic between the nodes; set TLS, or %s to accept that", option, host, ErrPlaintext, allowOption)
 	}
 	return true, nil
 }

@@ -24,8 +24,6 @@ import (
 	"github.com/snapflow/snapflow/snapshots"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 )
 
@@ -60,14 +58,15 @@ type Cluster struct {
 	// Secret authenticates the nodes to each other: every node of the
 	// cluster has the same one, of at least 16 bytes (for example the
 	// output of `openssl rand -hex 32`), and refuses every connection
-	// that does not prove it, before reading a message (see
-	// docs/cluster.md). Default: the environment variable
+	// that does not prove it in a handshake of its own, before reading a
+	// message (see docs/cluster.md). Default: the environment variable
 	// SNAPFLOW_CLUSTER_SECRET. Keep it like the store's credentials.
 	Secret string
 	// AllowPlaintext lets Listen be off loopback without TLS, which is
-	// refused otherwise: anyone who reads the network between the nodes
-	// could take the token that proves the secret, then control the job.
-	// It is logged as a warning.
+	// refused otherwise: anyone on the network between the nodes could
+	// read the data, and one who can alter traffic could take over a
+	// connection after its handshake (see docs/cluster.md). It is logged
+	// as a warning.
 	AllowPlaintext bool
 	// SlotTimeout is how long a failover waits for workers to offer slots
 	// enough for every task, when a lost worker took too many with it
@@ -194,6 +193,20 @@ type nodeSpec struct {
 	allowPlaintext bool
 	allowOption    string // the name of the AllowPlaintext option
 	log            *slog.Logger
+	identity       *nodeauth.Identity // the node's key; see newIdentity
+	jobs           []string           // the jobs the node serves
+	// bindWorkers: the node is a coordinator, which reads a message about
+	// a worker only from that worker's node (see bindWorkers).
+	bindWorkers bool
+}
+
+// newIdentity makes a node's key.
+func newIdentity() (*nodeauth.Identity, error) {
+	id, err := nodeauth.NewIdentity(rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("actors: %w", err)
+	}
+	return id, nil
 }
 
 // startNode makes system reachable from the nodes that share spec's secret,
@@ -209,9 +222,9 @@ func startNode(system *actor.ActorSystem, spec nodeSpec) (*node, error) {
 		return nil, err
 	}
 	if plaintextOff {
-		spec.log.Warn("listening off loopback without TLS: anyone who reads the network between the nodes can take the token that proves the cluster's secret", "listen", listen, spec.allowOption, true)
+		spec.log.Warn("listening off loopback without TLS: anyone on the network between the nodes can read the data and take over a connection once it is authenticated (it cannot replay one)", "listen", listen, spec.allowOption, true)
 	}
-	creds, dialCreds, err := spec.tls.credentials()
+	server, client, err := spec.tls.configs()
 	if err != nil {
 		return nil, err
 	}
@@ -223,12 +236,19 @@ func startNode(system *actor.ActorSystem, spec nodeSpec) (*node, error) {
 	}
 	port := probe.Addr().(*net.TCPAddr).Port // the free port found for port 0
 	probe.Close()
-	rejected := func(peer, reason string) {
-		spec.log.Warn("refused a connection from outside the cluster", "peer", peer, "reason", reason, "refused_so_far", nodeauth.Rejected.Load())
+	creds := nodeauth.Credentials(nodeauth.Config{
+		Local:  nodeauth.Local{Secret: spec.secret, Identity: spec.identity, Address: net.JoinHostPort(host, strconv.Itoa(port)), Jobs: spec.jobs},
+		Server: server, Client: client,
+		Refused:    refusedLogger(spec.log),
+		DialFailed: dialFailedLogger(spec.log),
+	})
+	streams := []grpc.StreamServerInterceptor{survivePanics(spec.log)}
+	if spec.bindWorkers {
+		streams = append(streams, bindWorkers(spec.log))
 	}
 	cfg := remote.Configure(host, port,
-		remote.WithServerOptions(append(nodeauth.ServerOptions(spec.secret, rejected), grpc.ChainStreamInterceptor(survivePanics(spec.log)), grpc.MaxRecvMsgSize(maxWireMessage), grpc.Creds(creds))...),
-		remote.WithDialOptions(grpc.WithTransportCredentials(dialCreds), nodeauth.DialOption(spec.secret),
+		remote.WithServerOptions(append(nodeauth.ServerOptions(), grpc.ChainStreamInterceptor(streams...), grpc.MaxRecvMsgSize(maxWireMessage), grpc.Creds(creds))...),
+		remote.WithDialOptions(grpc.WithTransportCredentials(creds),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxWireMessage), grpc.MaxCallSendMsgSize(maxWireMessage))),
 		remote.WithEndpointWriterBatchSize(wireWriterBatch),
 	)
@@ -248,18 +268,6 @@ func startNode(system *actor.ActorSystem, spec nodeSpec) (*node, error) {
 		return nil, err
 	}
 	return &node{remote: r, addr: system.Address()}, nil
-}
-
-// credentials returns the server and client transport credentials.
-func (t *TLS) credentials() (credentials.TransportCredentials, credentials.TransportCredentials, error) {
-	if t == nil {
-		return insecure.NewCredentials(), insecure.NewCredentials(), nil
-	}
-	server, client, err := t.configs()
-	if err != nil {
-		return nil, nil, err
-	}
-	return credentials.NewTLS(server), credentials.NewTLS(client), nil
 }
 
 // configs returns the server and client TLS configurations (nil, nil
@@ -392,9 +400,9 @@ type WireStats struct {
 	// Bytes are the encoded record bytes (RecordBatch data and ends), not
 	// counting gRPC framing.
 	Bytes uint64
-	// Refused counts the calls from peers outside the cluster that this
-	// process's nodes refused (no token, or another secret's): each is
-	// also logged as a warning.
+	// Refused counts the connections from peers outside the cluster that
+	// this process's nodes refused (at TLS, or at the node handshake:
+	// none, another secret, a replay): each is also logged as a warning.
 	Refused uint64
 	// Misdirected counts the checkpoint acknowledgements and declines a
 	// coordinator dropped because they did not come from the worker it

@@ -298,6 +298,9 @@ func (c *clusterCoord) onTaskFailed(m *messages.TaskFailed) {
 	if m.Epoch != j.epoch || (j.phase != phaseRunning && j.phase != phaseRestoring) {
 		return
 	}
+	if !j.fromDeployed("failure", m.TaskId, m.WorkerId) {
+		return
+	}
 	t := j.sh.plan.Task(m.TaskId)
 	op := ""
 	if t != nil {
@@ -484,8 +487,9 @@ func remoteError(reason, damage string) error {
 	return errors.New(reason)
 }
 
-// fromDeployed reports whether a checkpoint message of the current epoch
-// about task comes from where the task runs: in cluster mode, the worker
+// fromDeployed reports whether a message of the current epoch about task
+// (an acknowledgement, a decline, a failure, an end) comes from where the
+// task runs: in cluster mode, the worker
 // the coordinator deployed it on. Any other is dropped, counted and logged.
 func (j *jobActor) fromDeployed(what, task, worker string) bool {
 	if j.cl == nil {
@@ -500,7 +504,7 @@ func (j *jobActor) fromDeployed(what, task, worker string) bool {
 	// Logged at the first drop and at every tenfold count: a flood must not
 	// flood the log.
 	if n := misdirected.Add(1); n&(n-1) == 0 || n%1000 == 0 {
-		j.log.Warn("dropping a checkpoint "+what+" that does not come from the worker running its task",
+		j.log.Warn("dropping a task's "+what+" that does not come from the worker running it",
 			"task", task, "worker", worker, "epoch", j.epoch, "dropped_so_far", n)
 	}
 	return false
@@ -508,3 +512,16 @@ func (j *jobActor) fromDeployed(what, task, worker string) bool {
 
 // misdirected counts the checkpoint messages dropped by fromDeployed.
 var misdirected atomic.Uint64
+
+// finishedFrom reports whether m, a task's end of input, comes from where
+// the task runs (always in one process): a task marked finished by another
+// node could end the job before its input has.
+func (j *jobActor) finishedFrom(m *messages.TaskFinished) bool {
+	if j.cl == nil {
+		return true
+	}
+	if int(m.Task) >= len(j.sh.plan.Tasks) {
+		return false
+	}
+	return j.fromDeployed("end of input", j.sh.plan.Tasks[m.Task].ID, m.WorkerId)
+}

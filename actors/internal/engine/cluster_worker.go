@@ -124,20 +124,28 @@ func ServeWorker(ctx context.Context, w Worker) error {
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return protoactorLogger(w.Logger) }),
 		actor.WithDeadLetterThrottleInterval(50*time.Millisecond),
 	)
+	identity, err := newIdentity()
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(offered))
+	for _, o := range offered {
+		names = append(names, o.Job)
+	}
 	n, err := startNode(system, nodeSpec{option: "Worker.Listen", listen: w.Listen, tls: w.TLS, secret: secret,
-		allowPlaintext: w.AllowPlaintext, allowOption: "Worker.AllowPlaintext", log: w.Logger})
+		allowPlaintext: w.AllowPlaintext, allowOption: "Worker.AllowPlaintext", log: w.Logger, identity: identity, jobs: names})
 	if err != nil {
 		system.Shutdown()
 		return err
 	}
-	id := newNodeID("w")
+	id := nodeauth.WorkerID(identity.ID, 1)
 	log := w.Logger.With("address", n.addr)
 	log.Info("worker listening", "worker", id, "join", w.Join, "slots", w.Slots)
 	if w.Listening != nil {
 		w.Listening(n.addr)
 	}
 	h := &workerHost{
-		cfg: &w, id: id, log: log, system: system, jobs: jobs, offered: offered,
+		cfg: &w, id: id, node: identity.ID, incarnation: 1, log: log, system: system, jobs: jobs, offered: offered,
 		coordPID: actor.NewPID(w.Join, coordinatorName), done: make(chan error, 1),
 	}
 	stopIt := actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.StopDirective })
@@ -167,15 +175,19 @@ func ServeWorker(ctx context.Context, w Worker) error {
 // workerHost is a worker's host actor: it registers with the coordinator,
 // answers its heartbeats, and spawns and supervises the tasks placed on it.
 type workerHost struct {
-	cfg      *Worker
-	id       string
-	log      *slog.Logger
-	system   *actor.ActorSystem
-	self     *actor.PID
-	jobs     map[string]*dataflow.Plan
-	offered  []*messages.JobFingerprint
-	coordPID *actor.PID
-	done     chan error
+	cfg *Worker
+	id  string
+	// node is the id of the worker's node key, and incarnation the number
+	// of its registrations: id is nodeauth.WorkerID(node, incarnation).
+	node        string
+	incarnation uint64
+	log         *slog.Logger
+	system      *actor.ActorSystem
+	self        *actor.PID
+	jobs        map[string]*dataflow.Plan
+	offered     []*messages.JobFingerprint
+	coordPID    *actor.PID
+	done        chan error
 
 	// registered is the coordinator's answer; nil while registering.
 	registered *messages.Registered
@@ -297,7 +309,8 @@ func (h *workerHost) end(err error) {
 // declared the previous incarnation lost refuses its id for good.
 func (h *workerHost) startRegistering() {
 	if h.registered != nil || h.attempt > 0 {
-		h.id = newNodeID("w")
+		h.incarnation++
+		h.id = nodeauth.WorkerID(h.node, h.incarnation)
 		h.log.Info("registering under a new worker id", "worker", h.id)
 	}
 	h.registered, h.regSince, h.attempt = nil, time.Now(), 0

@@ -124,8 +124,14 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 	if cfg.cluster != nil {
 		// Listen first: a coordinator started by mistake on a running one's
 		// address fails here, before it takes the job's lease.
+		identity, err := newIdentity()
+		if err != nil {
+			undo()
+			return nil, err
+		}
 		if n, err = startNode(system, nodeSpec{option: "Coordinator.Listen", listen: cfg.cluster.Listen,
-			tls: cfg.cluster.TLS, secret: cfg.cluster.Secret, allowPlaintext: cfg.cluster.AllowPlaintext, allowOption: "Coordinator.AllowPlaintext", log: log}); err != nil {
+			tls: cfg.cluster.TLS, secret: cfg.cluster.Secret, allowPlaintext: cfg.cluster.AllowPlaintext, allowOption: "Coordinator.AllowPlaintext", log: log,
+			identity: identity, jobs: []string{plan.Job}, bindWorkers: true}); err != nil {
 			undo()
 			return nil, err
 		}

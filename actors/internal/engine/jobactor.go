@@ -172,7 +172,7 @@ func (j *jobActor) Receive(ctx actor.Context) {
 		if j.cl != nil && m.Counters != nil {
 			j.cl.report(m.WorkerId, []*messages.TaskCounters{m.Counters})
 		}
-		if m.Epoch == j.epoch && j.phase == phaseRunning {
+		if m.Epoch == j.epoch && j.phase == phaseRunning && j.finishedFrom(m) {
 			j.finished[int(m.Task)] = true
 			j.checkDone()
 		}

@@ -13,7 +13,7 @@ import (
 // job) and when a lost node is retried; snapflow reports the losses that
 // matter itself ("worker lost", "lost the coordinator"), so those go to
 // Debug. A stream that the peer refused goes to Warn: it carries why (a
-// refused token, a TLS mismatch); one that cannot be opened because the
+// refused handshake, a TLS mismatch); one that cannot be opened because the
 // peer is gone goes to Debug too.
 func protoactorLogger(base *slog.Logger) *slog.Logger {
 	return slog.New(loweredHandler{base.Handler()}).With("component", "protoactor")
