@@ -78,12 +78,15 @@ func typeName(t reflect.Type) string {
 }
 
 // copyDescriptor returns a copy of d, so that every snapshot owns its
-// descriptors.
+// descriptors. The time-to-live is copied too: a restore judges the
+// entries it loads by the one they were checkpointed under (see
+// ttl_restore.go).
 func copyDescriptor(d *messages.StateDescriptor) *messages.StateDescriptor {
 	return &messages.StateDescriptor{
 		Name: d.GetName(), Kind: d.GetKind(), KeyType: d.GetKeyType(),
 		MapKeyType: d.GetMapKeyType(), MapKeyCodec: d.GetMapKeyCodec(),
 		ValueType: d.GetValueType(), ValueCodec: d.GetValueCodec(),
+		TtlNanos: d.GetTtlNanos(),
 	}
 }
 

@@ -134,7 +134,10 @@ func (s *KeyedSetup[K]) snapshotFiles(st *messages.TaskState, only groupSet, nam
 // restoreFiles copies the entries of the task's key groups from the
 // database in dir into the task's, under the ids its states have now,
 // adding or dropping write times where a state's time-to-live came or
-// went, and leaving out the entries expired now.
+// went, and leaving out the entries expired now, under the time-to-live
+// the checkpoint had or the one declared now (see ttl_restore.go). The
+// files are adopted only when every state keeps its time-to-live: the
+// expired entries they may hold are then judged by the same one.
 func (s *KeyedSetup[K]) restoreFiles(dir string, desc *messages.DiskCheckpoint, only bool) (adopted bool, err error) {
 	op := s.task.Operator
 	if s.byName == nil {
@@ -154,8 +157,8 @@ func (s *KeyedSetup[K]) restoreFiles(dir string, desc *messages.DiskCheckpoint, 
 	}
 	type mapping struct {
 		to           uint16
-		timed, timer bool // the stored values carry write times / the state's will
-		ttl          int64
+		timed, timer bool  // the stored values carry write times / the state's will
+		ttl, stored  int64 // the state's time-to-live now / in the checkpoint
 	}
 	ids := map[uint32]mapping{}
 	for _, id := range desc.GetStates() {
@@ -168,13 +171,13 @@ func (s *KeyedSetup[K]) restoreFiles(dir string, desc *messages.DiskCheckpoint, 
 		if !ok {
 			return false, fmt.Errorf("topology: operator %q: state %q has no id on disk", op, id.GetName())
 		}
-		ids[id.GetId()] = mapping{to: sid, timed: id.GetTimed(), timer: ds.ttlNanos() > 0, ttl: ds.ttlNanos()}
+		ids[id.GetId()] = mapping{to: sid, timed: id.GetTimed(), timer: ds.ttlNanos() > 0, ttl: ds.ttlNanos(), stored: s.storedTTL[id.GetName()]}
 	}
-	s.tick()
+	s.tickRestore()
 	same := only && start == int(desc.GetKeyGroupStart()) && end == int(desc.GetKeyGroupEnd()) &&
 		start == s.task.KeyGroupStart && end == s.task.KeyGroupEnd
 	for id, m := range ids {
-		same = same && uint32(m.to) == id && m.timed == m.timer
+		same = same && uint32(m.to) == id && m.timed == m.timer && m.ttl == m.stored
 	}
 	if same && !s.disk.written {
 		if err := s.disk.db.Adopt(dir); err != nil {
@@ -207,6 +210,9 @@ func (s *KeyedSetup[K]) restoreFiles(dir string, desc *messages.DiskCheckpoint, 
 			w, rest, ok := splitWritten(v)
 			if !ok {
 				return fmt.Errorf("a stored value of %d bytes has no write time", len(v))
+			}
+			if storedExpired(w, m.stored, s.now) {
+				return nil // expired before the restore, under the checkpoint's time-to-live
 			}
 			written, value = w, rest
 		}

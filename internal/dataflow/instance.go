@@ -94,7 +94,9 @@ type Instance interface {
 type KeyGroupSnapshotter interface {
 	// TakeDirtyKeyGroups ORs into dst every key group written since the
 	// last call, or since the instance was created or restored, and
-	// forgets them. A restore writes nothing. len(dst) must be at least
+	// forgets them. A restore writes nothing but the key groups where it
+	// left out entries that had expired, or whose state's time-to-live
+	// changed (see ttl_restore.go). len(dst) must be at least
 	// KeyGroupWords(maxParallelism); it panics otherwise. An instance
 	// created with InstanceContext.SkipDirtyKeyGroups tracks nothing and
 	// reports every key group.

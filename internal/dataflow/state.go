@@ -45,6 +45,9 @@ type KeyedSetup[K Key] struct {
 	// ttlStates are the states with a time-to-live, for the incremental
 	// clean-up.
 	ttlStates []ttlState
+	// storedTTL is, during a restore, the time-to-live each state had in
+	// the checkpoint, by name (absent: none; see ttl_restore.go).
+	storedTTL map[string]int64
 }
 
 func newKeyedSetup[K Key](task *TaskPlan, codec keyCodec[K]) *KeyedSetup[K] {
@@ -195,7 +198,8 @@ func (s *KeyedSetup[K]) restoreKeyed(st *messages.TaskState) error {
 	if err := CompareStateDescriptors(s.task.Operator, st.GetStateDescriptors(), declared); err != nil {
 		return err
 	}
-	s.tick()
+	s.rememberStoredTTLs(st.GetStateDescriptors())
+	s.tickRestore()
 	s.byName = byName
 	clear(s.dirty)
 	for _, g := range st.GetKeyGroups() {
@@ -226,7 +230,7 @@ func (s *KeyedSetup[K]) restoreKeyGroup(g *messages.KeyGroupState) error {
 			sentinel: ErrRestoreRefused,
 		}
 	}
-	s.tick()
+	s.tickRestore()
 	if err := s.restoreGroup(g); err != nil {
 		return err
 	}
@@ -247,10 +251,8 @@ func (s *KeyedSetup[K]) restoreGroup(g *messages.KeyGroupState) error {
 				sentinel: ErrIncompatibleState,
 			}
 		}
-		for _, e := range ns.GetEntries() {
-			if err := ks.restoreEntry(int(g.GetKeyGroup()), e); err != nil {
-				return fmt.Errorf("topology: operator %q: state %q: key group %d: %w", s.task.Operator, ns.GetName(), g.GetKeyGroup(), err)
-			}
+		if err := s.restoreNamed(ks, int(g.GetKeyGroup()), ns); err != nil {
+			return fmt.Errorf("topology: operator %q: state %q: key group %d: %w", s.task.Operator, ns.GetName(), g.GetKeyGroup(), err)
 		}
 	}
 	return nil

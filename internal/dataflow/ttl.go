@@ -14,9 +14,12 @@ import (
 // an incremental clean-up after each input batch, and when a restore
 // meets them (they are not loaded). A checkpoint stores each entry's
 // write time, so an entry expires at the same moment after a restore,
-// whichever backend restores it. A state first declared with a
+// whichever backend restores it. A restore also leaves out the entries
+// that had expired under the checkpoint's own time-to-live, whatever the
+// state declares now (see ttl_restore.go). A state first declared with a
 // time-to-live counts the entries of a checkpoint without one as written
-// at the restore; a state declared without one keeps every entry.
+// at the restore; a state declared without one keeps every entry that had
+// not expired by the restore.
 
 // WithTTL gives the state a time-to-live: an entry expires d after it was
 // last set, and is never returned after that (see the package
@@ -115,13 +118,16 @@ func (s *KeyedSetup[K]) cleanupTTL() error {
 }
 
 // expire reports whether the current key's value has expired, and
-// removes it if so.
+// removes it if so. A removal marks the key group written, as every
+// removal by expiry does: an incremental checkpoint then stores the group
+// again instead of referring back to an object that holds the entry.
 func (v *ValueState[K, V]) expire(k K) bool {
 	if v.setup.now-v.written[k] < v.ttl {
 		return false
 	}
 	v.m.remove(k)
 	delete(v.written, k)
+	v.setup.markDirty()
 	return true
 }
 
@@ -145,6 +151,7 @@ func (v *ValueState[K, V]) cleanup(now int64) {
 		if now-w >= v.ttl {
 			v.m.remove(k)
 			delete(v.written, k)
+			v.setup.markGroup(v.setup.keyGroup(k))
 		}
 		if n++; n == ttlCleanupBatch {
 			return
@@ -159,6 +166,7 @@ func (ms *MapState[K, UK, V]) expire(k K, uk UK) bool {
 		return false
 	}
 	ms.removeEntry(k, uk)
+	ms.setup.markDirty()
 	return true
 }
 
@@ -209,6 +217,7 @@ func (ms *MapState[K, UK, V]) cleanup(now int64) {
 		for uk, at := range w {
 			if now-at >= ms.ttl {
 				ms.removeEntry(k, uk)
+				ms.setup.markGroup(ms.setup.keyGroup(k))
 			}
 		}
 		if n++; n == ttlCleanupBatch {

@@ -92,7 +92,8 @@ func gone(key string) ttlRead { return ttlRead{Key: key} }
 // leaves expired entries out and keeps the write times, so that restored
 // entries expire when they would have; a restore drops entries expired
 // by then; entries from a checkpoint without a time-to-live count as
-// written at the restore.
+// written at the restore, and a state without one keeps the entries live
+// at the restore.
 func TestStateTTL(t *testing.T) {
 	for _, disk := range []bool{false, true} {
 		t.Run(map[bool]string{false: "heap", true: "disk"}[disk], func(t *testing.T) {
@@ -155,13 +156,21 @@ func TestStateTTL(t *testing.T) {
 			}
 			check(j.at(t, again, 109, get("a")), live("a", 1))
 			check(j.at(t, again, 110, get("a")), gone("a"))
-			// And the other way: a state without one keeps every entry.
-			plain.now = 1000 * int64(time.Second)
+			// And the other way: a state without one keeps every entry
+			// that had not expired by the restore (b, restored at 14s,
+			// for good), and loads none that had (b, restored at 15s).
+			plain.now = 14 * int64(time.Second)
 			kept := mustInstance(t, pp, "p#0", 8, noopSender{})
 			if err := kept.Restore(st); err != nil {
 				t.Fatal(err)
 			}
 			check(plain.at(t, kept, 1000, get("b")), live("b", 20))
+			plain.now = 15 * int64(time.Second)
+			dropped := mustInstance(t, pp, "p#0", 8, noopSender{})
+			if err := dropped.Restore(st); err != nil {
+				t.Fatal(err)
+			}
+			check(plain.at(t, dropped, 15, get("b")), gone("b"))
 		})
 	}
 }
