@@ -435,7 +435,7 @@ func (t *task) onPoll() {
 		if n > 0 {
 			t.dirty = true
 		}
-		t.et.sourceRead(0)
+		t.et.sourceRead()
 		switch status {
 		case 0, dataflow.SourceMore:
 		case dataflow.SourceIdle:
