@@ -157,6 +157,8 @@ type outChannel struct {
 	remote bool
 	codec  dataflow.BatchCodec
 	watch  *linkwatch.Sender
+	// wmSeq numbers the watermarks sent to another node (messages.Watermark.seq).
+	wmSeq uint64
 }
 
 // hasCredit reports whether o may send a batch now.
