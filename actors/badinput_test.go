@@ -70,7 +70,8 @@ func TestStartFailsOnUnwritableStore(t *testing.T) {
 }
 
 // TestTopologyChangeIsRefused: a checkpoint of one topology is not restored
-// into another unless the user allows it.
+// into another unless the user allows it, and the refusal names what
+// changed (the sum's parallelism).
 func TestTopologyChangeIsRefused(t *testing.T) {
 	store := snapshots.NewMem()
 	gate := testsrc.NewGate(50)
@@ -94,6 +95,9 @@ func TestTopologyChangeIsRefused(t *testing.T) {
 	_, err = actors.Start(context.Background(), build(2), actors.WithStore(store))
 	if err == nil || !strings.Contains(err.Error(), "different topology") {
 		t.Fatalf("Start with another topology: %v", err)
+	}
+	if want := `from the checkpoint to this job: operator "sum": parallelism from 1 to 2`; !strings.Contains(err.Error(), want) {
+		t.Errorf("Start with another topology: %v\nwant it to name what changed: %s", err, want)
 	}
 }
 

@@ -45,13 +45,41 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 type Job = engine.Job
 
 // Stats are counters of a job's life.
+//
+// Its fields:
+//   - StaleMessages uint64: data-path messages of an older epoch that tasks
+//     dropped on arrival (epoch fencing).
 type Stats = engine.Stats
 
 // TaskMetrics are a task's counters since the job started: they keep
 // counting across restores, so that they only grow.
+//
+// Its fields:
+//   - Task string: the task's id ("sum#1").
+//   - Operator string: its operator's name.
+//   - Subtask int: its index among the operator's tasks.
+//   - RecordsIn uint64: the records the task processed (0 for a source).
+//   - RecordsOut uint64: the records it emitted downstream (0 for a sink),
+//     each once however many edges or tasks receive it. After a restore,
+//     the records replayed count again.
+//   - QueuedBatches int: the batches waiting, now, for credit on its outputs.
+//   - Backpressure time.Duration: the total time during which an output of
+//     the task had no credit while batches waited for it.
 type TaskMetrics = engine.TaskMetrics
 
 // TaskCheckpoint is one task's part of a completed checkpoint.
+//
+// Its fields:
+//   - Task string: the task's id.
+//   - Bytes uint64: the size of the task's state snapshot.
+//   - Uploaded uint64: what the task stored for the checkpoint (see
+//     Event.Uploaded).
+//   - InFlight uint64: the task's channel state in an unaligned checkpoint.
+//   - Alignment time.Duration: from the first barrier's arrival to the
+//     last's (0 for a task with one input, or a source).
+//   - Sync time.Duration: the synchronous part of the snapshot (records
+//     stop).
+//   - Async time.Duration: the upload, which runs while records flow.
 type TaskCheckpoint = engine.TaskCheckpoint
 
 // Event is something that happened to a job, for listeners (see
@@ -60,6 +88,37 @@ type TaskCheckpoint = engine.TaskCheckpoint
 // Alignment and Upload, and each task's figures (Tasks); the failed Task,
 // its Cause and Err on EventTaskFailed; the Node joined or lost; the
 // Placement of a cluster's tasks; and the Savepoint a checkpoint is.
+//
+// Its fields:
+//   - Kind EventKind: what happened.
+//   - Time time.Time: when.
+//   - Epoch uint64: the job's epoch then.
+//   - Checkpoint uint64: the checkpoint concerned.
+//   - Final bool: the checkpoint is the final one.
+//   - Task string: the failed task on EventTaskFailed (the lost tasks,
+//     comma-separated, for a lost worker); the declining task on
+//     EventCheckpointAborted.
+//   - Bytes uint64: on EventCheckpointCompleted, the state's bytes.
+//   - Uploaded uint64: on EventCheckpointCompleted, the bytes the tasks
+//     stored for it: less than Bytes when incremental, 0 for inline states.
+//   - InFlight uint64: on EventCheckpointCompleted of an unaligned
+//     checkpoint, the bytes of channel state stored with it.
+//   - Duration time.Duration: on EventCheckpointCompleted, from trigger to
+//     completion.
+//   - Alignment time.Duration: the longest alignment of any task.
+//   - Upload time.Duration: the longest state upload of any task.
+//   - Err error: the failure or error, on EventTaskFailed, EventFailed,
+//     EventNodeLost and EventCheckpointAborted.
+//   - Node string: on EventNodeJoined and EventNodeLost, "worker-id@host:port".
+//   - Placement string: on EventPlaced, "task,task -> worker; ...".
+//   - Savepoint string: the savepoint that Checkpoint is, or the one
+//     restored on EventRunning and EventRestoring.
+//   - Tasks []TaskCheckpoint: on EventCheckpointCompleted, each task's
+//     figures, by task id; their Bytes add up to Bytes.
+//   - Settled bool: on EventCheckpointCompleted, the completion was settled
+//     after a failover (its manifest landed while the job rolled back).
+//   - Declined bool: on EventCheckpointAborted, a task (Task) declined it.
+//   - Cause FailureCause: classifies Err on EventTaskFailed.
 type Event = engine.Event
 
 // EventKind says what happened to a job.
@@ -69,8 +128,22 @@ type EventKind = engine.EventKind
 type FailureCause = engine.FailureCause
 
 // JobError is returned by Wait when a job fails for good.
+//
+// Its fields:
+//   - Job string: the job's name.
+//   - Failures int: the failures counted by the restart strategy.
+//   - Reason string: why the job gave up.
+//   - Cause error: the last failure; a *TaskError for a task's.
 type JobError = engine.JobError
 
 // TaskError is a task's failure: a panic or an error returned by an
 // operator.
+//
+// Its fields:
+//   - Task string: the task's id ("sum#1").
+//   - Operator string: its operator's name.
+//   - Epoch uint64: the epoch it failed in.
+//   - Value any: the panic value, or the error returned.
+//   - Stack []byte: the stack of the code that panicked; nil for a returned
+//     error.
 type TaskError = engine.TaskError

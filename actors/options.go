@@ -45,6 +45,17 @@ func WithRetainedCheckpoints(n int) Option { return engine.WithRetainedCheckpoin
 // the parent directory of the tasks' databases (default: snapflow-state
 // under the system's temporary directory; never the snapshot store), and
 // each task's block cache and memtable.
+//
+// Its fields:
+//   - Dir string: the parent directory of the tasks' databases; "": the
+//     default above.
+//   - CacheBytes int64: the block cache of each task's database; 0: the
+//     default.
+//   - MemTableBytes int64: each task's memtable, the writes kept in memory
+//     before they are flushed to a file; 0: the default.
+//   - Logger *slog.Logger: takes the database's messages (nil: discarded).
+//   - NoLocalRecovery bool: turns task-local recovery off: a restore then
+//     reads every file from the snapshot store, never a local copy.
 type DiskState = diskstate.Config
 
 // WithDiskState keeps the job's keyed state (value and map states, and the

@@ -281,3 +281,35 @@ func waitMetrics(t *testing.T, j *actors.Job, what string, ok func(map[string]ac
 		}
 	}
 }
+
+// TestRecordsOutOncePerRecord: a source read by three operators (two of
+// them on rebalance edges to several tasks) and broadcast to a fourth
+// counts each record it emits once (on main, 5 times: once per consuming
+// edge, and once more per further task of the broadcast), as jobs status
+// shows it; each consumer takes every record in.
+func TestRecordsOutOncePerRecord(t *testing.T) {
+	const n = 3_000
+	g := topology.New("records-out-once")
+	src := topology.Sequence(g, "source", 1, n)
+	discard := func(int64) error { return nil }
+	topology.Sink(src, "a", discard, topology.Parallelism(2))
+	topology.Sink(src, "b", discard)
+	topology.Sink(src, "c", discard, topology.Parallelism(3))
+	topology.Sink(topology.Broadcast(src), "d", discard, topology.Parallelism(2))
+	j, err := actors.Start(context.Background(), g, actors.WithStore(snapshots.NewMem()), actors.WithLogger(testLogger(t)), actors.WithCheckpointInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := waitJob(t, j); err != nil {
+		t.Fatal(err)
+	}
+	byTask := metricsByTask(j)
+	if got := sumOf(byTask, "source", recordsOut); got != n {
+		t.Errorf("the source's records out: %d, want %d (each record once)", got, n)
+	}
+	for op, want := range map[string]uint64{"a": n, "b": n, "c": n, "d": 2 * n} {
+		if got := sumOf(byTask, op, recordsIn); got != want {
+			t.Errorf("%s took %d records in, want %d", op, got, want)
+		}
+	}
+}

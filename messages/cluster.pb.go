@@ -303,7 +303,10 @@ type JobFingerprint struct {
 	// params are the job's parameters as this node built it
 	// (topology.Params): the coordinator refuses a worker whose differ,
 	// naming them.
-	Params        map[string]string `protobuf:"bytes,3,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Params map[string]string `protobuf:"bytes,3,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// topology describes the job as this node built it, so that a refusal
+	// for a fingerprint that differs names what differs.
+	Topology      *Topology `protobuf:"bytes,4,opt,name=topology,proto3" json:"topology,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -355,6 +358,13 @@ func (x *JobFingerprint) GetFingerprint() string {
 func (x *JobFingerprint) GetParams() map[string]string {
 	if x != nil {
 		return x.Params
+	}
+	return nil
+}
+
+func (x *JobFingerprint) GetTopology() *Topology {
+	if x != nil {
+		return x.Topology
 	}
 	return nil
 }
@@ -658,7 +668,9 @@ type Registered struct {
 	// lost says that refused is because the worker's id was declared lost
 	// (a registration retried across a partition): the worker registers
 	// again under a new id.
-	Lost          bool `protobuf:"varint,8,opt,name=lost,proto3" json:"lost,omitempty"`
+	Lost bool `protobuf:"varint,8,opt,name=lost,proto3" json:"lost,omitempty"`
+	// topology describes the coordinator's job (see JobFingerprint).
+	Topology      *Topology `protobuf:"bytes,9,opt,name=topology,proto3" json:"topology,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -749,12 +761,23 @@ func (x *Registered) GetLost() bool {
 	return false
 }
 
+func (x *Registered) GetTopology() *Topology {
+	if x != nil {
+		return x.Topology
+	}
+	return nil
+}
+
 // Heartbeat is sent by the coordinator to every registered worker, which
 // answers with a HeartbeatAck.
 type Heartbeat struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Coordinator   string                 `protobuf:"bytes,1,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
-	Seq           uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Coordinator string                 `protobuf:"bytes,1,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
+	Seq         uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	// epoch is the coordinator's epoch, which a rollback increases before
+	// its backoff: a worker's task of an older epoch that fails afterwards
+	// belongs to an abandoned epoch (0 from coordinators that predate it).
+	Epoch         uint64 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -799,6 +822,13 @@ func (x *Heartbeat) GetCoordinator() string {
 func (x *Heartbeat) GetSeq() uint64 {
 	if x != nil {
 		return x.Seq
+	}
+	return 0
+}
+
+func (x *Heartbeat) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
 	}
 	return 0
 }
@@ -1510,11 +1540,12 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\bRunTasks\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\"!\n" +
 	"\tEndSource\x12\x14\n" +
-	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\"\xc0\x01\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\"\xf3\x01\n" +
 	"\x0eJobFingerprint\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12 \n" +
 	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x12?\n" +
-	"\x06params\x18\x03 \x03(\v2'.snapflow.v1.JobFingerprint.ParamsEntryR\x06params\x1a9\n" +
+	"\x06params\x18\x03 \x03(\v2'.snapflow.v1.JobFingerprint.ParamsEntryR\x06params\x121\n" +
+	"\btopology\x18\x04 \x01(\v2\x15.snapflow.v1.TopologyR\btopology\x1a9\n" +
 	"\vParamsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa8\x01\n" +
@@ -1546,7 +1577,7 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\x16disk_no_local_recovery\x18\x0f \x01(\bR\x13diskNoLocalRecovery\x12\"\n" +
 	"\rat_least_once\x18\x10 \x01(\bR\vatLeastOnce\x12\x1c\n" +
 	"\tunaligned\x18\x11 \x01(\bR\tunaligned\x12.\n" +
-	"\x13align_timeout_nanos\x18\x12 \x01(\x03R\x11alignTimeoutNanos\"\xfd\x01\n" +
+	"\x13align_timeout_nanos\x18\x12 \x01(\x03R\x11alignTimeoutNanos\"\xb0\x02\n" +
 	"\n" +
 	"Registered\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
@@ -1556,10 +1587,12 @@ const file_messages_cluster_proto_rawDesc = "" +
 	"\x05store\x18\x05 \x01(\tR\x05store\x12 \n" +
 	"\vcoordinator\x18\x06 \x01(\tR\vcoordinator\x128\n" +
 	"\bsettings\x18\a \x01(\v2\x1c.snapflow.v1.RuntimeSettingsR\bsettings\x12\x12\n" +
-	"\x04lost\x18\b \x01(\bR\x04lost\"?\n" +
+	"\x04lost\x18\b \x01(\bR\x04lost\x121\n" +
+	"\btopology\x18\t \x01(\v2\x15.snapflow.v1.TopologyR\btopology\"U\n" +
 	"\tHeartbeat\x12 \n" +
 	"\vcoordinator\x18\x01 \x01(\tR\vcoordinator\x12\x10\n" +
-	"\x03seq\x18\x02 \x01(\x04R\x03seq\"n\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\"n\n" +
 	"\fHeartbeatAck\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12/\n" +
@@ -1654,26 +1687,29 @@ var file_messages_cluster_proto_goTypes = []any{
 	(*ConfirmDeploy)(nil),   // 17: snapflow.v1.ConfirmDeploy
 	(*DeployConfirmed)(nil), // 18: snapflow.v1.DeployConfirmed
 	nil,                     // 19: snapflow.v1.JobFingerprint.ParamsEntry
-	(*StateHandle)(nil),     // 20: snapflow.v1.StateHandle
-	(*SourceEventTime)(nil), // 21: snapflow.v1.SourceEventTime
-	(*InFlight)(nil),        // 22: snapflow.v1.InFlight
+	(*Topology)(nil),        // 20: snapflow.v1.Topology
+	(*StateHandle)(nil),     // 21: snapflow.v1.StateHandle
+	(*SourceEventTime)(nil), // 22: snapflow.v1.SourceEventTime
+	(*InFlight)(nil),        // 23: snapflow.v1.InFlight
 }
 var file_messages_cluster_proto_depIdxs = []int32{
 	11, // 0: snapflow.v1.TaskFinished.counters:type_name -> snapflow.v1.TaskCounters
 	19, // 1: snapflow.v1.JobFingerprint.params:type_name -> snapflow.v1.JobFingerprint.ParamsEntry
-	5,  // 2: snapflow.v1.RegisterWorker.jobs:type_name -> snapflow.v1.JobFingerprint
-	7,  // 3: snapflow.v1.Registered.settings:type_name -> snapflow.v1.RuntimeSettings
-	11, // 4: snapflow.v1.HeartbeatAck.tasks:type_name -> snapflow.v1.TaskCounters
-	20, // 5: snapflow.v1.DeployTask.state:type_name -> snapflow.v1.StateHandle
-	20, // 6: snapflow.v1.DeployTask.parts:type_name -> snapflow.v1.StateHandle
-	21, // 7: snapflow.v1.DeployTask.event_time:type_name -> snapflow.v1.SourceEventTime
-	22, // 8: snapflow.v1.DeployTask.in_flight:type_name -> snapflow.v1.InFlight
-	12, // 9: snapflow.v1.Deploy.tasks:type_name -> snapflow.v1.DeployTask
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	20, // 2: snapflow.v1.JobFingerprint.topology:type_name -> snapflow.v1.Topology
+	5,  // 3: snapflow.v1.RegisterWorker.jobs:type_name -> snapflow.v1.JobFingerprint
+	7,  // 4: snapflow.v1.Registered.settings:type_name -> snapflow.v1.RuntimeSettings
+	20, // 5: snapflow.v1.Registered.topology:type_name -> snapflow.v1.Topology
+	11, // 6: snapflow.v1.HeartbeatAck.tasks:type_name -> snapflow.v1.TaskCounters
+	21, // 7: snapflow.v1.DeployTask.state:type_name -> snapflow.v1.StateHandle
+	21, // 8: snapflow.v1.DeployTask.parts:type_name -> snapflow.v1.StateHandle
+	22, // 9: snapflow.v1.DeployTask.event_time:type_name -> snapflow.v1.SourceEventTime
+	23, // 10: snapflow.v1.DeployTask.in_flight:type_name -> snapflow.v1.InFlight
+	12, // 11: snapflow.v1.Deploy.tasks:type_name -> snapflow.v1.DeployTask
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_messages_cluster_proto_init() }

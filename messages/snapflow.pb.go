@@ -1727,7 +1727,17 @@ type Manifest struct {
 	Savepoint string `protobuf:"bytes,9,opt,name=savepoint,proto3" json:"savepoint,omitempty"`
 	// operators describes every operator of the job, in plan order (empty in
 	// checkpoints that predate it).
-	Operators     []*OperatorEntry `protobuf:"bytes,10,rep,name=operators,proto3" json:"operators,omitempty"`
+	Operators []*OperatorEntry `protobuf:"bytes,10,rep,name=operators,proto3" json:"operators,omitempty"`
+	// topology describes the plan the fingerprint was computed from, so that
+	// a restore refused for a changed topology names what changed (absent in
+	// checkpoints that predate it: those are refused with the fingerprints).
+	Topology *Topology `protobuf:"bytes,11,opt,name=topology,proto3" json:"topology,omitempty"`
+	// at_least_once is true for a checkpoint taken at least once
+	// (CheckpointAtLeastOnce; never a savepoint or a final checkpoint, which
+	// align): a task snapshots once every barrier has arrived, having
+	// processed records and watermarks after the barrier on its other inputs,
+	// so its stored watermark can be ahead of records its sources read again.
+	AtLeastOnce   bool `protobuf:"varint,12,opt,name=at_least_once,json=atLeastOnce,proto3" json:"at_least_once,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1832,6 +1842,235 @@ func (x *Manifest) GetOperators() []*OperatorEntry {
 	return nil
 }
 
+func (x *Manifest) GetTopology() *Topology {
+	if x != nil {
+		return x.Topology
+	}
+	return nil
+}
+
+func (x *Manifest) GetAtLeastOnce() bool {
+	if x != nil {
+		return x.AtLeastOnce
+	}
+	return false
+}
+
+// Topology describes a job's plan: what its fingerprint covers, and its
+// parameters. Two plans whose fingerprints differ are compared on it, so a
+// refusal names the operators added or removed, the parallelisms, the max
+// parallelism, the edges and the parameters that differ.
+type Topology struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	MaxParallelism uint32                 `protobuf:"varint,1,opt,name=max_parallelism,json=maxParallelism,proto3" json:"max_parallelism,omitempty"`
+	// operators are in plan order.
+	Operators []*TopologyOperator `protobuf:"bytes,2,rep,name=operators,proto3" json:"operators,omitempty"`
+	// edges are in plan order.
+	Edges []*TopologyEdge `protobuf:"bytes,3,rep,name=edges,proto3" json:"edges,omitempty"`
+	// params are the job's parameters (topology.Params).
+	Params        map[string]string `protobuf:"bytes,4,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Topology) Reset() {
+	*x = Topology{}
+	mi := &file_messages_snapflow_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Topology) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Topology) ProtoMessage() {}
+
+func (x *Topology) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_snapflow_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Topology.ProtoReflect.Descriptor instead.
+func (*Topology) Descriptor() ([]byte, []int) {
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *Topology) GetMaxParallelism() uint32 {
+	if x != nil {
+		return x.MaxParallelism
+	}
+	return 0
+}
+
+func (x *Topology) GetOperators() []*TopologyOperator {
+	if x != nil {
+		return x.Operators
+	}
+	return nil
+}
+
+func (x *Topology) GetEdges() []*TopologyEdge {
+	if x != nil {
+		return x.Edges
+	}
+	return nil
+}
+
+func (x *Topology) GetParams() map[string]string {
+	if x != nil {
+		return x.Params
+	}
+	return nil
+}
+
+// TopologyOperator is one operator of a Topology.
+type TopologyOperator struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Name       string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	OperatorId string                 `protobuf:"bytes,2,opt,name=operator_id,json=operatorId,proto3" json:"operator_id,omitempty"`
+	// kind is "source", "operator" or "sink".
+	Kind          string `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	Parallelism   uint32 `protobuf:"varint,4,opt,name=parallelism,proto3" json:"parallelism,omitempty"`
+	Keyed         bool   `protobuf:"varint,5,opt,name=keyed,proto3" json:"keyed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopologyOperator) Reset() {
+	*x = TopologyOperator{}
+	mi := &file_messages_snapflow_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopologyOperator) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopologyOperator) ProtoMessage() {}
+
+func (x *TopologyOperator) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_snapflow_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopologyOperator.ProtoReflect.Descriptor instead.
+func (*TopologyOperator) Descriptor() ([]byte, []int) {
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *TopologyOperator) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *TopologyOperator) GetOperatorId() string {
+	if x != nil {
+		return x.OperatorId
+	}
+	return ""
+}
+
+func (x *TopologyOperator) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *TopologyOperator) GetParallelism() uint32 {
+	if x != nil {
+		return x.Parallelism
+	}
+	return 0
+}
+
+func (x *TopologyOperator) GetKeyed() bool {
+	if x != nil {
+		return x.Keyed
+	}
+	return false
+}
+
+// TopologyEdge is one edge of a Topology, between operators by name.
+type TopologyEdge struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	From  string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	To    string                 `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	// partition is the edge's partitioning ("forward", "hash", ...).
+	Partition     string `protobuf:"bytes,3,opt,name=partition,proto3" json:"partition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopologyEdge) Reset() {
+	*x = TopologyEdge{}
+	mi := &file_messages_snapflow_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopologyEdge) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopologyEdge) ProtoMessage() {}
+
+func (x *TopologyEdge) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_snapflow_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopologyEdge.ProtoReflect.Descriptor instead.
+func (*TopologyEdge) Descriptor() ([]byte, []int) {
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *TopologyEdge) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *TopologyEdge) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+func (x *TopologyEdge) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
 // StateEntry is one entry of keyed state: value state has an empty map_key.
 type StateEntry struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -1848,7 +2087,7 @@ type StateEntry struct {
 
 func (x *StateEntry) Reset() {
 	*x = StateEntry{}
-	mi := &file_messages_snapflow_proto_msgTypes[20]
+	mi := &file_messages_snapflow_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1860,7 +2099,7 @@ func (x *StateEntry) String() string {
 func (*StateEntry) ProtoMessage() {}
 
 func (x *StateEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[20]
+	mi := &file_messages_snapflow_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1873,7 +2112,7 @@ func (x *StateEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateEntry.ProtoReflect.Descriptor instead.
 func (*StateEntry) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{20}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *StateEntry) GetKey() []byte {
@@ -1915,7 +2154,7 @@ type NamedState struct {
 
 func (x *NamedState) Reset() {
 	*x = NamedState{}
-	mi := &file_messages_snapflow_proto_msgTypes[21]
+	mi := &file_messages_snapflow_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1927,7 +2166,7 @@ func (x *NamedState) String() string {
 func (*NamedState) ProtoMessage() {}
 
 func (x *NamedState) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[21]
+	mi := &file_messages_snapflow_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1940,7 +2179,7 @@ func (x *NamedState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamedState.ProtoReflect.Descriptor instead.
 func (*NamedState) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{21}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *NamedState) GetName() string {
@@ -1968,7 +2207,7 @@ type KeyGroupState struct {
 
 func (x *KeyGroupState) Reset() {
 	*x = KeyGroupState{}
-	mi := &file_messages_snapflow_proto_msgTypes[22]
+	mi := &file_messages_snapflow_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1980,7 +2219,7 @@ func (x *KeyGroupState) String() string {
 func (*KeyGroupState) ProtoMessage() {}
 
 func (x *KeyGroupState) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[22]
+	mi := &file_messages_snapflow_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1993,7 +2232,7 @@ func (x *KeyGroupState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyGroupState.ProtoReflect.Descriptor instead.
 func (*KeyGroupState) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{22}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *KeyGroupState) GetKeyGroup() uint32 {
@@ -2074,7 +2313,7 @@ type TaskState struct {
 
 func (x *TaskState) Reset() {
 	*x = TaskState{}
-	mi := &file_messages_snapflow_proto_msgTypes[23]
+	mi := &file_messages_snapflow_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2086,7 +2325,7 @@ func (x *TaskState) String() string {
 func (*TaskState) ProtoMessage() {}
 
 func (x *TaskState) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[23]
+	mi := &file_messages_snapflow_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2099,7 +2338,7 @@ func (x *TaskState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskState.ProtoReflect.Descriptor instead.
 func (*TaskState) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{23}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TaskState) GetJob() string {
@@ -2280,7 +2519,7 @@ type InFlight struct {
 
 func (x *InFlight) Reset() {
 	*x = InFlight{}
-	mi := &file_messages_snapflow_proto_msgTypes[24]
+	mi := &file_messages_snapflow_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2292,7 +2531,7 @@ func (x *InFlight) String() string {
 func (*InFlight) ProtoMessage() {}
 
 func (x *InFlight) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[24]
+	mi := &file_messages_snapflow_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2305,7 +2544,7 @@ func (x *InFlight) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InFlight.ProtoReflect.Descriptor instead.
 func (*InFlight) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{24}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *InFlight) GetOutput() bool {
@@ -2439,7 +2678,7 @@ type SourceEventTime struct {
 
 func (x *SourceEventTime) Reset() {
 	*x = SourceEventTime{}
-	mi := &file_messages_snapflow_proto_msgTypes[25]
+	mi := &file_messages_snapflow_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2451,7 +2690,7 @@ func (x *SourceEventTime) String() string {
 func (*SourceEventTime) ProtoMessage() {}
 
 func (x *SourceEventTime) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[25]
+	mi := &file_messages_snapflow_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2464,7 +2703,7 @@ func (x *SourceEventTime) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SourceEventTime.ProtoReflect.Descriptor instead.
 func (*SourceEventTime) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{25}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SourceEventTime) GetMaxTimestamp() int64 {
@@ -2509,7 +2748,7 @@ type Transaction struct {
 
 func (x *Transaction) Reset() {
 	*x = Transaction{}
-	mi := &file_messages_snapflow_proto_msgTypes[26]
+	mi := &file_messages_snapflow_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2521,7 +2760,7 @@ func (x *Transaction) String() string {
 func (*Transaction) ProtoMessage() {}
 
 func (x *Transaction) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[26]
+	mi := &file_messages_snapflow_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2534,7 +2773,7 @@ func (x *Transaction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transaction.ProtoReflect.Descriptor instead.
 func (*Transaction) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{26}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Transaction) GetCheckpointId() uint64 {
@@ -2576,7 +2815,7 @@ type StateDescriptor struct {
 
 func (x *StateDescriptor) Reset() {
 	*x = StateDescriptor{}
-	mi := &file_messages_snapflow_proto_msgTypes[27]
+	mi := &file_messages_snapflow_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2588,7 +2827,7 @@ func (x *StateDescriptor) String() string {
 func (*StateDescriptor) ProtoMessage() {}
 
 func (x *StateDescriptor) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[27]
+	mi := &file_messages_snapflow_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2601,7 +2840,7 @@ func (x *StateDescriptor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateDescriptor.ProtoReflect.Descriptor instead.
 func (*StateDescriptor) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{27}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *StateDescriptor) GetName() string {
@@ -2674,7 +2913,7 @@ type StoredObject struct {
 
 func (x *StoredObject) Reset() {
 	*x = StoredObject{}
-	mi := &file_messages_snapflow_proto_msgTypes[28]
+	mi := &file_messages_snapflow_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2686,7 +2925,7 @@ func (x *StoredObject) String() string {
 func (*StoredObject) ProtoMessage() {}
 
 func (x *StoredObject) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[28]
+	mi := &file_messages_snapflow_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2699,7 +2938,7 @@ func (x *StoredObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoredObject.ProtoReflect.Descriptor instead.
 func (*StoredObject) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{28}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *StoredObject) GetKind() string {
@@ -2747,7 +2986,7 @@ type Origin struct {
 
 func (x *Origin) Reset() {
 	*x = Origin{}
-	mi := &file_messages_snapflow_proto_msgTypes[29]
+	mi := &file_messages_snapflow_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2759,7 +2998,7 @@ func (x *Origin) String() string {
 func (*Origin) ProtoMessage() {}
 
 func (x *Origin) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[29]
+	mi := &file_messages_snapflow_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2772,7 +3011,7 @@ func (x *Origin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Origin.ProtoReflect.Descriptor instead.
 func (*Origin) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{29}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Origin) GetSavepoint() string {
@@ -2852,7 +3091,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_messages_snapflow_proto_msgTypes[30]
+	mi := &file_messages_snapflow_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2864,7 +3103,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[30]
+	mi := &file_messages_snapflow_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2877,7 +3116,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{30}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Lease) GetHolder() string {
@@ -2984,7 +3223,7 @@ type LeaseSeal struct {
 
 func (x *LeaseSeal) Reset() {
 	*x = LeaseSeal{}
-	mi := &file_messages_snapflow_proto_msgTypes[31]
+	mi := &file_messages_snapflow_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2996,7 +3235,7 @@ func (x *LeaseSeal) String() string {
 func (*LeaseSeal) ProtoMessage() {}
 
 func (x *LeaseSeal) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[31]
+	mi := &file_messages_snapflow_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3009,7 +3248,7 @@ func (x *LeaseSeal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseSeal.ProtoReflect.Descriptor instead.
 func (*LeaseSeal) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{31}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *LeaseSeal) GetGeneration() uint64 {
@@ -3070,7 +3309,7 @@ type LeaseRenewal struct {
 
 func (x *LeaseRenewal) Reset() {
 	*x = LeaseRenewal{}
-	mi := &file_messages_snapflow_proto_msgTypes[32]
+	mi := &file_messages_snapflow_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3082,7 +3321,7 @@ func (x *LeaseRenewal) String() string {
 func (*LeaseRenewal) ProtoMessage() {}
 
 func (x *LeaseRenewal) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_snapflow_proto_msgTypes[32]
+	mi := &file_messages_snapflow_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3095,7 +3334,7 @@ func (x *LeaseRenewal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRenewal.ProtoReflect.Descriptor instead.
 func (*LeaseRenewal) Descriptor() ([]byte, []int) {
-	return file_messages_snapflow_proto_rawDescGZIP(), []int{32}
+	return file_messages_snapflow_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *LeaseRenewal) GetGeneration() uint64 {
@@ -3276,7 +3515,7 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\vparallelism\x18\x04 \x01(\rR\vparallelism\x12\x14\n" +
 	"\x05keyed\x18\x05 \x01(\bR\x05keyed\x124\n" +
 	"\x06states\x18\x06 \x03(\v2\x1c.snapflow.v1.StateDescriptorR\x06states\x12\x16\n" +
-	"\x06splits\x18\a \x01(\bR\x06splits\"\x84\x03\n" +
+	"\x06splits\x18\a \x01(\bR\x06splits\"\xdb\x03\n" +
 	"\bManifest\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12\x14\n" +
@@ -3288,7 +3527,28 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\x0fmax_parallelism\x18\b \x01(\rR\x0emaxParallelism\x12\x1c\n" +
 	"\tsavepoint\x18\t \x01(\tR\tsavepoint\x128\n" +
 	"\toperators\x18\n" +
-	" \x03(\v2\x1a.snapflow.v1.OperatorEntryR\toperators\"l\n" +
+	" \x03(\v2\x1a.snapflow.v1.OperatorEntryR\toperators\x121\n" +
+	"\btopology\x18\v \x01(\v2\x15.snapflow.v1.TopologyR\btopology\x12\"\n" +
+	"\rat_least_once\x18\f \x01(\bR\vatLeastOnce\"\x97\x02\n" +
+	"\bTopology\x12'\n" +
+	"\x0fmax_parallelism\x18\x01 \x01(\rR\x0emaxParallelism\x12;\n" +
+	"\toperators\x18\x02 \x03(\v2\x1d.snapflow.v1.TopologyOperatorR\toperators\x12/\n" +
+	"\x05edges\x18\x03 \x03(\v2\x19.snapflow.v1.TopologyEdgeR\x05edges\x129\n" +
+	"\x06params\x18\x04 \x03(\v2!.snapflow.v1.Topology.ParamsEntryR\x06params\x1a9\n" +
+	"\vParamsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x93\x01\n" +
+	"\x10TopologyOperator\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
+	"\voperator_id\x18\x02 \x01(\tR\n" +
+	"operatorId\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12 \n" +
+	"\vparallelism\x18\x04 \x01(\rR\vparallelism\x12\x14\n" +
+	"\x05keyed\x18\x05 \x01(\bR\x05keyed\"P\n" +
+	"\fTopologyEdge\x12\x12\n" +
+	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x02 \x01(\tR\x02to\x12\x1c\n" +
+	"\tpartition\x18\x03 \x01(\tR\tpartition\"l\n" +
 	"\n" +
 	"StateEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x17\n" +
@@ -3433,7 +3693,7 @@ func file_messages_snapflow_proto_rawDescGZIP() []byte {
 	return file_messages_snapflow_proto_rawDescData
 }
 
-var file_messages_snapflow_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_messages_snapflow_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_messages_snapflow_proto_goTypes = []any{
 	(*RecordBatch)(nil),         // 0: snapflow.v1.RecordBatch
 	(*Watermark)(nil),           // 1: snapflow.v1.Watermark
@@ -3455,19 +3715,23 @@ var file_messages_snapflow_proto_goTypes = []any{
 	(*TaskStateEntry)(nil),      // 17: snapflow.v1.TaskStateEntry
 	(*OperatorEntry)(nil),       // 18: snapflow.v1.OperatorEntry
 	(*Manifest)(nil),            // 19: snapflow.v1.Manifest
-	(*StateEntry)(nil),          // 20: snapflow.v1.StateEntry
-	(*NamedState)(nil),          // 21: snapflow.v1.NamedState
-	(*KeyGroupState)(nil),       // 22: snapflow.v1.KeyGroupState
-	(*TaskState)(nil),           // 23: snapflow.v1.TaskState
-	(*InFlight)(nil),            // 24: snapflow.v1.InFlight
-	(*SourceEventTime)(nil),     // 25: snapflow.v1.SourceEventTime
-	(*Transaction)(nil),         // 26: snapflow.v1.Transaction
-	(*StateDescriptor)(nil),     // 27: snapflow.v1.StateDescriptor
-	(*StoredObject)(nil),        // 28: snapflow.v1.StoredObject
-	(*Origin)(nil),              // 29: snapflow.v1.Origin
-	(*Lease)(nil),               // 30: snapflow.v1.Lease
-	(*LeaseSeal)(nil),           // 31: snapflow.v1.LeaseSeal
-	(*LeaseRenewal)(nil),        // 32: snapflow.v1.LeaseRenewal
+	(*Topology)(nil),            // 20: snapflow.v1.Topology
+	(*TopologyOperator)(nil),    // 21: snapflow.v1.TopologyOperator
+	(*TopologyEdge)(nil),        // 22: snapflow.v1.TopologyEdge
+	(*StateEntry)(nil),          // 23: snapflow.v1.StateEntry
+	(*NamedState)(nil),          // 24: snapflow.v1.NamedState
+	(*KeyGroupState)(nil),       // 25: snapflow.v1.KeyGroupState
+	(*TaskState)(nil),           // 26: snapflow.v1.TaskState
+	(*InFlight)(nil),            // 27: snapflow.v1.InFlight
+	(*SourceEventTime)(nil),     // 28: snapflow.v1.SourceEventTime
+	(*Transaction)(nil),         // 29: snapflow.v1.Transaction
+	(*StateDescriptor)(nil),     // 30: snapflow.v1.StateDescriptor
+	(*StoredObject)(nil),        // 31: snapflow.v1.StoredObject
+	(*Origin)(nil),              // 32: snapflow.v1.Origin
+	(*Lease)(nil),               // 33: snapflow.v1.Lease
+	(*LeaseSeal)(nil),           // 34: snapflow.v1.LeaseSeal
+	(*LeaseRenewal)(nil),        // 35: snapflow.v1.LeaseRenewal
+	nil,                         // 36: snapflow.v1.Topology.ParamsEntry
 }
 var file_messages_snapflow_proto_depIdxs = []int32{
 	10, // 0: snapflow.v1.StateHandle.key_groups:type_name -> snapflow.v1.KeyGroupSection
@@ -3477,22 +3741,26 @@ var file_messages_snapflow_proto_depIdxs = []int32{
 	6,  // 4: snapflow.v1.AckCheckpoint.state:type_name -> snapflow.v1.StateHandle
 	6,  // 5: snapflow.v1.Restore.state:type_name -> snapflow.v1.StateHandle
 	6,  // 6: snapflow.v1.TaskStateEntry.state:type_name -> snapflow.v1.StateHandle
-	27, // 7: snapflow.v1.OperatorEntry.states:type_name -> snapflow.v1.StateDescriptor
+	30, // 7: snapflow.v1.OperatorEntry.states:type_name -> snapflow.v1.StateDescriptor
 	17, // 8: snapflow.v1.Manifest.tasks:type_name -> snapflow.v1.TaskStateEntry
 	18, // 9: snapflow.v1.Manifest.operators:type_name -> snapflow.v1.OperatorEntry
-	20, // 10: snapflow.v1.NamedState.entries:type_name -> snapflow.v1.StateEntry
-	21, // 11: snapflow.v1.KeyGroupState.states:type_name -> snapflow.v1.NamedState
-	22, // 12: snapflow.v1.TaskState.key_groups:type_name -> snapflow.v1.KeyGroupState
-	27, // 13: snapflow.v1.TaskState.state_descriptors:type_name -> snapflow.v1.StateDescriptor
-	26, // 14: snapflow.v1.TaskState.transactions:type_name -> snapflow.v1.Transaction
-	25, // 15: snapflow.v1.TaskState.event_time:type_name -> snapflow.v1.SourceEventTime
-	24, // 16: snapflow.v1.TaskState.in_flight:type_name -> snapflow.v1.InFlight
-	29, // 17: snapflow.v1.LeaseSeal.origin:type_name -> snapflow.v1.Origin
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	20, // 10: snapflow.v1.Manifest.topology:type_name -> snapflow.v1.Topology
+	21, // 11: snapflow.v1.Topology.operators:type_name -> snapflow.v1.TopologyOperator
+	22, // 12: snapflow.v1.Topology.edges:type_name -> snapflow.v1.TopologyEdge
+	36, // 13: snapflow.v1.Topology.params:type_name -> snapflow.v1.Topology.ParamsEntry
+	23, // 14: snapflow.v1.NamedState.entries:type_name -> snapflow.v1.StateEntry
+	24, // 15: snapflow.v1.KeyGroupState.states:type_name -> snapflow.v1.NamedState
+	25, // 16: snapflow.v1.TaskState.key_groups:type_name -> snapflow.v1.KeyGroupState
+	30, // 17: snapflow.v1.TaskState.state_descriptors:type_name -> snapflow.v1.StateDescriptor
+	29, // 18: snapflow.v1.TaskState.transactions:type_name -> snapflow.v1.Transaction
+	28, // 19: snapflow.v1.TaskState.event_time:type_name -> snapflow.v1.SourceEventTime
+	27, // 20: snapflow.v1.TaskState.in_flight:type_name -> snapflow.v1.InFlight
+	32, // 21: snapflow.v1.LeaseSeal.origin:type_name -> snapflow.v1.Origin
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_messages_snapflow_proto_init() }
@@ -3500,14 +3768,14 @@ func file_messages_snapflow_proto_init() {
 	if File_messages_snapflow_proto != nil {
 		return
 	}
-	file_messages_snapflow_proto_msgTypes[23].OneofWrappers = []any{}
+	file_messages_snapflow_proto_msgTypes[26].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_snapflow_proto_rawDesc), len(file_messages_snapflow_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   33,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

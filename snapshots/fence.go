@@ -33,39 +33,68 @@ func (c *Checkpoints) cacheSeal(s *messages.LeaseSeal) {
 }
 
 // fences returns the seals of the job's lease, oldest first. A holder
-// that has sealed its claim reads them once: a newer seal would mean that
-// it lost the lease, which CheckLease tells. A seal that does not decode
-// is an error wrapping ErrCorrupt: the manifests it voids are unknown.
+// that has sealed its claim reads them from its cache: a newer seal would
+// mean that it lost the lease, which CheckLease tells, and confirmHolder
+// reads them afresh where a decision rests on them. A seal that does not
+// decode is an error wrapping ErrCorrupt: the manifests it voids are
+// unknown.
 func (c *Checkpoints) fences(ctx context.Context) ([]*messages.LeaseSeal, error) {
 	c.mu.Lock()
 	sealed := c.hold != nil && c.hold.sealed
 	c.mu.Unlock()
 	if !sealed {
-		keys, err := c.store.List(ctx, LeasesPrefix(c.job))
-		if err != nil {
+		if err := c.readSeals(ctx); err != nil {
 			return nil, err
 		}
-		for _, k := range keys {
-			gen, kind, ok := parseLeaseKey(c.job, k)
-			if !ok || kind != leaseSeal {
-				continue
-			}
-			c.mu.Lock()
-			_, known := c.seals[gen]
-			c.mu.Unlock()
-			if known {
-				continue
-			}
-			s := new(messages.LeaseSeal)
-			if err := c.readObject(ctx, k, KindLeaseSeal, s); err != nil {
-				if errors.Is(err, ErrNotFound) && ctx.Err() == nil {
-					continue
-				}
-				return nil, fmt.Errorf("snapshots: job %q: read the lease's seal: %w", c.job, err)
-			}
-			c.cacheSeal(s)
-		}
 	}
+	return c.cachedSeals(), nil
+}
+
+// confirmHolder reads the lease's seals afresh and then checks the lease
+// (CheckLease): a holder that passes holds the job still, and counts as
+// usable no manifest of its own that a newer seal voids. Without a lease
+// it does nothing (fences reads the seals every time).
+func (c *Checkpoints) confirmHolder(ctx context.Context) error {
+	if c.heldLease() == nil {
+		return nil
+	}
+	if err := c.readSeals(ctx); err != nil {
+		return err
+	}
+	return c.CheckLease(ctx)
+}
+
+// readSeals lists the lease's seals and caches those it does not know.
+func (c *Checkpoints) readSeals(ctx context.Context) error {
+	keys, err := c.store.List(ctx, LeasesPrefix(c.job))
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		gen, kind, ok := parseLeaseKey(c.job, k)
+		if !ok || kind != leaseSeal {
+			continue
+		}
+		c.mu.Lock()
+		_, known := c.seals[gen]
+		c.mu.Unlock()
+		if known {
+			continue
+		}
+		s := new(messages.LeaseSeal)
+		if err := c.readObject(ctx, k, KindLeaseSeal, s); err != nil {
+			if errors.Is(err, ErrNotFound) && ctx.Err() == nil {
+				continue
+			}
+			return fmt.Errorf("snapshots: job %q: read the lease's seal: %w", c.job, err)
+		}
+		c.cacheSeal(s)
+	}
+	return nil
+}
+
+// cachedSeals returns the seals c knows, oldest first.
+func (c *Checkpoints) cachedSeals() []*messages.LeaseSeal {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make([]*messages.LeaseSeal, 0, len(c.seals))
@@ -75,7 +104,7 @@ func (c *Checkpoints) fences(ctx context.Context) ([]*messages.LeaseSeal, error)
 	slices.SortFunc(out, func(a, b *messages.LeaseSeal) int {
 		return cmpUint(a.GetGeneration(), b.GetGeneration())
 	})
-	return out, nil
+	return out
 }
 
 func cmpUint(a, b uint64) int {

@@ -48,7 +48,11 @@ func (m *MinIO) Create(ctx context.Context, key string, data []byte) error {
 	if err := validateKey(key); err != nil {
 		return err
 	}
-	op, object := "create "+key, m.object(key)
+	return m.createObject(ctx, "create "+key, m.object(key), data)
+}
+
+// createObject is Create of object, for step op.
+func (m *MinIO) createObject(ctx context.Context, op, object string, data []byte) error {
 	err := m.retry(ctx, op, func(err error) bool {
 		resp, ok := errorResponse(err)
 		return (ok && resp.StatusCode == http.StatusConflict) || transientWrite(err)
@@ -221,6 +225,9 @@ func (m *MinIO) Check(ctx context.Context) error {
 	case !bytes.Equal(got, want):
 		rerr = fmt.Errorf("snapshots: minio %s: check read: s3 endpoint %s returned %d bytes (%s) for the "+
 			"object just written, not what was written: is it an S3/MinIO server?: %w", m, m.endpoint, len(got), excerpt(got), ErrNotS3)
+	}
+	if rerr == nil {
+		rerr = m.checkConditional(ctx)
 	}
 	return errors.Join(rerr, m.remove(ctx, "check delete", probe))
 }

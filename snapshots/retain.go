@@ -140,8 +140,12 @@ func (c *Checkpoints) deleteKeys(ctx context.Context, id uint64, keys []string, 
 // FirstId): until then recovery restores the origin. A corrupt origin
 // stops it before it deletes anything.
 //
-// When c holds the job's lease, Retain checks it first, and deletes
-// neither a manifest nor an object of a later holder's epochs.
+// When c holds the job's lease, Retain checks it first, again once it has
+// listed the checkpoints (reading the lease's seals afresh, so that a
+// manifest of its own that a newer seal voids never counts as usable),
+// and again before every delete; it deletes neither a manifest nor an
+// object of a later holder's epochs. A holder superseded meanwhile gets
+// an error wrapping ErrLeaseLost and deletes nothing more.
 //
 // Retain, like DeleteIncomplete and DeleteAll, never touches a savepoint:
 // savepoints lie outside CheckpointsPrefix(job).
@@ -153,6 +157,12 @@ func (c *Checkpoints) Retain(ctx context.Context, keep int, inFlight uint64) err
 	chks, err := c.scan(ctx)
 	if err != nil {
 		return err
+	}
+	// The lease once more, now that the listing is made: a holder that
+	// took the job over since the check above restores one of the
+	// checkpoints listed, and seals the ids that count (see readSeals).
+	if err := c.confirmHolder(ctx); err != nil {
+		return fmt.Errorf("snapshots: retain: %w", err)
 	}
 	origin, err := c.EffectiveOrigin(ctx)
 	if err != nil {
@@ -197,6 +207,9 @@ func (c *Checkpoints) Retain(ctx context.Context, keep int, inFlight uint64) err
 				return errors.Join(append(errs, err)...)
 			}
 			continue
+		}
+		if err := c.writable(ctx); err != nil { // before every delete: a new holder may have restored what this one would delete
+			return errors.Join(append(errs, fmt.Errorf("snapshots: retain: %w", err))...)
 		}
 		c.log.DebugContext(ctx, "snapshots: deleting checkpoint", "checkpoint", chk.id, "complete", chk.complete)
 		if err := c.deleteKeys(ctx, chk.id, chk.keys, r.referenced); err != nil {

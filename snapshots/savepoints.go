@@ -280,8 +280,12 @@ func (c *Checkpoints) VerifySavepoint(ctx context.Context, name string) error {
 // other object below SavepointPrefix(job, name). It deletes an incomplete
 // savepoint too, which is how the runtime cleans up an aborted one. A
 // savepoint with no object at all gives an error wrapping ErrNotFound.
+// When c holds the job's lease, it checks it first.
 func (c *Checkpoints) DeleteSavepoint(ctx context.Context, name string) error {
 	if err := ValidateSavepointName(name); err != nil {
+		return err
+	}
+	if err := c.writable(ctx); err != nil {
 		return err
 	}
 	keys, err := c.store.List(ctx, SavepointPrefix(c.job, name))

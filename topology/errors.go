@@ -45,4 +45,10 @@ var (
 // restored into a job's graph, each naming its operator or state. It wraps
 // ErrRestoreRefused, and ErrIncompatibleState when a state declaration
 // changed.
+//
+// Its fields:
+//   - Job string: the job's name.
+//   - Checkpoint uint64: the id of the checkpoint refused.
+//   - Savepoint string: the savepoint's name, "" for a checkpoint.
+//   - Problems []string: every reason, one per operator or state.
 type RestoreError = dataflow.RestoreError

@@ -61,4 +61,8 @@ const (
 
 // ValidationError lists every structural problem of a graph, each naming
 // its operator. It wraps ErrInvalid.
+//
+// Its fields:
+//   - Job string: the job's name.
+//   - Problems []string: every problem, one per operator or edge.
 type ValidationError = dataflow.ValidationError

@@ -24,6 +24,8 @@ type Source[T any] = dataflow.Source[T]
 // Waker is implemented by sources that can be idle: the runtime calls
 // SetWake before Open, and the source calls wake (from any goroutine) when
 // records become available after Read returned ErrSourceIdle.
+//
+//	SetWake(wake func()) // called once, before Open
 type Waker = dataflow.Waker
 
 // FromSource adds a source operator. newSource is called once per task
@@ -60,6 +62,14 @@ type SplitReader[T any] = dataflow.SplitReader[T]
 // SplitRead is what one ReadSplit returned: the number of records, the
 // split's index in the list Splits returns, and whether that split has no
 // more records.
+//
+// Its fields:
+//   - N int: the number of records read into the buffer.
+//   - Split int: the index of the split the records came from, in the list
+//     Splits returns: the splits given to Open, in that order, then those
+//     the source added since, in the order it added them.
+//   - Done bool: the split has no more records, so its watermark no longer
+//     holds the task back. A read may say so with N = 0.
 type SplitRead = dataflow.SplitRead
 
 // Splits describes the splits of a FromSplits source: Initial returns the
@@ -67,6 +77,17 @@ type SplitRead = dataflow.SplitRead
 // ones every time, in every process), and the optional Divide splits one
 // in two when a job is restored at a parallelism above its number of
 // splits.
+//
+// Its fields:
+//   - Initial func(parallelism int) [][]byte: the splits of a job that
+//     starts without state; split i is read by task i % parallelism. Every
+//     task calls it, in every process of a cluster, so it must return the
+//     same splits for the same parallelism each time.
+//   - Divide func(split []byte) (a, b []byte, ok bool): optional; divides
+//     a split's state into two splits that together hold exactly the
+//     records it has left, or returns ok false when it cannot. Splits are
+//     divided until every task has one (or none can be divided further);
+//     tasks without a split end at once.
 type Splits = dataflow.Splits
 
 // FromSplits adds a source whose position is a list of splits (see

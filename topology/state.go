@@ -55,6 +55,9 @@ func MapCodecs[UK comparable, V any](key Codec[UK], value Codec[V]) MapOption[UK
 // it, and a restore into a state whose codec changed is refused
 // (ErrIncompatibleState). The identity of a user codec is its Go type name
 // (package path and name), unless it implements IdentifiedCodec.
+//
+//	Append(dst []byte, v T) ([]byte, error) // appends v's encoding to dst
+//	Decode(b []byte) (T, error)             // b is one value's encoding, as Append wrote it
 type Codec[T any] = dataflow.Codec[T]
 
 // IdentifiedCodec is implemented by codecs that name their encoding with a
@@ -62,6 +65,8 @@ type Codec[T any] = dataflow.Codec[T]
 // name, so that old checkpoints stay restorable when the codec type is
 // renamed or moved. Ids starting with "snapflow." are reserved for the
 // built-in codecs.
+//
+//	CodecID() string // the encoding's stable id
 type IdentifiedCodec = dataflow.IdentifiedCodec
 
 // JSONCodec encodes values with encoding/json. It is the default for types

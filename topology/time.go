@@ -10,6 +10,17 @@ import (
 // (OutOfOrderness), and after how long without records the source is idle
 // and holds no event time back (IdleTimeout). See WithWatermarks and
 // docs/time.md.
+//
+// Its fields:
+//   - Timestamp func(T) time.Time: a record's event time. It is called once
+//     per record, in the source's task, and must not block.
+//   - OutOfOrderness time.Duration: how far a record may be behind the
+//     highest timestamp read before it and still be on time: the watermark
+//     is that highest timestamp less OutOfOrderness (less one nanosecond).
+//   - IdleTimeout time.Duration: when positive, the source task (or split)
+//     is idle once it has read nothing for that long, so that it holds no
+//     other input's event time back; it is active again with its next
+//     record. Zero: never idle.
 type WatermarkStrategy[T any] = dataflow.WatermarkStrategy[T]
 
 // WithWatermarks gives a source a watermark strategy: its records carry
@@ -34,6 +45,10 @@ const (
 )
 
 // Timer is a timer that fired: when it was due, and on which clock.
+//
+// Its fields:
+//   - Time time.Time: when the timer was due.
+//   - Domain TimeDomain: EventTime or ProcessingTime.
 type Timer = dataflow.Timer
 
 // TimerFunc handles a timer of ctx.Key() that fired, with the key's state
@@ -71,6 +86,10 @@ func SideOutputOf[T, O any](s Stream[O], o SideOutput[T]) Stream[T] {
 // CoProcessFunc is the pair of functions of a two-input keyed operator:
 // First handles the first input's records, Second the second's, with the
 // same keyed state, timers and side outputs.
+//
+// Its fields:
+//   - First ProcessFunc[K, A, O]: handles a record of the first input.
+//   - Second ProcessFunc[K, B, O]: handles a record of the second input.
 type CoProcessFunc[K Key, A, B, O any] = dataflow.CoProcessFunc[K, A, B, O]
 
 // CoProcess adds a keyed operator with two inputs of different types and

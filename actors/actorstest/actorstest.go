@@ -8,6 +8,25 @@ import (
 // Faults injects failures into a running job, for tests, soaks and
 // benchmarks; production jobs leave it nil. Each hook is optional, is called
 // from the task actor concerned, and may panic to fail that task.
+//
+// Its fields:
+//   - Batch func(from, to string, seq uint64) BatchFault: decides the fate
+//     of the seq-th batch on the channel from task from to task to.
+//   - RemoteBatch func(from, to string, seq uint64) BatchFault: Batch for
+//     the channels between nodes only (cluster mode), where a broken stream
+//     loses batches.
+//   - Snapshot func(task string, checkpoint uint64): runs before a task
+//     snapshots its state for a checkpoint.
+//   - Restore func(task string, checkpoint uint64): runs before a task
+//     loads its state from a checkpoint.
+//   - Process func(task string): runs before a task processes each batch;
+//     blocking in it makes the task a straggler.
+//   - Complete func(task string, checkpoint uint64): runs before a task
+//     handles the completion of a checkpoint, where transactional sinks
+//     commit.
+//   - Priority func(task string, msg any): runs when a barrier or an
+//     alignment timeout is posted to a task's mailbox, in the poster's
+//     goroutine, in the modes where they overtake the mailbox.
 type Faults = engine.Faults
 
 // BatchFault is what a Faults.Batch hook does to one batch.

@@ -25,13 +25,37 @@ func ServeWorker(ctx context.Context, w Worker) error {
 // certificate of CertFile and KeyFile and accepts peers whose certificates
 // CAFile signed; ServerName, when set, is the name the peers' certificates
 // must carry (default: the host of the address dialled).
+//
+// Its fields:
+//   - CertFile string: the node's certificate (PEM).
+//   - KeyFile string: its private key (PEM).
+//   - CAFile string: the CA that signs the peers' certificates (PEM).
+//   - ServerName string: the name the peers' certificates must carry
+//     (default: the host of the address dialled).
 type TLS = engine.TLS
 
 // NodeLostError is the failure of every task of a lost worker.
+//
+// Its fields:
+//   - Worker string: the worker's id.
+//   - Address string: its address.
+//   - Reason string: why it was lost ("no heartbeat for 5.1s").
+//   - Tasks []string: the tasks it ran.
 type NodeLostError = engine.NodeLostError
 
 // WireStats counts the batches this process's tasks encoded for tasks on
 // other nodes, since the process started.
+//
+// Its fields:
+//   - Batches uint64: the batches encoded.
+//   - Records uint64: their records.
+//   - Bytes uint64: the encoded record bytes (RecordBatch data and ends),
+//     not counting gRPC framing.
+//   - Refused uint64: the calls from peers outside the cluster that this
+//     process's nodes refused (each is also logged as a warning).
+//   - Misdirected uint64: the checkpoint acknowledgements and declines a
+//     coordinator dropped because they did not come from the worker it
+//     deployed their task on.
 type WireStats = engine.WireStats
 
 // ReadWireStats returns the process's WireStats.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -15,7 +16,7 @@ const deleteSynopsis = "snapflow checkpoints delete --store URL [--job NAME] [--
 // unless forced.
 func remove(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	f := newFlags("delete", deleteSynopsis)
-	force := f.fs.Bool("force", false, "delete even the newest complete checkpoint, the one recovery would restore")
+	force := f.fs.Bool("force", false, "delete even the checkpoint recovery would restore: the newest usable one, or the job's origin")
 	arg, err := f.parse(args, stderr, true)
 	if err != nil {
 		return err
@@ -29,6 +30,11 @@ func remove(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	if err != nil {
 		return err
 	}
+	release, err := holdJob(ctx, c, fmt.Sprintf("checkpoint %d", id))
+	if err != nil {
+		return err
+	}
+	defer release(&err)
 	s, err := surveyCheckpoints(ctx, c)
 	if err != nil {
 		return err
@@ -48,6 +54,11 @@ func remove(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		why, err := restoredBy(ctx, c, infos, id)
 		if err != nil {
 			return err
+		}
+		if why == "" {
+			if why, err = originNeeded(ctx, c, id, ""); err != nil || why != "" {
+				return errors.Join(err, refuseOrigin(fmt.Sprintf("checkpoint %d", id), c.Job(), why))
+			}
 		}
 		if why != "" {
 			instead, err := fallback(ctx, c, infos, id)

@@ -13,7 +13,7 @@
 //	snapflow savepoints list    --store URL [--job NAME]
 //	snapflow savepoints show    --store URL [--job NAME] [--json] NAME
 //	snapflow savepoints verify  --store URL [--job NAME] NAME
-//	snapflow savepoints delete  --store URL [--job NAME] NAME
+//	snapflow savepoints delete  --store URL [--job NAME] [--force] NAME
 //	snapflow jobs status        --addr URL [--token TOKEN] [--json] [--limit N]
 //	snapflow help
 //
@@ -58,9 +58,17 @@
 // --force is given, the checkpoints that recovery needs: the newest
 // complete one, and the newest usable one when no newer complete
 // checkpoint verifies (recovery restores the newest checkpoint whose
-// objects all verify). delete latest is refused without --force like any
-// newest complete checkpoint. A kept directory has nothing to delete: it
-// goes once nothing references it.
+// objects all verify), and the job's origin (the checkpoint it was
+// started from) until it has a usable checkpoint of its own. delete
+// latest is refused without --force like any newest complete checkpoint.
+// A kept directory has nothing to delete: it goes once nothing references
+// it.
+//
+// Both delete commands delete only under the job's lease: they take it,
+// and refuse while a live holder (a running job) has it, naming the
+// holder; a holder that is gone lets them take it at once (on this host)
+// or after its TTL of silence. They release it when done. --force does not
+// override the lease.
 //
 // savepoints list prints a header row, then one savepoint per line sorted by name, as
 // "NAME ID TIME TASKS BYTES STATUS", where ID is the checkpoint id the
@@ -71,9 +79,11 @@
 // and its state descriptors, and each task's state (task id, operator,
 // operator id, subtask, key-group range [start,end), key, state size,
 // stored bytes or "inline", CRC-32C), with "-" for what an older manifest
-// does not record. verify works as for checkpoints. delete deletes a savepoint, complete or not,
-// without --force (retention never deletes one, so it is the way to), and
-// prints what it deleted.
+// does not record. verify works as for checkpoints. delete deletes a
+// savepoint, complete or not (retention never deletes one, so it is the
+// way to), and prints what it deleted; it refuses, unless --force is
+// given, the job's origin (the savepoint it was started from or stopped
+// with) until the job has a usable checkpoint of its own.
 //
 // jobs status asks the HTTP server of a running job (started by a job or a
 // cluster coordinator with package actors/web, for example by an example's

@@ -98,9 +98,7 @@ func newIncFixture(t *testing.T, url string) *incFixture {
 func (f *incFixture) sizes(id uint64) (state, stored uint64) {
 	for _, h := range f.handles[id] {
 		state += snapshots.StateSize(h)
-		if len(h.GetInline()) == 0 {
-			stored += h.GetSize()
-		}
+		stored += h.GetSize() // an object's, or the inline bytes in the manifest
 	}
 	return state, stored
 }
@@ -154,6 +152,7 @@ func TestListIncremental(t *testing.T) {
 				2: "references checkpoint 1; referenced by checkpoint 3; 1 of 2 states inline",
 				3: "references checkpoints 1, 2; 1 of 2 states inline",
 			} {
+				note += fmt.Sprintf(" (%d bytes in the manifest)", f.handles[id]["source#0"].GetSize())
 				fs, line := listed(t, f.url, id)
 				state, stored := f.sizes(id)
 				want := []string{fmt.Sprint(id), baseTime.Add(time.Duration(id) * time.Second).Format(time.RFC3339), "2",
@@ -181,7 +180,7 @@ func TestShowIncremental(t *testing.T) {
 	for _, want := range [][]string{
 		{"tasks", "2"},
 		{"state", fmt.Sprint(state), "bytes"},
-		{"stored", fmt.Sprint(stored), "bytes", "(1", "object,", "1", "state", "inline)"},
+		{"stored", fmt.Sprint(stored), "bytes", "(1", "object,", "1", "state", "inline:", fmt.Sprint(f.handles[3]["source#0"].GetSize()), "bytes", "in", "the", "manifest)"},
 		{"references", "3", "key", "groups,", fmt.Sprint(f.refBytes(3)), "bytes,", "in", "checkpoints", "1,", "2"},
 		{"TASK", "OPERATOR", "SUBTASK", "OBJECT", "STATE", "STORED", "CRC32C", "REFERENCES"},
 		{"source#0", "source", "0", snapshots.StateKey("inc", 3, "source#0"), fmt.Sprint(f.handles[3]["source#0"].GetSize()), "inline",
@@ -334,4 +333,42 @@ func (f *incFixture) keys(t *testing.T, id uint64) []string {
 		t.Fatal(err)
 	}
 	return keys
+}
+
+// TestListAllInline: a checkpoint whose states all travel inline lists
+// the bytes its manifest holds for them as STORED (on main: 0), and says
+// so in its note.
+func TestListAllInline(t *testing.T) {
+	url := t.TempDir()
+	s, err := snapshots.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	chks := snapshots.NewCheckpoints(s, "inline", nil)
+	chks.SetInlineLimit(1 << 20)
+	m := &messages.Manifest{Job: "inline", CheckpointId: 1, Epoch: 1, TimestampUnixNano: baseTime.UnixNano()}
+	var stored uint64
+	for i := range 3 {
+		id := fmt.Sprintf("source#%d", i)
+		h, err := chks.PutTaskState(t.Context(), 1, &messages.TaskState{Job: "inline", TaskId: id, Operator: "source", CheckpointId: 1,
+			SourceOffset: fmt.Append(nil, strings.Repeat("x", 10*(i+1))), HasSourceOffset: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(h.GetInline()) == 0 {
+			t.Fatalf("%s's state is not inline", id)
+		}
+		stored += uint64(len(h.GetInline()))
+		m.Tasks = append(m.Tasks, &messages.TaskStateEntry{TaskId: id, Operator: "source", Subtask: uint32(i), State: h})
+	}
+	if err := chks.PutManifest(t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
+	fs, line := listed(t, url, 1)
+	want := []string{"1", baseTime.Format(time.RFC3339), "3", fmt.Sprint(stored), fmt.Sprint(stored), "complete"}
+	note := fmt.Sprintf("3 of 3 states inline (%d bytes in the manifest)", stored)
+	if !slices.Equal(fs[:min(len(fs), len(want))], want) || !strings.HasSuffix(strings.TrimSpace(line), "complete  "+note) {
+		t.Errorf("checkpoint 1 listed as %q, want the fields %q then the note %q", line, want, note)
+	}
 }

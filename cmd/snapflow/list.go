@@ -53,7 +53,7 @@ func list(ctx context.Context, args []string, stdout, stderr io.Writer) (err err
 //
 // A complete checkpoint's STATE sums its tasks' whole states and STORED
 // what the checkpoint wrote for them (an incremental state references the
-// rest, an inline state is in the manifest); its note names the
+// rest; an inline state's bytes count, in the manifest); its note names the
 // checkpoints it references and those that reference it. A checkpoint
 // without a manifest whose every object a complete checkpoint references
 // was deleted while incremental checkpoints still build on it: it is
@@ -88,7 +88,7 @@ func (s *survey) listLine(job string, info snapshots.Info) string {
 			notes = append(notes, "referenced by "+idList(by))
 		}
 		if z.inline > 0 {
-			notes = append(notes, fmt.Sprintf("%d of %d states inline", z.inline, len(m.GetTasks())))
+			notes = append(notes, fmt.Sprintf("%d of %d states inline (%d bytes in the manifest)", z.inline, len(m.GetTasks()), z.inlined))
 		}
 	}
 	if !info.Time.IsZero() {

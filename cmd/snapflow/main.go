@@ -86,7 +86,7 @@ Commands:
       Re-reads every task state of savepoint NAME, its object or its bytes
       inline in the manifest, and checks its size and CRC-32C. Prints one
       line per state, "ok KEY ..." or "FAIL KEY ...".
-  savepoints delete --store URL [--job NAME] NAME
+  savepoints delete --store URL [--job NAME] [--force] NAME
       Deletes savepoint NAME, complete or not, and says what it deleted.
       Retention never deletes a savepoint: it is yours to delete.
   jobs status --addr URL [--token TOKEN] [--json] [--limit N]

@@ -19,7 +19,7 @@ const (
 	listSavepointsSynopsis  = "snapflow savepoints list --store URL [--job NAME]"
 	showSavepointSynopsis   = "snapflow savepoints show --store URL [--job NAME] [--json] NAME"
 	verifySavepointSynopsis = "snapflow savepoints verify --store URL [--job NAME] NAME"
-	deleteSavepointSynopsis = "snapflow savepoints delete --store URL [--job NAME] NAME"
+	deleteSavepointSynopsis = "snapflow savepoints delete --store URL [--job NAME] [--force] NAME"
 )
 
 // listSavepoints prints one line per savepoint: NAME ID TIME TASKS BYTES
@@ -135,6 +135,7 @@ func verifySavepoint(ctx context.Context, args []string, stdout, stderr io.Write
 // deleted.
 func deleteSavepoint(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	f := newFlags("delete", deleteSavepointSynopsis)
+	force := f.fs.Bool("force", false, "delete even the job's origin, the savepoint recovery restores until the job completes a checkpoint of its own")
 	name, err := f.parseName(args, stderr)
 	if err != nil {
 		return err
@@ -147,6 +148,20 @@ func deleteSavepoint(ctx context.Context, args []string, stdout, stderr io.Write
 	complete, objects, err := lookupSavepoint(ctx, c, name)
 	if err != nil {
 		return err
+	}
+	release, err := holdJob(ctx, c, "savepoint "+displayName(name))
+	if err != nil {
+		return err
+	}
+	defer release(&err)
+	if !*force {
+		why, err := originNeeded(ctx, c, 0, name)
+		if err != nil {
+			return err
+		}
+		if err := refuseOrigin("savepoint "+displayName(name), c.Job(), why); err != nil {
+			return err
+		}
 	}
 	what := "incomplete savepoint"
 	if complete {

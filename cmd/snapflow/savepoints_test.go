@@ -370,7 +370,7 @@ func TestSavepointsUsageErrors(t *testing.T) {
 		{[]string{"savepoints", "verify", "--store", s, "v1", "old"}, `unexpected argument "old"`},
 		{[]string{"savepoints", "delete", "--store", s, "v1", "--job", "wc"}, `flag --job after the argument "v1"`},
 		{[]string{"savepoints", "show", "--store", s, "v1", "--json"}, "flag --json after the argument"},
-		{[]string{"savepoints", "delete", "--store", s, "--force", "v1"}, "flag provided but not defined: -force"},
+		{[]string{"savepoints", "delete", "--store", s, "--forever", "v1"}, "flag provided but not defined: -forever"},
 		{[]string{"savepoints", "show", "--store", s, "a/b"}, `snapshots: savepoint name "a/b" contains a '/'`},
 		{[]string{"savepoints", "delete", "--store", s, ".."}, `snapshots: savepoint name ".."`},
 		{[]string{"savepoints", "list", "--store", s, "v1"}, `unexpected argument "v1"`},

@@ -100,7 +100,11 @@ func printManifest(w io.Writer, m *messages.Manifest) error {
 	}
 	fmt.Fprintf(tw, "tasks\t%d\n", len(m.GetTasks()))
 	fmt.Fprintf(tw, "state\t%d bytes\n", z.state)
-	fmt.Fprintf(tw, "stored\t%d bytes (%s, %s inline)\n", z.stored, plural(z.objects, "object"), plural(z.inline, "state"))
+	inlined := "" // what the manifest holds of the stored bytes
+	if z.inline > 0 {
+		inlined = fmt.Sprintf(": %d bytes in the manifest", z.inlined)
+	}
+	fmt.Fprintf(tw, "stored\t%d bytes (%s, %s inline%s)\n", z.stored, plural(z.objects, "object"), plural(z.inline, "state"), inlined)
 	if z.refGroups > 0 {
 		fmt.Fprintf(tw, "references\t%s, %d bytes, in %s\n", plural(z.refGroups, "key group"), z.refBytes, idList(z.refCheckps))
 	}

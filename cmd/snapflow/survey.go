@@ -122,9 +122,10 @@ func (s *survey) referencedBy(id uint64, keys []string) (ids []uint64, n int) {
 // sizes sums what a manifest's states hold and what storing them took.
 type sizes struct {
 	state      uint64 // the whole states: snapshots.StateSize
-	stored     uint64 // the objects written for them: snapshots.UploadedSize
+	stored     uint64 // the bytes written for them: snapshots.UploadedSize, and inline states' bytes
 	objects    int    // states stored as objects of their own
 	inline     int    // states inline in the manifest
+	inlined    uint64 // their bytes, which the manifest holds
 	refGroups  int    // key groups referenced in earlier checkpoints' objects
 	refBytes   uint64 // their bytes
 	refCheckps []uint64
@@ -137,8 +138,10 @@ func sizesOf(job string, tasks []*messages.TaskStateEntry) sizes {
 		h := t.GetState()
 		z.state += snapshots.StateSize(h)
 		z.stored += snapshots.UploadedSize(h)
-		if len(h.GetInline()) > 0 {
+		if n := uint64(len(h.GetInline())); n > 0 {
 			z.inline++
+			z.inlined += n
+			z.stored += n
 		} else {
 			z.objects++
 		}

@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -92,7 +93,8 @@ func TestWorkerBadUsage(t *testing.T) {
 
 // TestFingerprintRefused: a worker whose job has another topology (another
 // parallelism of the sum) is refused: it exits 1 and the coordinator logs
-// the refusal, both naming both fingerprints. The coordinator is not
+// the refusal, both naming both fingerprints and what differs (the sum's
+// parallelism, from the coordinator's to the worker's). The coordinator is not
 // disturbed: a worker of the same topology then runs the job to an exact
 // end.
 func TestFingerprintRefused(t *testing.T) {
@@ -101,9 +103,11 @@ func TestFingerprintRefused(t *testing.T) {
 	coord, addr := c.startCoordinator("coordinator", "127.0.0.1:0", 1, smallJob...)
 	ours, theirs := fingerprint(t, 1), fingerprint(t, 2)
 	bad := c.start("worker -variant 2", c.workerArgs(addr, "2m", "-variant", "2")...)
-	c.expectRefused(bad, ours, theirs)
+	what := fmt.Sprintf(`operator "sum": parallelism from %d to %d`, sumParallelism, sumParallelism-1)
+	c.expectRefused(bad, ours, theirs, what)
 	c.await(coord, 0, "the refusal in its log", func(l string) bool {
-		return strings.Contains(l, "refusing a worker") && strings.Contains(l, ours) && strings.Contains(l, theirs)
+		return strings.Contains(l, "refusing a worker") && strings.Contains(l, ours) && strings.Contains(l, theirs) &&
+			strings.Contains(l, strings.ReplaceAll(what, `"`, `\"`))
 	})
 	c.expectNoJob(coord)
 	good := c.start("worker", c.workerArgs(addr, "2m", "-slots", "6")...) // every task on one worker

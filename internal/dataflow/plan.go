@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/snapflow/snapflow/messages"
 )
 
 // Plan is the physical form of a graph: tasks and the channels between them.
@@ -24,8 +26,9 @@ type Plan struct {
 	// with other parameters is not a different topology.
 	Params map[string]string
 
-	edges  []*edge     // every edge, in plan order (see CheckWire)
-	codecs []edgeCodec // by channel id: the codec of the channel's edge
+	edges    []*edge            // every edge, in plan order (see CheckWire)
+	topology *messages.Topology // see Topology
+	codecs   []edgeCodec        // by channel id: the codec of the channel's edge
 }
 
 // TaskPlan is one task: one parallel instance of an operator.
@@ -158,6 +161,7 @@ func NewPlan(g *Graph) (*Plan, error) {
 		}
 	}
 	p.Fingerprint = fingerprint(g, order)
+	p.topology = describeTopology(g, order)
 	p.Params = g.Params()
 	return p, nil
 }
@@ -257,4 +261,28 @@ func (p *Plan) ParamsDiff(theirs map[string]string, ours, other string) string {
 		}
 	}
 	return strings.Join(diffs, "; ")
+}
+
+// CountedOutputs says, by output index, on which of the task's outputs a
+// batch counts toward the records the task emitted, so that each record
+// counts once however many edges or tasks receive it: the outputs of the
+// first route of each side output, and of a broadcast route only its first
+// target.
+func (t *TaskPlan) CountedOutputs() []bool {
+	counted := make([]bool, len(t.Outputs))
+	seen := map[int]bool{} // sides whose first route is found
+	for _, r := range t.Routes {
+		if seen[r.Side] {
+			continue
+		}
+		seen[r.Side] = true
+		n := r.Targets
+		if r.Partition == PartitionBroadcast {
+			n = min(n, 1)
+		}
+		for i := r.First; i < r.First+n; i++ {
+			counted[i] = true
+		}
+	}
+	return counted
 }

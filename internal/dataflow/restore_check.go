@@ -94,8 +94,9 @@ type TaskRestore struct {
 	// becomes late (nil: none stored).
 	EventTime *messages.SourceEventTime
 	// Watermark is where a rescaled keyed process function resumes its
-	// watermark: the highest of its operator's stored tasks' (nil: none
-	// stored).
+	// watermark: the highest of the stored tasks' whose key groups it
+	// takes, so that no window or timer that fired in one of them fires
+	// again (nil: none stored). See resumeWatermark.
 	Watermark *int64
 	// InFlight is the channel state the task replays when the Restore
 	// remapped the checkpoint's (InFlightRemapped), in its own channels.
@@ -387,6 +388,9 @@ func PlanRestore(p *Plan, declared map[string][]*messages.StateDescriptor, m *me
 		(m.GetTopologyFingerprint() != p.Fingerprint || !inFlightInPlace(p, old, ids)) {
 		remapInFlight(p, old, ids, cur, r, int(m.GetMaxParallelism()), opts.AllowNonRestoredState, add)
 	}
+	if len(e.Problems) == 0 {
+		checkLateAfterRescale(p, m, old, ids, cur, r, add)
+	}
 	if len(e.Problems) > 0 {
 		return nil, e
 	}
@@ -497,14 +501,8 @@ func assign(r *Restore, op *storedOperator, n *newOperator) error {
 			eventTime = et
 		}
 	}
-	var wm *int64
-	for _, t := range op.tasks {
-		if w := t.st.Watermark; w != nil && (wm == nil || *w > *wm) {
-			wm = w
-		}
-	}
 	for s, t := range n.tasks {
-		tr := TaskRestore{Rescaled: true, EventTime: eventTime, Watermark: wm}
+		tr := TaskRestore{Rescaled: true, EventTime: eventTime, Watermark: resumeWatermark(op, t)}
 		if dealt != nil {
 			tr.Splits, tr.HasSplits = dealt[s], true
 		}

@@ -290,7 +290,7 @@ func (m *inFlightRemap) place(it *messages.InFlight) {
 			return
 		}
 	}
-	if ts != nil && m.late(k, recv, ts) {
+	if ts != nil && m.late(k, recv, ts, m.kgs) {
 		return
 	}
 	parts := splitByTask(it, m.kgs, ts, m.p.MaxParallelism, len(recv.tasks))
@@ -302,35 +302,27 @@ func (m *inFlightRemap) place(it *messages.InFlight) {
 	}
 }
 
-// late refuses, and reports, records with event times ts on their way to
-// task k.toSub of the checkpoint's receiving operator, which are
-// redistributed over recv's tasks, when a record could be late after the
-// restore and was not before: a rescaled task resumes from the highest
-// watermark of its operator's stored tasks (so that no window fires
-// twice), which may be past the watermark of the task the record was on
-// its way to.
-func (m *inFlightRemap) late(k channelKey, recv *newOperator, ts []int64) bool {
+// late refuses, and reports, records with event times ts and key groups
+// kgs on their way to task k.toSub of the checkpoint's receiving operator,
+// which are redistributed over recv's tasks, when a record could be late
+// after the restore and was not before: a rescaled task resumes from the
+// highest watermark of the stored tasks whose key groups it takes (so that
+// no window fires twice; see resumeWatermark), which may be past the
+// watermark of the task the record was on its way to.
+func (m *inFlightRemap) late(k channelKey, recv *newOperator, ts []int64, kgs []int) bool {
 	before := int64(math.MinInt64)
 	if o := m.old[k.to]; o != nil && k.toSub < len(o.tasks) {
-		if w := o.tasks[k.toSub].st.Watermark; w != nil {
-			before = *w
-		}
+		before = storedWatermark(o.tasks[k.toSub])
 	}
-	after := int64(math.MinInt64)
-	for _, t := range recv.tasks {
-		if w := m.r.tasks[t.Index].Watermark; w != nil && *w > after {
-			after = *w
+	for i, t := range ts {
+		s := TaskForKeyGroup(m.p.MaxParallelism, len(recv.tasks), kgs[i])
+		w := m.r.tasks[recv.tasks[s].Index].Watermark
+		if w == nil || *w <= before || t > *w || t <= before {
+			continue
 		}
-	}
-	if after <= before {
-		return false
-	}
-	for _, t := range ts {
-		if t <= after {
-			m.refuse(edgeKey{from: k.from, to: k.to, edge: k.edge}, "operator %q: the checkpoint holds records in flight to its task %d, whose watermark was %s, with event times up to %s, and its rescaled tasks resume from watermark %s (the highest of its stored tasks', so that no window fires twice): a record on time before the rescale could be late after it. Rescale from a savepoint (always aligned), or keep its parallelism",
-				k.to, k.toSub, formatWatermark(before), formatWatermark(slices.Max(ts)), formatWatermark(after))
-			return true
-		}
+		m.refuse(edgeKey{from: k.from, to: k.to, edge: k.edge}, "operator %q: the checkpoint holds records in flight to its task %d, whose watermark was %s, with event times up to %s, and its rescaled task %d resumes from watermark %s (the highest of the stored tasks' whose key groups it takes, so that no window fires twice): a record on time before the rescale (event time %s) could be late after it. Rescale from a savepoint (always aligned), or keep its parallelism",
+			k.to, k.toSub, formatWatermark(before), formatWatermark(slices.Max(ts)), s, formatWatermark(*w), formatWatermark(t))
+		return true
 	}
 	return false
 }

@@ -29,6 +29,7 @@ var leaseTests = []test{
 	{"LateManifestVoid", testLeaseLateManifestVoid},
 	{"LateOriginIgnored", testLeaseLateOriginIgnored},
 	{"DeletesOnlyOlderEpochs", testLeaseDeletesOnlyOlderEpochs},
+	{"RetentionPausedAcrossTakeover", testLeaseRetentionPausedAcrossTakeover},
 }
 
 // acquire acquires the lease of c's job and checks it.

@@ -93,7 +93,7 @@ func newClusterCoord(j *jobActor, id string) *clusterCoord {
 // start begins the wait for workers.
 func (c *clusterCoord) start() {
 	c.j.log.Info("coordinator waiting for workers", "address", c.j.sh.system.Address(), "workers", c.spec.Workers,
-		"tasks", len(c.j.sh.plan.Tasks), "coordinator", c.id)
+		"tasks", len(c.j.sh.plan.Tasks)) // the logger names the coordinator
 	c.armHeartbeat()
 }
 
@@ -136,7 +136,7 @@ func (c *clusterCoord) receive(ctx actor.Context, m any) bool {
 }
 
 func (c *clusterCoord) onRegister(ctx actor.Context, m *messages.RegisterWorker) {
-	reply := &messages.Registered{WorkerId: m.WorkerId, Job: c.j.sh.job, Fingerprint: c.j.sh.plan.Fingerprint,
+	reply := &messages.Registered{WorkerId: m.WorkerId, Job: c.j.sh.job, Fingerprint: c.j.sh.plan.Fingerprint, Topology: c.j.sh.plan.Topology(),
 		Store: c.spec.Store, Coordinator: c.id, Settings: c.settings}
 	to := actor.NewPID(m.Address, workerName)
 	if refused := c.refusal(m); refused != "" {
@@ -197,8 +197,12 @@ func (c *clusterCoord) refusal(m *messages.RegisterWorker) string {
 			continue
 		}
 		if jf.Fingerprint != c.j.sh.plan.Fingerprint {
-			return fmt.Sprintf("job %q has topology fingerprint %s on worker %s but %s on the coordinator: every node must run the same binary",
-				c.j.sh.job, jf.Fingerprint, m.WorkerId, c.j.sh.plan.Fingerprint)
+			what := "" // empty for a worker that predates the topology's description
+			if d := dataflow.TopologyChange(c.j.sh.plan.Topology(), jf.GetTopology(), "the coordinator", "worker "+m.WorkerId); d != "" {
+				what = " (" + d + ")"
+			}
+			return fmt.Sprintf("job %q has topology fingerprint %s on worker %s but %s on the coordinator%s: every node must run the same binary with the same flags",
+				c.j.sh.job, jf.Fingerprint, m.WorkerId, c.j.sh.plan.Fingerprint, what)
 		}
 		if d := c.j.sh.plan.ParamsDiff(jf.Params, "the coordinator", "worker "+m.WorkerId); d != "" {
 			return fmt.Sprintf("job %q has other parameters on worker %s: %s: start every node with the same parameters",
@@ -233,7 +237,7 @@ func (c *clusterCoord) onHeartbeatTick() {
 		c.j.log.Warn("the coordinator's heartbeat tick came late; not expiring workers on it", "late", late.Round(time.Millisecond))
 	}
 	c.hbSeq++
-	hb := &messages.Heartbeat{Coordinator: c.id, Seq: c.hbSeq}
+	hb := &messages.Heartbeat{Coordinator: c.id, Seq: c.hbSeq, Epoch: c.j.epoch}
 	for _, w := range c.members.Live() {
 		c.j.send(c.pids[w.ID], hb)
 	}

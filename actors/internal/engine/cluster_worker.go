@@ -115,7 +115,7 @@ func ServeWorker(ctx context.Context, w Worker) error {
 			return fmt.Errorf("cluster: Worker.Jobs: job %q twice", p.Job)
 		}
 		jobs[p.Job] = p
-		offered = append(offered, &messages.JobFingerprint{Job: p.Job, Fingerprint: p.Fingerprint, Params: p.Params})
+		offered = append(offered, &messages.JobFingerprint{Job: p.Job, Fingerprint: p.Fingerprint, Params: p.Params, Topology: p.Topology()})
 	}
 	if len(jobs) == 0 {
 		return errors.New("cluster: Worker.Jobs is empty: the worker must know the coordinator's job")
@@ -186,6 +186,7 @@ type workerHost struct {
 	regSince    time.Time // when the current registration attempts began
 	attempt     uint64
 	lastHeard   time.Time // the coordinator's last heartbeat
+	coordEpoch  uint64    // the coordinator's epoch, from its heartbeats (see abandoned)
 	plan        *dataflow.Plan
 	// counters are the task counters since the worker registered under
 	// its id, shared by every deployment (see Job.TaskMetrics).
@@ -242,7 +243,7 @@ func (h *workerHost) Receive(ctx actor.Context) {
 		h.onRegistered(ctx, m)
 	case *messages.Heartbeat:
 		if h.registered != nil && m.Coordinator == h.registered.Coordinator {
-			h.lastHeard = time.Now()
+			h.lastHeard, h.coordEpoch = time.Now(), max(h.coordEpoch, m.Epoch)
 			h.system.Root.Send(h.coordPID, &messages.HeartbeatAck{WorkerId: h.id, Seq: m.Seq, Tasks: reportCounters(h.counters)})
 		}
 	case *messages.Deploy:
@@ -395,15 +396,19 @@ func (h *workerHost) onRegistered(ctx actor.Context, m *messages.Registered) {
 		h.end(fmt.Errorf("%w: the coordinator runs job %q, which this worker does not know", ErrRegister, m.Job))
 		return
 	case plan.Fingerprint != m.Fingerprint:
-		h.end(fmt.Errorf("%w: job %q has topology fingerprint %s here but %s on the coordinator: run the same binary on every node",
-			ErrRegister, m.Job, plan.Fingerprint, m.Fingerprint))
+		what := "" // empty for a coordinator that predates the topology's description
+		if d := dataflow.TopologyChange(m.GetTopology(), plan.Topology(), "the coordinator", "this worker"); d != "" {
+			what = " (" + d + ")"
+		}
+		h.end(fmt.Errorf("%w: job %q has topology fingerprint %s here but %s on the coordinator%s: run the same binary with the same flags on every node",
+			ErrRegister, m.Job, plan.Fingerprint, m.Fingerprint, what))
 		return
 	}
 	if err := h.openStore(m); err != nil {
 		h.end(fmt.Errorf("%w: %w", ErrRegister, err))
 		return
 	}
-	h.registered, h.coordinator, h.plan, h.lastHeard = m, m.Coordinator, plan, time.Now()
+	h.registered, h.coordinator, h.plan, h.lastHeard, h.coordEpoch = m, m.Coordinator, plan, time.Now(), 0
 	// Counted afresh under this id: the coordinator keeps what the worker
 	// reported under its previous one.
 	h.counters = newCounters(len(plan.Tasks))
@@ -622,14 +627,33 @@ func (h *workerHost) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, c
 	if len(te.Stack) > 0 { // a panic's
 		attrs = append(attrs, "stack", string(te.Stack))
 	}
-	h.log.Error("task failed", attrs...)
 	sup.StopChildren(child)
-	if h.dep == nil || te.Epoch != h.dep.inc.Load().epoch {
+	if now := h.abandoned(te.Epoch); now != "" {
+		// The coordinator has rolled back (or ended the job) since: this
+		// failure is an echo of the abandoned epoch, not a new one.
+		h.log.Warn("task of an abandoned epoch failed; not reported, the job has rolled back", append(attrs, "now", now)...)
 		return
 	}
+	h.log.Error("task failed", attrs...)
 	err, _ := te.Value.(error)
 	h.system.Root.Send(h.coordPID, &messages.TaskFailed{WorkerId: h.id, Epoch: te.Epoch, TaskId: te.Task, Reason: fmt.Sprint(te.Value),
 		Cause: string(failureCause(te)), Damage: damageOf(err)})
+}
+
+// abandoned says, when epoch is not the epoch this worker runs for the
+// coordinator, what is instead ("epoch 3", "no deployment"); "" when it is.
+// The coordinator's epoch, learnt from its heartbeats, moves on at a
+// rollback before the next deployment arrives.
+func (h *workerHost) abandoned(epoch uint64) string {
+	switch {
+	case h.dep == nil:
+		return "no deployment"
+	case epoch != h.dep.inc.Load().epoch:
+		return fmt.Sprintf("epoch %d", h.dep.inc.Load().epoch)
+	case epoch < h.coordEpoch:
+		return fmt.Sprintf("epoch %d on the coordinator", h.coordEpoch)
+	}
+	return ""
 }
 
 // loadDeployed reads the states of the tasks placed on this worker: each

@@ -153,9 +153,10 @@ type TaskMetrics struct {
 	Operator string
 	Subtask  int
 	// RecordsIn counts the records the task processed (0 for a source),
-	// RecordsOut those it sent downstream (0 for a sink), once per
-	// receiving task: a record broadcast to three tasks counts three
-	// times. After a restore, the records replayed count again.
+	// RecordsOut those it emitted downstream (0 for a sink), each once
+	// however many edges or tasks receive it: a record broadcast to three
+	// tasks, or sent on three edges, counts once. After a restore, the
+	// records replayed count again.
 	RecordsIn, RecordsOut uint64
 	// QueuedBatches is how many batches wait, now, for credit on the
 	// task's outputs.

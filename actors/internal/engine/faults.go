@@ -41,6 +41,10 @@ type Faults struct {
 	// task's mailbox, in the poster's goroutine, in the modes where they
 	// overtake the mailbox (see task_priority.go).
 	Priority func(task string, msg any)
+	// Retained runs, in the goroutine of the retention pass that followed
+	// the completion of checkpoint, when that pass ends, with its error. It
+	// injects nothing: tests wait on it.
+	Retained func(checkpoint uint64, err error)
 }
 
 // WithFaults installs fault-injection hooks.

@@ -107,7 +107,7 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 		actor.WithDeadLetterThrottleInterval(50*time.Millisecond),
 	)
 	var n *node
-	cps := snapshots.NewCheckpoints(cfg.store, plan.Job, log)
+	cps := snapshots.NewCheckpoints(cfg.store, plan.Job, cfg.logger) // it adds the job to its lines
 	undo := func() {
 		n.shutdown()
 		system.Shutdown()

@@ -73,8 +73,11 @@ func (j *jobActor) writeManifest(a coordinator.Action) {
 	m := &messages.Manifest{
 		Job: j.sh.job, CheckpointId: a.Checkpoint, Epoch: j.epoch, TimestampUnixNano: time.Now().UnixNano(),
 		TopologyFingerprint: j.sh.plan.Fingerprint, Final: a.Final, MaxParallelism: uint32(j.sh.plan.MaxParallelism),
-		Savepoint: j.savepointName(a.Savepoint), Operators: j.sh.operators,
+		Savepoint: j.savepointName(a.Savepoint), Operators: j.sh.operators, Topology: j.sh.plan.Topology(),
 	}
+	// A savepoint's and the final checkpoint's barriers align whatever the
+	// mode (see TriggerCheckpoint.aligned).
+	m.AtLeastOnce = j.sh.cfg.atLeastOnce && m.Savepoint == "" && !a.Final
 	j.figures[a.Checkpoint] = figuresOf(j.sh.plan, a.Acks)
 	for _, ack := range a.Acks {
 		t := j.sh.plan.Task(ack.TaskId)
@@ -136,8 +139,12 @@ func (j *jobActor) completed(a coordinator.Action) {
 	if sh := j.sh; sh.retaining.CompareAndSwap(false, true) || a.Final {
 		keep, id, root, self := sh.cfg.retained, a.Checkpoint, sh.system.Root, j.self
 		sh.goUploadCtx(sh.uploadCtx, func(ctx context.Context) {
+			var err error
+			if f := sh.cfg.faults; f != nil && f.Retained != nil {
+				defer func() { f.Retained(id, err) }() // once the next pass may start
+			}
 			defer sh.retaining.Store(false)
-			err := sh.cps.Retain(ctx, keep, id+1)
+			err = sh.cps.Retain(ctx, keep, id+1)
 			switch {
 			case errors.Is(err, snapshots.ErrLeaseLost):
 				root.Send(self, &leaseLostMsg{err: err})

@@ -34,7 +34,7 @@ func permanent(cause error) (string, bool) {
 	case errors.Is(cause, snapshots.ErrLeaseLost):
 		return "another instance took the job over", true
 	case errors.Is(cause, snapshots.ErrFallbackRefused):
-		return "its newest checkpoint is damaged, and its sinks committed there", true
+		return "a checkpoint its two-phase-commit sinks committed at is damaged or gone", true
 	case errors.Is(cause, errEpochsExhausted):
 		return "it used every epoch of its lease", true
 	case errors.Is(cause, errOriginInDoubt):
@@ -183,7 +183,7 @@ func (j *jobActor) maybeLoadRestorePoint() {
 // The savepoints in doubt are read back first: they are settled before
 // the restore.
 func (j *jobActor) loadRestorePoint() {
-	sh, root, self, epoch := j.sh, j.sh.system.Root, j.self, j.epoch
+	sh, root, self, epoch, floor := j.sh, j.sh.system.Root, j.self, j.epoch, j.lastCompleted
 	doubt, stops := j.inDoubtSavepoints()
 	sh.goUploadCtx(sh.uploadCtx, func(ctx context.Context) {
 		// A superseded holder restores nothing: its tasks would clean up
@@ -202,7 +202,7 @@ func (j *jobActor) loadRestorePoint() {
 			}
 		}
 		read := sh.cps.BytesRead()
-		rp, named, err := loadPoint(ctx, sh.cps, sh.origin, true, sh.plan)
+		rp, named, err := loadPoint(ctx, sh.cps, sh.origin, true, sh.plan, floor)
 		if rp != nil {
 			sh.log.Info("read the checkpoint's manifest and the heads of its states", "checkpoint", rp.Manifest.GetCheckpointId(),
 				"read_bytes", sh.cps.BytesRead()-read)

@@ -71,7 +71,7 @@ func resume(ctx context.Context, cfg *config, plan *dataflow.Plan, declared map[
 	var rp *snapshots.Restorable
 	var named bool
 	for {
-		rp, named, err = loadPoint(ctx, r.cps, r.origin, heads, plan)
+		rp, named, err = loadPoint(ctx, r.cps, r.origin, heads, plan, 0)
 		switch {
 		case errors.Is(err, snapshots.ErrFallbackRefused):
 			return nil, fmt.Errorf("actors: job %q: %w", job, err)
@@ -193,8 +193,22 @@ func resumeFrom(ctx context.Context, r *resumed, cfg *config, plan *dataflow.Pla
 // A job with two-phase-commit sinks never falls back past a complete
 // checkpoint that proves damaged: its completion committed the sinks'
 // output, which an older checkpoint would commit again. It fails with an
-// error wrapping snapshots.ErrFallbackRefused that says what to do.
-func loadPoint(ctx context.Context, cps *snapshots.Checkpoints, origin *messages.Origin, heads bool, plan *dataflow.Plan) (rp *snapshots.Restorable, named bool, err error) {
+// error wrapping snapshots.ErrFallbackRefused that says what to do. Nor
+// does it restore a point older than floor, the newest checkpoint it
+// restored or completed (0 at Start): see refuseBelow.
+func loadPoint(ctx context.Context, cps *snapshots.Checkpoints, origin *messages.Origin, heads bool, plan *dataflow.Plan, floor uint64) (rp *snapshots.Restorable, named bool, err error) {
+	rp, named, err = loadNewest(ctx, cps, origin, heads, plan)
+	if err == nil {
+		err = refuseBelow(rp, floor, plan.TransactionalSinks(), cps.Store().String())
+	}
+	if err != nil {
+		return nil, named, err
+	}
+	return rp, named, nil
+}
+
+// loadNewest is loadPoint without its floor.
+func loadNewest(ctx context.Context, cps *snapshots.Checkpoints, origin *messages.Origin, heads bool, plan *dataflow.Plan) (rp *snapshots.Restorable, named bool, err error) {
 	sinks := plan.TransactionalSinks()
 	rp, err = cps.Load(ctx, snapshots.LoadOptions{First: origin.GetFirstId(), Heads: heads, NoFallback: len(sinks) > 0})
 	if errors.Is(err, snapshots.ErrFallbackRefused) {
@@ -240,8 +254,12 @@ func originString(o *messages.Origin) string {
 func planRestore(cfg *config, plan *dataflow.Plan, declared map[string][]*messages.StateDescriptor, rp *snapshots.Restorable, named bool, log *slog.Logger) (*dataflow.Restore, error) {
 	m := rp.Manifest
 	if fp := m.GetTopologyFingerprint(); fp != plan.Fingerprint && !cfg.allowNewTopology && !named {
-		return nil, fmt.Errorf("%w: checkpoint %d was taken from a different topology (fingerprint %s, this job %s); start with WithAllowTopologyChange to restore it anyway, or use another job name or store",
-			topology.ErrRestoreRefused, m.GetCheckpointId(), fp, plan.Fingerprint)
+		what := "" // empty for a checkpoint that predates the topology's description
+		if d := dataflow.TopologyChange(m.GetTopology(), plan.Topology(), "the checkpoint", "this job"); d != "" {
+			what = " (" + d + ")"
+		}
+		return nil, fmt.Errorf("%w: checkpoint %d was taken from a different topology%s (fingerprint %s, this job %s); start with WithAllowTopologyChange to restore it anyway, or use another job name or store",
+			topology.ErrRestoreRefused, m.GetCheckpointId(), what, fp, plan.Fingerprint)
 	}
 	a, err := dataflow.PlanRestore(plan, declared, m, rp.States, dataflow.RestoreOptions{
 		Rescale: named || cfg.allowNewTopology, AllowNonRestoredState: cfg.allowNonRestored,

@@ -159,6 +159,9 @@ type outChannel struct {
 	watch  *linkwatch.Sender
 	// wmSeq numbers the watermarks sent to another node (messages.Watermark.seq).
 	wmSeq uint64
+	// counted says that the batches sent here count toward the task's
+	// records out (see dataflow.TaskPlan.CountedOutputs): once per record.
+	counted bool
 }
 
 // hasCredit reports whether o may send a batch now.
@@ -366,6 +369,9 @@ func (t *task) onStarted(ctx actor.Context) {
 	t.replay = inc.restoreInFlight(t.idx, st)
 	t.setupIncremental(inc)
 	t.outs = make([]outChannel, len(t.plan.Outputs))
+	for i, c := range t.plan.CountedOutputs() {
+		t.outs[i].counted = c
+	}
 	t.ins = make([]inChannel, len(t.plan.Inputs))
 	switch {
 	case len(t.ins) == 0:

@@ -14,8 +14,10 @@ import (
 // Send implements dataflow.Sender: it sends a full batch on output out, or
 // queues it until the receiver grants credit.
 func (t *task) Send(out int, batch any, ts []int64) {
-	t.ctr.out.Add(uint64(batchLen(batch)))
 	o := &t.outs[out]
+	if o.counted {
+		t.ctr.out.Add(uint64(batchLen(batch)))
+	}
 	if len(o.queue) == 0 && o.hasCredit() {
 		t.sendBatch(o, batch, ts)
 		return
