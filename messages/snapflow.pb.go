@@ -135,8 +135,12 @@ type Watermark struct {
 	Epoch   uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	Channel uint32                 `protobuf:"varint,2,opt,name=channel,proto3" json:"channel,omitempty"`
 	// watermark is in ns since the Unix epoch.
-	Watermark     int64 `protobuf:"varint,3,opt,name=watermark,proto3" json:"watermark,omitempty"`
-	Idle          bool  `protobuf:"varint,4,opt,name=idle,proto3" json:"idle,omitempty"`
+	Watermark int64 `protobuf:"varint,3,opt,name=watermark,proto3" json:"watermark,omitempty"`
+	Idle      bool  `protobuf:"varint,4,opt,name=idle,proto3" json:"idle,omitempty"`
+	// seq numbers the watermarks of the channel in the epoch from 1, so that
+	// the link watch between nodes (see Credit.arrived_watermark) detects a
+	// lost one.
+	Seq           uint64 `protobuf:"varint,5,opt,name=seq,proto3" json:"seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -197,6 +201,13 @@ func (x *Watermark) GetIdle() bool {
 		return x.Idle
 	}
 	return false
+}
+
+func (x *Watermark) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
 }
 
 // Barrier n separates the records before checkpoint n from those after it.
@@ -403,8 +414,10 @@ type Credit struct {
 	ArrivedSeq     uint64 `protobuf:"varint,6,opt,name=arrived_seq,json=arrivedSeq,proto3" json:"arrived_seq,omitempty"`
 	ArrivedBarrier uint64 `protobuf:"varint,7,opt,name=arrived_barrier,json=arrivedBarrier,proto3" json:"arrived_barrier,omitempty"`
 	ArrivedEnd     bool   `protobuf:"varint,8,opt,name=arrived_end,json=arrivedEnd,proto3" json:"arrived_end,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// arrived_watermark is the highest Watermark.seq that has arrived.
+	ArrivedWatermark uint64 `protobuf:"varint,9,opt,name=arrived_watermark,json=arrivedWatermark,proto3" json:"arrived_watermark,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Credit) Reset() {
@@ -484,6 +497,13 @@ func (x *Credit) GetArrivedEnd() bool {
 		return x.ArrivedEnd
 	}
 	return false
+}
+
+func (x *Credit) GetArrivedWatermark() uint64 {
+	if x != nil {
+		return x.ArrivedWatermark
+	}
+	return 0
 }
 
 // TriggerCheckpoint asks a source task to start checkpoint checkpoint_id.
@@ -2644,8 +2664,16 @@ type SourceEventTime struct {
 	// holds each split's highest timestamp, parallel to TaskState.splits
 	// (math.MinInt64: none yet; math.MaxInt64: the split has ended).
 	SplitMaxTimestamps []int64 `protobuf:"varint,2,rep,packed,name=split_max_timestamps,json=splitMaxTimestamps,proto3" json:"split_max_timestamps,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// quiet_nanos is how long the task's read attempts had found nothing
+	// (see internal/watermark.Idleness): a restored source counts on from
+	// it, and one idle at the checkpoint (quiet for its idleness timeout)
+	// is idle again at once.
+	QuietNanos int64 `protobuf:"varint,3,opt,name=quiet_nanos,json=quietNanos,proto3" json:"quiet_nanos,omitempty"`
+	// split_quiet_nanos is quiet_nanos per split, parallel to
+	// TaskState.splits, set by a source that keeps a watermark per split.
+	SplitQuietNanos []int64 `protobuf:"varint,4,rep,packed,name=split_quiet_nanos,json=splitQuietNanos,proto3" json:"split_quiet_nanos,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *SourceEventTime) Reset() {
@@ -2688,6 +2716,20 @@ func (x *SourceEventTime) GetMaxTimestamp() int64 {
 func (x *SourceEventTime) GetSplitMaxTimestamps() []int64 {
 	if x != nil {
 		return x.SplitMaxTimestamps
+	}
+	return nil
+}
+
+func (x *SourceEventTime) GetQuietNanos() int64 {
+	if x != nil {
+		return x.QuietNanos
+	}
+	return 0
+}
+
+func (x *SourceEventTime) GetSplitQuietNanos() []int64 {
+	if x != nil {
+		return x.SplitQuietNanos
 	}
 	return nil
 }
@@ -3343,12 +3385,13 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\x04ends\x18\x05 \x03(\rR\x04ends\x12\x1e\n" +
 	"\n" +
 	"timestamps\x18\x06 \x03(\x12R\n" +
-	"timestamps\"m\n" +
+	"timestamps\"\x7f\n" +
 	"\tWatermark\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\rR\achannel\x12\x1c\n" +
 	"\twatermark\x18\x03 \x01(\x03R\twatermark\x12\x12\n" +
-	"\x04idle\x18\x04 \x01(\bR\x04idle\"\xa3\x02\n" +
+	"\x04idle\x18\x04 \x01(\bR\x04idle\x12\x10\n" +
+	"\x03seq\x18\x05 \x01(\x04R\x03seq\"\xa3\x02\n" +
 	"\aBarrier\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\rR\achannel\x12#\n" +
@@ -3363,7 +3406,7 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"EndOfInput\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\rR\achannel\x12\x19\n" +
-	"\blast_seq\x18\x03 \x01(\x04R\alastSeq\"\xdb\x01\n" +
+	"\blast_seq\x18\x03 \x01(\x04R\alastSeq\"\x88\x02\n" +
 	"\x06Credit\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\rR\achannel\x12\x18\n" +
@@ -3373,7 +3416,8 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"arrivedSeq\x12'\n" +
 	"\x0farrived_barrier\x18\a \x01(\x04R\x0earrivedBarrier\x12\x1f\n" +
 	"\varrived_end\x18\b \x01(\bR\n" +
-	"arrivedEndJ\x04\b\x03\x10\x04\"\xf8\x01\n" +
+	"arrivedEnd\x12+\n" +
+	"\x11arrived_watermark\x18\t \x01(\x04R\x10arrivedWatermarkJ\x04\b\x03\x10\x04\"\xf8\x01\n" +
 	"\x11TriggerCheckpoint\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12.\n" +
@@ -3568,10 +3612,13 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\x04edge\x18\r \x01(\rR\x04edge\x12\x1c\n" +
 	"\tpartition\x18\x0e \x01(\rR\tpartition\x12\x1f\n" +
 	"\vrecord_type\x18\x0f \x01(\tR\n" +
-	"recordType\"h\n" +
+	"recordType\"\xb5\x01\n" +
 	"\x0fSourceEventTime\x12#\n" +
 	"\rmax_timestamp\x18\x01 \x01(\x03R\fmaxTimestamp\x120\n" +
-	"\x14split_max_timestamps\x18\x02 \x03(\x03R\x12splitMaxTimestamps\"J\n" +
+	"\x14split_max_timestamps\x18\x02 \x03(\x03R\x12splitMaxTimestamps\x12\x1f\n" +
+	"\vquiet_nanos\x18\x03 \x01(\x03R\n" +
+	"quietNanos\x12*\n" +
+	"\x11split_quiet_nanos\x18\x04 \x03(\x03R\x0fsplitQuietNanos\"J\n" +
 	"\vTransaction\x12#\n" +
 	"\rcheckpoint_id\x18\x01 \x01(\x04R\fcheckpointId\x12\x16\n" +
 	"\x06handle\x18\x02 \x01(\fR\x06handle\"\xf7\x01\n" +

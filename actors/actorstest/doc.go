@@ -11,11 +11,12 @@
 //	}
 //	err := actors.Run(ctx, g, actors.WithStore(store), actorstest.WithFaults(faults))
 //
-// The hooks of Faults (Batch, RemoteBatch, Snapshot, Restore, Process,
-// Complete) are each optional, are called from the task actor concerned,
-// and may panic to fail that task; a Batch or RemoteBatch hook may also
-// drop or duplicate a batch (Drop, Duplicate), which the runtime must
-// detect. Every hook left nil costs nothing.
+// The hooks of Faults (Batch, RemoteBatch, RemoteWatermark, Snapshot,
+// Restore, Process, Complete) are each optional, are called from the task
+// actor concerned, and may panic to fail that task; a Batch or RemoteBatch
+// hook may also drop or duplicate a batch (Drop, Duplicate), and a
+// RemoteWatermark hook drop a watermark between nodes, which the runtime
+// must detect. Every hook left nil costs nothing.
 //
 // The guide to the failure tests is docs/guarantees.md in the repository.
 package actorstest

@@ -141,3 +141,61 @@ func TestTimeout(t *testing.T) {
 		}
 	}
 }
+
+// A lost last watermark (or idle status) is a lost link too: nothing waits
+// for credit behind it, and no later message shows it missing, yet event
+// time stalls downstream. A later watermark that arrives makes up for a
+// lost earlier one: watermarks are not deltas.
+func TestLostLastWatermark(t *testing.T) {
+	s := linkwatch.NewSender(timeout)
+	s.SentBatch(4)
+	s.SentWatermark(3)
+	var lostAt time.Duration
+	for i := range 20 {
+		d := time.Duration(i) * time.Second
+		s.Heard(at(d), linkwatch.Report{Seq: 4, Watermark: 2})
+		if err := s.Check(at(d), false); err != nil {
+			if !strings.Contains(err.Error(), "watermark 3, sent, has not arrived") {
+				t.Fatalf("error %q", err)
+			}
+			lostAt = d
+			break
+		}
+	}
+	if lostAt <= timeout || lostAt > 2*timeout {
+		t.Fatalf("lost detected at %v, want within (%v, %v]", lostAt, timeout, 2*timeout)
+	}
+
+	s = linkwatch.NewSender(timeout)
+	s.SentWatermark(5)
+	for i := range 20 {
+		d := time.Duration(i) * time.Second
+		s.Heard(at(d), linkwatch.Report{Watermark: 5}) // 4 was lost, 5 arrived
+		if err := s.Check(at(d), false); err != nil {
+			t.Fatalf("tick %d: %v", i, err)
+		}
+	}
+}
+
+// Barriers that keep arriving after a lost watermark do not hide it.
+func TestLostWatermarkBehindBarriers(t *testing.T) {
+	s := linkwatch.NewSender(timeout)
+	s.SentBatch(4)
+	s.SentWatermark(3)
+	var lostAt time.Duration
+	for i := range 20 {
+		d := time.Duration(i) * time.Second
+		s.SentBarrier(uint64(i + 1))
+		s.Heard(at(d), linkwatch.Report{Seq: 4, Watermark: 2, Barrier: uint64(i + 1)})
+		if err := s.Check(at(d), false); err != nil {
+			if !strings.Contains(err.Error(), "watermark 3, sent, has not arrived") {
+				t.Fatalf("error %q", err)
+			}
+			lostAt = d
+			break
+		}
+	}
+	if lostAt <= timeout || lostAt > 2*timeout {
+		t.Fatalf("lost detected at %v, want within (%v, %v]", lostAt, timeout, 2*timeout)
+	}
+}

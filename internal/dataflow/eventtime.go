@@ -25,10 +25,19 @@ type WatermarkStrategy[T any] struct {
 	// timestamp read before it and still be on time: the watermark is that
 	// highest timestamp less OutOfOrderness (less one nanosecond).
 	OutOfOrderness time.Duration
-	// IdleTimeout, when positive, marks the source task idle once it has
-	// read nothing for that long, so that it holds no other input's event
-	// time back; it becomes active again with its next record. Zero: never
-	// idle.
+	// IdleTimeout, when positive, marks the source task (or, for a
+	// SplitReader, a split) idle once its read attempts have found nothing
+	// for that long, so that it holds no other input's event time back; it
+	// becomes active again with its next record. Zero: never idle.
+	//
+	// It is counted in read attempts, not on the wall clock: each attempt
+	// that finds nothing counts for the time since the one before, but for
+	// at most a quarter of IdleTimeout, and a source waiting for records
+	// attempts a read every quarter. A pause of the whole process (a long
+	// GC pause, CPU starvation, a SIGSTOP) therefore never makes a source
+	// idle by itself: it reads again first, and it is idle only after at
+	// least four attempts that found nothing. A checkpoint keeps the count,
+	// so an idle source is idle again at once after a restore.
 	IdleTimeout time.Duration
 }
 
@@ -107,13 +116,13 @@ func ReleaseTimestamps(ts []int64) {
 // watermark strategy: the runtime asks for the task's watermark after
 // every read and when the source may have become idle.
 type WatermarkSource interface {
-	// SourceWatermark is the task's watermark status at processing time
-	// now (ns since the Unix epoch; 0: the time of its last read, which
-	// spares a clock read after every read).
-	SourceWatermark(now int64) watermark.Status
-	// IdleCheck is the processing time at which the source becomes idle
-	// if it reads nothing more, and false when it never does.
-	IdleCheck() (int64, bool)
+	// SourceWatermark is the task's watermark status after its last read
+	// attempt.
+	SourceWatermark() watermark.Status
+	// IdleCheck is how long the source task, waiting for records, waits
+	// before it attempts a read again so that it can become idle (see
+	// WatermarkStrategy.IdleTimeout), and false when it need not.
+	IdleCheck() (time.Duration, bool)
 }
 
 // sourceClock stamps a source's records and derives its watermark.
@@ -122,14 +131,13 @@ type sourceClock[T any] struct {
 	gen   *watermark.Generator
 	ts    []int64 // the timestamps of the records of the current read
 	out   watermark.Status
-	last  int64 // the processing time of the last read
 	// splits keeps a watermark per split for a SplitReader (nil
 	// otherwise: gen is the task's).
 	splits *splitClocks
 }
 
 func newSourceClock[T any](ws WatermarkStrategy[T], size int) *sourceClock[T] {
-	gen, err := watermark.NewGenerator(ws.OutOfOrderness, ws.IdleTimeout, time.Now().UnixNano())
+	gen, err := watermark.NewGenerator(ws.OutOfOrderness, ws.IdleTimeout)
 	if err != nil { // Validate refused these
 		panic(err)
 	}
@@ -145,7 +153,6 @@ func (c *sourceClock[T]) stampAll(recs []T, now int64) []int64 {
 		c.gen.Observe(t)
 	}
 	c.gen.Read(len(recs), now)
-	c.last = now
 	return ts
 }
 
@@ -159,19 +166,14 @@ func (c *sourceClock[T]) stampSplit(recs []T, r SplitRead, now int64) ([]int64, 
 		ts[i] = t
 		hi = max(hi, t)
 	}
-	c.last = now
 	return ts, c.splits.read(r, hi, now)
 }
 
-// status is the source's watermark status at processing time now (0: the
-// time of the last read); it never goes back.
-func (c *sourceClock[T]) status(now int64) watermark.Status {
-	if now == 0 {
-		now = c.last
-	}
-	st := watermark.Status{Watermark: c.gen.Watermark(), Idle: c.gen.Idle(now)}
+// status is the source's watermark status; it never goes back.
+func (c *sourceClock[T]) status() watermark.Status {
+	st := watermark.Status{Watermark: c.gen.Watermark(), Idle: c.gen.Idle()}
 	if c.splits != nil {
-		if s, ok := c.splits.status(now); ok {
+		if s, ok := c.splits.status(); ok {
 			st = s
 		}
 	}
@@ -179,13 +181,13 @@ func (c *sourceClock[T]) status(now int64) watermark.Status {
 	return c.out
 }
 
-// idleAt is the processing time at which the source (or, per split, its
-// next split) becomes idle if it reads nothing more.
-func (c *sourceClock[T]) idleAt() (int64, bool) {
+// idleCheck is how long the source, waiting for records, waits before it
+// attempts a read again (see WatermarkSource.IdleCheck).
+func (c *sourceClock[T]) idleCheck() (time.Duration, bool) {
 	if c.splits != nil && c.splits.comb != nil {
-		return c.splits.idleAt()
+		return c.splits.period()
 	}
-	return c.gen.IdleAt()
+	return c.gen.Idleness().Period()
 }
 
 // WatermarkListener is implemented by instances that act on event time

@@ -120,9 +120,8 @@ func (s *sourceInstance[T]) Open(ctx context.Context, wake func()) error {
 		if s.clock != nil && s.clock.splits != nil {
 			// Splits the source added in Open (partitions it found, say)
 			// count from the start too.
-			now := time.Now().UnixNano()
-			s.clock.splits.open(s.split.opened, now)
-			s.clock.splits.grow(len(s.split.src.Splits()), now)
+			s.clock.splits.open(s.split.opened)
+			s.clock.splits.grow(len(s.split.src.Splits()))
 		}
 		return nil
 	}
@@ -217,31 +216,32 @@ func (s *sourceInstance[T]) Flush()        { s.out.flush() }
 func (s *sourceInstance[T]) Pending() bool { return s.out.pending() }
 
 // SourceWatermark implements WatermarkSource.
-func (s *sourceInstance[T]) SourceWatermark(now int64) watermark.Status {
+func (s *sourceInstance[T]) SourceWatermark() watermark.Status {
 	if s.clock == nil {
 		return watermark.Status{Watermark: minTime}
 	}
-	return s.clock.status(now)
+	return s.clock.status()
 }
 
 // IdleCheck implements WatermarkSource.
-func (s *sourceInstance[T]) IdleCheck() (int64, bool) {
+func (s *sourceInstance[T]) IdleCheck() (time.Duration, bool) {
 	if s.clock == nil {
 		return 0, false
 	}
-	return s.clock.idleAt()
+	return s.clock.idleCheck()
 }
 
 func (s *sourceInstance[T]) Snapshot(st *messages.TaskState) error {
 	if s.clock != nil {
-		st.EventTime = &messages.SourceEventTime{MaxTimestamp: s.clock.gen.MaxTimestamp()}
+		st.EventTime = &messages.SourceEventTime{MaxTimestamp: s.clock.gen.MaxTimestamp(), QuietNanos: s.clock.gen.Idleness().Quiet()}
 	}
 	if s.split != nil {
 		if err := s.split.snapshot(st); err != nil {
 			return err
 		}
 		if s.clock != nil && s.clock.splits != nil {
-			st.EventTime.MaxTimestamp, st.EventTime.SplitMaxTimestamps = s.clock.splits.snapshot(len(st.Splits))
+			et := st.EventTime
+			et.MaxTimestamp, et.SplitMaxTimestamps, et.SplitQuietNanos = s.clock.splits.snapshot(len(st.Splits))
 		}
 		return nil
 	}
@@ -253,10 +253,14 @@ func (s *sourceInstance[T]) Snapshot(st *messages.TaskState) error {
 func (s *sourceInstance[T]) Restore(st *messages.TaskState) error {
 	if et := st.GetEventTime(); et != nil && s.clock != nil {
 		s.clock.gen.Restore(et.GetMaxTimestamp())
+		s.clock.gen.Idleness().Restore(et.GetQuietNanos())
 		if sc := s.clock.splits; sc != nil {
-			sc.fallback, sc.restored = et.GetMaxTimestamp(), nil
+			sc.fallback, sc.restored, sc.restoredQuiet = et.GetMaxTimestamp(), nil, nil
 			if len(et.GetSplitMaxTimestamps()) == len(st.GetSplits()) {
 				sc.restored = et.GetSplitMaxTimestamps()
+			}
+			if len(et.GetSplitQuietNanos()) == len(st.GetSplits()) {
+				sc.restoredQuiet = et.GetSplitQuietNanos()
 			}
 		}
 	}

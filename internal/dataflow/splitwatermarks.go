@@ -18,7 +18,10 @@ import (
 //
 // Every split given to Open holds event time back from the start, until it
 // reads records, goes idle (WatermarkStrategy.IdleTimeout) or ends: a split
-// that may stay empty needs an idleness timeout. A split the source adds
+// that may stay empty needs an idleness timeout. A split is idle once the
+// task's read attempts have found none of its records for the timeout
+// (see watermark.Idleness); a checkpoint keeps how long each split has
+// been quiet, so an idle split is idle again at once after a restore. A split the source adds
 // after Open (its index is past the list given to Open) counts from its
 // first read on.
 type SplitReader[T any] interface {
@@ -53,13 +56,15 @@ type splitClocks struct {
 	// restored holds the splits' highest timestamps from the checkpoint
 	// (parallel to its splits), or is nil; fallback is the task's, for a
 	// checkpoint that has no per-split ones (watermark.Min: none).
-	restored []int64
-	fallback int64
+	// restoredQuiet holds the splits' quiet times (see
+	// watermark.Idleness), or is nil.
+	restored, restoredQuiet []int64
+	fallback                int64
 }
 
-// open makes a generator for each of the n splits given to Open, at
-// processing time now, from the restored timestamps when there are as many.
-func (c *splitClocks) open(n int, now int64) {
+// open makes a generator for each of the n splits given to Open, from the
+// restored timestamps and quiet times when there are as many.
+func (c *splitClocks) open(n int) {
 	c.gens, c.ended, c.comb = nil, nil, nil
 	if n == 0 {
 		return
@@ -70,13 +75,20 @@ func (c *splitClocks) open(n int, now int64) {
 		if len(c.restored) == n {
 			ts = c.restored[i]
 		}
-		c.add(now)
+		c.add()
 		if ts == watermark.Max {
 			c.end(i)
 			continue
 		}
-		c.gens[i].Restore(ts)
-		c.comb.Advance(i, c.gens[i].Watermark())
+		g := c.gens[i]
+		g.Restore(ts)
+		c.comb.Advance(i, g.Watermark())
+		if len(c.restoredQuiet) == n {
+			g.Idleness().Restore(c.restoredQuiet[i])
+			if g.Idle() {
+				c.comb.SetIdle(i, true)
+			}
+		}
 	}
 }
 
@@ -90,12 +102,12 @@ func (c *splitClocks) end(i int) {
 }
 
 // grow adds splits, at Min, until there are n.
-func (c *splitClocks) grow(n int, now int64) {
+func (c *splitClocks) grow(n int) {
 	if n <= len(c.gens) {
 		return
 	}
 	for len(c.gens) < n {
-		c.add(now)
+		c.add()
 	}
 	if c.comb == nil {
 		c.comb = watermark.NewCombiner(n)
@@ -104,8 +116,8 @@ func (c *splitClocks) grow(n int, now int64) {
 }
 
 // add makes the generator of a new split.
-func (c *splitClocks) add(now int64) {
-	g, err := watermark.NewGenerator(c.outOfOrder, c.idle, now)
+func (c *splitClocks) add() {
+	g, err := watermark.NewGenerator(c.outOfOrder, c.idle)
 	if err != nil { // Validate refused these
 		panic(err)
 	}
@@ -113,75 +125,83 @@ func (c *splitClocks) add(now int64) {
 }
 
 // read records a read of r.N records from split r.Split, whose highest
-// timestamp is hi (watermark.Min: none), at processing time now.
+// timestamp is hi (watermark.Min: none), at processing time now. It is a
+// read attempt for every split: each that returned nothing comes closer to
+// idle.
 func (c *splitClocks) read(r SplitRead, hi int64, now int64) error {
 	if r.Split < 0 || r.Split >= maxSplits {
 		return fmt.Errorf("ReadSplit returned split %d, outside [0, %d)", r.Split, maxSplits)
 	}
-	if r.N == 0 && !r.Done {
-		return nil // nothing read: Split says nothing
-	}
-	c.grow(r.Split+1, now)
-	if c.ended[r.Split] {
-		if r.N > 0 {
+	if r.N > 0 || r.Done {
+		c.grow(r.Split + 1)
+		if c.ended[r.Split] && r.N > 0 {
 			return fmt.Errorf("ReadSplit returned %d records of split %d, which it had said was done", r.N, r.Split)
 		}
-		return nil
+	}
+	c.attempt(r, now)
+	if r.N == 0 && !r.Done || c.ended[r.Split] {
+		return nil // nothing read: Split says nothing
 	}
 	g := c.gens[r.Split]
 	g.Observe(hi)
-	g.Read(r.N, now)
+	c.comb.Advance(r.Split, g.Watermark())
 	if r.Done {
-		c.comb.Advance(r.Split, g.Watermark())
 		c.end(r.Split)
-		return nil
-	}
-	if r.N > 0 {
-		c.comb.Advance(r.Split, g.Watermark())
 	}
 	return nil
 }
 
-// status is the combined watermark at processing time now: splits that
-// have read nothing for the idleness timeout are idle. It is false for a
-// task without splits, whose source clock then decides alone.
-func (c *splitClocks) status(now int64) (watermark.Status, bool) {
+// attempt counts a read attempt at now for every split that has not ended:
+// r.Split's records, none for the others. It makes the splits whose
+// attempts have found nothing for the timeout idle.
+func (c *splitClocks) attempt(r SplitRead, now int64) {
+	if c.idle <= 0 {
+		return
+	}
+	for i, g := range c.gens {
+		if c.ended[i] {
+			continue
+		}
+		n := 0
+		if i == r.Split {
+			n = r.N
+		}
+		g.Read(n, now)
+		if idle := g.Idle(); idle && !c.comb.Input(i).Idle {
+			c.comb.SetIdle(i, true)
+		}
+	}
+}
+
+// status is the combined watermark. It is false for a task without
+// splits, whose source clock then decides alone.
+func (c *splitClocks) status() (watermark.Status, bool) {
 	if c.comb == nil {
 		return watermark.Status{}, false
-	}
-	if c.idle > 0 {
-		for i, g := range c.gens {
-			if !c.ended[i] && g.Idle(now) != c.comb.Input(i).Idle {
-				c.comb.SetIdle(i, g.Idle(now))
-			}
-		}
 	}
 	return c.comb.Status(), true
 }
 
-// idleAt is the earliest processing time at which a split that is not idle
-// yet becomes idle, if it reads nothing more.
-func (c *splitClocks) idleAt() (int64, bool) {
-	at, ok := int64(0), false
-	if c.idle <= 0 {
-		return 0, false
-	}
+// period is how long a task that waits for records waits before it
+// attempts a read again, so that its quiet splits come closer to idle; it
+// is false when every split is idle or ended.
+func (c *splitClocks) period() (time.Duration, bool) {
 	for i, g := range c.gens {
 		if c.ended[i] || c.comb.Input(i).Idle {
 			continue
 		}
-		if t, _ := g.IdleAt(); !ok || t < at {
-			at, ok = t, true
+		if d, ok := g.Idleness().Period(); ok {
+			return d, true
 		}
 	}
-	return at, ok
+	return 0, false
 }
 
 // snapshot returns the task's position for a checkpoint of n splits: the
 // lowest highest timestamp over the splits that have not ended, and each
 // split's (Max for an ended one, Min for one without a generator yet).
-func (c *splitClocks) snapshot(n int) (lowest int64, perSplit []int64) {
-	perSplit = make([]int64, n)
+func (c *splitClocks) snapshot(n int) (lowest int64, perSplit, quiet []int64) {
+	perSplit, quiet = make([]int64, n), make([]int64, n)
 	lowest = watermark.Max
 	for i := range perSplit {
 		ts := watermark.Min
@@ -190,6 +210,7 @@ func (c *splitClocks) snapshot(n int) (lowest int64, perSplit []int64) {
 			ts = watermark.Max
 		case i < len(c.gens):
 			ts = c.gens[i].MaxTimestamp()
+			quiet[i] = c.gens[i].Idleness().Quiet()
 		}
 		perSplit[i] = ts
 		if ts != watermark.Max {
@@ -202,5 +223,5 @@ func (c *splitClocks) snapshot(n int) (lowest int64, perSplit []int64) {
 			lowest = max(lowest, g.MaxTimestamp())
 		}
 	}
-	return lowest, perSplit
+	return lowest, perSplit, quiet
 }

@@ -27,10 +27,10 @@ func readAt(t *testing.T, c *splitClocks, k int, now int64, ts ...int64) {
 	}
 }
 
-func wantStatus(t *testing.T, c *splitClocks, now int64, want watermark.Status) {
+func wantStatus(t *testing.T, c *splitClocks, want watermark.Status) {
 	t.Helper()
-	if got, _ := c.status(now); got != want {
-		t.Fatalf("status at %d = %v, want %v", now, got, want)
+	if got, _ := c.status(); got != want {
+		t.Fatalf("status = %v, want %v", got, want)
 	}
 }
 
@@ -38,57 +38,110 @@ func wantStatus(t *testing.T, c *splitClocks, now int64, want watermark.Status) 
 // read nothing yet holds it at Min, a lagging one holds it back.
 func TestSplitClocksLowest(t *testing.T) {
 	c := newSplitClocks(0)
-	c.open(2, 0)
+	c.open(2)
 	readAt(t, c, 0, 1, 100, 300, 200)
-	wantStatus(t, c, 1, watermark.Status{Watermark: watermark.Min})
+	wantStatus(t, c, watermark.Status{Watermark: watermark.Min})
 	readAt(t, c, 1, 2, 50)
-	wantStatus(t, c, 2, watermark.Status{Watermark: 49})
+	wantStatus(t, c, watermark.Status{Watermark: 49})
 	readAt(t, c, 1, 3, 400)
-	wantStatus(t, c, 3, watermark.Status{Watermark: 299})
+	wantStatus(t, c, watermark.Status{Watermark: 299})
 	// A split behind the watermark does not take it back.
 	readAt(t, c, 0, 4, 10)
-	wantStatus(t, c, 4, watermark.Status{Watermark: 299})
+	wantStatus(t, c, watermark.Status{Watermark: 299})
 }
 
 // An idle split holds nothing back; it is active again with its next
-// read. All splits idle: the task is idle at the highest watermark.
+// read. All splits idle: the task is idle at the highest watermark. A
+// split is idle once the task's read attempts have found none of its
+// records for the timeout, each attempt counting for at most a quarter of
+// it.
 func TestSplitClocksIdle(t *testing.T) {
 	c := newSplitClocks(10 * time.Millisecond)
-	c.open(2, 0)
-	readAt(t, c, 0, 5*ms, 1000)
-	wantStatus(t, c, 5*ms, watermark.Status{Watermark: watermark.Min})
-	if at, ok := c.idleAt(); !ok || at != 10*ms {
-		t.Fatalf("idleAt = %d, %v; want split 1 at %d", at, ok, 10*ms)
+	c.open(2)
+	readAt(t, c, 0, 1*ms)
+	readAt(t, c, 0, 2*ms, 1000)
+	wantStatus(t, c, watermark.Status{Watermark: watermark.Min})
+	if d, ok := c.period(); !ok || d != 10*time.Millisecond/4 {
+		t.Fatalf("period = %v, %v; want 2.5ms", d, ok)
 	}
-	wantStatus(t, c, 10*ms, watermark.Status{Watermark: 999}) // split 1 idle since its start
-	if at, ok := c.idleAt(); !ok || at != 15*ms {
-		t.Fatalf("idleAt = %d, %v; want split 0 at %d", at, ok, 15*ms)
+	for now := 3 * ms; now <= 11*ms; now += 2 * ms { // split 1 quiet for 10 ms, split 0 for 9
+		readAt(t, c, 1, now)
+		if now == 9*ms {
+			wantStatus(t, c, watermark.Status{Watermark: watermark.Min})
+		}
 	}
-	wantStatus(t, c, 15*ms, watermark.Status{Watermark: 999, Idle: true})
-	readAt(t, c, 1, 16*ms, 2000)
-	wantStatus(t, c, 16*ms, watermark.Status{Watermark: 1999})
+	wantStatus(t, c, watermark.Status{Watermark: 999}) // split 1 idle
+	readAt(t, c, 1, 12*ms)
+	wantStatus(t, c, watermark.Status{Watermark: 999, Idle: true})
+	if _, ok := c.period(); ok {
+		t.Fatal("a period with every split idle")
+	}
+	readAt(t, c, 1, 13*ms, 2000)
+	wantStatus(t, c, watermark.Status{Watermark: 1999})
+}
+
+// A stall between two read attempts counts for one check period: after a
+// pause of the process longer than the timeout, no split is idle, and the
+// one whose records the task reads first stays active.
+func TestSplitClocksStallIsNotIdleness(t *testing.T) {
+	c := newSplitClocks(300 * time.Millisecond)
+	c.open(2)
+	readAt(t, c, 0, 1*ms, 100)
+	readAt(t, c, 1, 2*ms, 200)
+	readAt(t, c, 0, 902*ms) // a stall of 900 ms, then nothing on either
+	readAt(t, c, 0, 903*ms, 300)
+	wantStatus(t, c, watermark.Status{Watermark: 199})
+}
+
+// A snapshot keeps how long each split has been quiet: a split idle at the
+// checkpoint is idle at once after the restore, one on its way there
+// counts on from where it was.
+func TestSplitClocksQuietRestored(t *testing.T) {
+	c := newSplitClocks(8 * time.Millisecond)
+	c.open(3)
+	readAt(t, c, 0, 1*ms, 500)
+	for now := 2 * ms; now <= 12*ms; now += 2 * ms {
+		readAt(t, c, 0, now, 500)
+		if now == 6*ms {
+			readAt(t, c, 2, now, 700)
+		}
+	}
+	_, per, quiet := c.snapshot(3)
+	if want := []int64{0, 8 * ms, 6 * ms}; !slices.Equal(quiet, want) {
+		t.Fatalf("quiet = %v, want %v", quiet, want)
+	}
+	r := newSplitClocks(8 * time.Millisecond)
+	r.restored, r.restoredQuiet, r.fallback = per, quiet, watermark.Min
+	r.open(3)
+	wantStatus(t, r, watermark.Status{Watermark: 499}) // split 1 idle at once
+	readAt(t, r, 0, 100*ms, 600)                       // the time since the checkpoint does not count
+	readAt(t, r, 0, 102*ms, 600)
+	wantStatus(t, r, watermark.Status{Watermark: 599}) // split 2: 6 + 2 ms quiet
+	if !r.comb.Input(2).Idle {
+		t.Fatal("split 2 did not count on from its restored quiet time")
+	}
 }
 
 // A split that is done holds nothing back, and may not read again; a
 // split the source adds later counts from its first read.
 func TestSplitClocksDoneAndNew(t *testing.T) {
 	c := newSplitClocks(0)
-	c.open(2, 0)
+	c.open(2)
 	readAt(t, c, 0, 1, 500)
 	if err := c.read(SplitRead{Split: 1, Done: true}, watermark.Min, 2); err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, c, 2, watermark.Status{Watermark: 499})
+	wantStatus(t, c, watermark.Status{Watermark: 499})
 	if err := c.read(SplitRead{N: 1, Split: 1}, 1, 3); err == nil || !strings.Contains(err.Error(), "said was done") {
 		t.Fatalf("a read of a done split: %v", err)
 	}
 	readAt(t, c, 3, 4, 450) // splits 2 and 3 are new; 2 has read nothing
-	wantStatus(t, c, 4, watermark.Status{Watermark: 499})
+	wantStatus(t, c, watermark.Status{Watermark: 499})
 	readAt(t, c, 2, 5, 800)
 	readAt(t, c, 0, 5, 900)
-	wantStatus(t, c, 5, watermark.Status{Watermark: 499}) // split 3 at 449 holds it
+	wantStatus(t, c, watermark.Status{Watermark: 499}) // split 3 at 449 holds it
 	readAt(t, c, 3, 6, 1000)
-	wantStatus(t, c, 6, watermark.Status{Watermark: 799})
+	wantStatus(t, c, watermark.Status{Watermark: 799})
 	for _, r := range []SplitRead{{N: 1, Split: -1}, {N: 1, Split: maxSplits}} {
 		if err := c.read(r, 1, 7); err == nil {
 			t.Fatalf("split %d accepted", r.Split)
@@ -106,35 +159,35 @@ func TestSplitClocksDoneAndNew(t *testing.T) {
 // task's.
 func TestSplitClocksSnapshotRestore(t *testing.T) {
 	c := newSplitClocks(0)
-	c.open(2, 0)
+	c.open(2)
 	readAt(t, c, 0, 1, 700)
 	readAt(t, c, 1, 1, 300)
 	if err := c.read(SplitRead{N: 1, Split: 2, Done: true}, 900, 1); err != nil {
 		t.Fatal(err)
 	}
-	lowest, per := c.snapshot(4)
+	lowest, per, _ := c.snapshot(4)
 	if want := []int64{700, 300, watermark.Max, watermark.Min}; lowest != watermark.Min || !slices.Equal(per, want) {
 		t.Fatalf("snapshot = %d, %v; want %d, %v", lowest, per, int64(watermark.Min), want)
 	}
-	lowest, per = c.snapshot(3)
+	lowest, per, _ = c.snapshot(3)
 	if lowest != 300 || len(per) != 3 {
 		t.Fatalf("snapshot of 3 = %d, %v; want lowest 300", lowest, per)
 	}
 
 	r := newSplitClocks(0)
 	r.restored, r.fallback = per, lowest
-	r.open(3, 0)
-	wantStatus(t, r, 0, watermark.Status{Watermark: 299})
+	r.open(3)
+	wantStatus(t, r, watermark.Status{Watermark: 299})
 	if !r.ended[2] {
 		t.Fatal("the done split was restored active")
 	}
 
 	f := newSplitClocks(0)
 	f.restored, f.fallback = per[:2], 300 // another number of splits: the task's position
-	f.open(3, 0)
-	wantStatus(t, f, 0, watermark.Status{Watermark: 299})
+	f.open(3)
+	wantStatus(t, f, watermark.Status{Watermark: 299})
 	readAt(t, f, 0, 1, 100) // behind: holds nothing back, goes nowhere
-	wantStatus(t, f, 1, watermark.Status{Watermark: 299})
+	wantStatus(t, f, watermark.Status{Watermark: 299})
 }
 
 // Rescaling deals each split's position out with the split; a divided
@@ -165,20 +218,20 @@ func TestRedistributeSplitPositions(t *testing.T) {
 // A task without splits leaves the decision to the task's clock.
 func TestSplitClocksAllEndedThenNew(t *testing.T) {
 	c := newSplitClocks(0)
-	c.open(1, 0)
+	c.open(1)
 	if err := c.read(SplitRead{Split: 0, Done: true}, watermark.Min, 1); err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, c, 1, watermark.Status{Watermark: watermark.Min, Idle: true})
+	wantStatus(t, c, watermark.Status{Watermark: watermark.Min, Idle: true})
 	readAt(t, c, 1, 2, 100)
-	wantStatus(t, c, 2, watermark.Status{Watermark: 99})
+	wantStatus(t, c, watermark.Status{Watermark: 99})
 	readAt(t, c, 2, 3, 50) // a third split, behind: it holds the task where it is
 	readAt(t, c, 1, 4, 300)
-	wantStatus(t, c, 4, watermark.Status{Watermark: 99})
+	wantStatus(t, c, watermark.Status{Watermark: 99})
 
 	none := newSplitClocks(10 * time.Millisecond)
-	none.open(0, 0)
-	if _, ok := none.status(20 * ms); ok {
+	none.open(0)
+	if _, ok := none.status(); ok {
 		t.Fatal("a task without splits decided its own status")
 	}
 }

@@ -109,6 +109,20 @@ func (c *Combiner) SetIdle(i int, idle bool) (Status, bool) {
 	return c.update()
 }
 
+// IdleAt records input i's watermark wm and marks it idle, in one step:
+// an idle status carries the watermark of the input as it went idle,
+// which counts (as the highest of the idle inputs') even when it was never
+// sent alone. It returns the combined status and whether it changed.
+func (c *Combiner) IdleAt(i int, wm int64) (Status, bool) {
+	in := &c.ins[i]
+	if in.ended {
+		return c.out, false
+	}
+	in.wm = max(in.wm, wm)
+	in.idle = true
+	return c.update()
+}
+
 // End marks input i ended: its watermark is Max from now on. It returns
 // the combined status and whether it changed.
 func (c *Combiner) End(i int) (Status, bool) {

@@ -189,7 +189,7 @@ func TestCombinerNeverRegresses(t *testing.T) {
 }
 
 func TestGeneratorBoundedOutOfOrder(t *testing.T) {
-	g, err := NewGenerator(5*time.Nanosecond, 0, 0)
+	g, err := NewGenerator(5*time.Nanosecond, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,45 +203,66 @@ func TestGeneratorBoundedOutOfOrder(t *testing.T) {
 		t.Fatalf("watermark %d after a highest timestamp of 103 and a bound of 5, want 97", g.Watermark())
 	}
 	g.Observe(Min + 2)
-	g2, _ := NewGenerator(10*time.Nanosecond, 0, 0)
+	g2, _ := NewGenerator(10*time.Nanosecond, 0)
 	g2.Observe(Min + 3)
 	if g2.Watermark() != Min {
 		t.Fatalf("watermark underflowed: %d", g2.Watermark())
 	}
-	g3, _ := NewGenerator(0, 0, 0)
+	g3, _ := NewGenerator(0, 0)
 	g3.Restore(g.MaxTimestamp())
 	if g3.Watermark() != 102 {
 		t.Fatalf("restored generator's watermark %d, want 102", g3.Watermark())
 	}
-	if _, err := NewGenerator(-1, 0, 0); err == nil {
+	if _, err := NewGenerator(-1, 0); err == nil {
 		t.Fatal("a negative bound was accepted")
 	}
-	if _, err := NewGenerator(0, -1, 0); err == nil {
+	if _, err := NewGenerator(0, -1); err == nil {
 		t.Fatal("a negative idleness timeout was accepted")
 	}
 }
 
 func TestGeneratorIdleness(t *testing.T) {
-	g, _ := NewGenerator(0, 10, 1000)
-	if g.Idle(1009) {
-		t.Fatal("idle before the timeout since the start")
+	g, _ := NewGenerator(0, 8)
+	for now := int64(1000); now <= 1008; now += 2 {
+		if g.Idle() {
+			t.Fatalf("idle at %d, before 8 ns of read attempts", now)
+		}
+		g.Read(0, now)
 	}
-	if !g.Idle(1010) {
-		t.Fatal("not idle a timeout after a start without records")
+	if !g.Idle() {
+		t.Fatal("not idle after 8 ns of empty read attempts")
 	}
-	g.Read(3, 1015)
-	if g.Idle(1024) || !g.Idle(1025) {
-		t.Fatal("idleness does not count from the last read with records")
+	g.Read(3, 1010)
+	if g.Idle() {
+		t.Fatal("idle after a read with records")
 	}
-	g.Read(0, 1030) // an empty read is no activity
-	if at, ok := g.IdleAt(); !ok || at != 1025 {
-		t.Fatalf("IdleAt = %d %v, want 1025", at, ok)
-	}
-	never, _ := NewGenerator(0, 0, 0)
-	if never.Idle(1 << 60) {
+	never, _ := NewGenerator(0, 0)
+	never.Read(0, 1)
+	never.Read(0, 1<<60)
+	if never.Idle() {
 		t.Fatal("a generator without an idleness timeout became idle")
 	}
-	if _, ok := never.IdleAt(); ok {
-		t.Fatal("IdleAt of a generator that is never idle")
+	if _, ok := never.Idleness().Period(); ok {
+		t.Fatal("a period for a generator that is never idle")
 	}
+}
+
+// An idle status carries the input's watermark: it counts as the input's
+// even when no watermark came before it, and never takes the input back.
+func TestCombinerIdleAt(t *testing.T) {
+	c := NewCombiner(2)
+	c.Advance(0, 10)
+	c.Advance(1, 40)
+	s, ch := c.IdleAt(0, 30)
+	want(t, "input 0 idle at 30", s, ch, 40, false, true)
+	s, ch = c.IdleAt(1, 90)
+	want(t, "all idle, the highest at 90", s, ch, 90, true, true)
+	s, ch = c.IdleAt(1, 50)
+	want(t, "idle again, behind", s, ch, 90, true, false)
+	if c.Input(1).Watermark != 90 {
+		t.Fatalf("input 1 went back to %v", c.Input(1))
+	}
+	c.End(0)
+	s, ch = c.IdleAt(0, 200)
+	want(t, "an ended input", s, ch, 90, true, false)
 }

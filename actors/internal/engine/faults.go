@@ -22,6 +22,10 @@ type Faults struct {
 	// RemoteBatch is Batch for the channels between nodes only (cluster
 	// mode: see Worker.Faults), where a broken stream loses batches.
 	RemoteBatch func(from, to string, seq uint64) BatchFault
+	// RemoteWatermark decides the fate of the seq-th watermark (or idle
+	// status) on a channel between nodes, from task from to task to:
+	// Drop loses it (Duplicate delivers it once).
+	RemoteWatermark func(from, to string, seq uint64) BatchFault
 	// Snapshot runs before a task snapshots its state for a checkpoint.
 	Snapshot func(task string, checkpoint uint64)
 	// Restore runs before a task loads its state from a checkpoint.

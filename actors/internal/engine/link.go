@@ -20,8 +20,8 @@ type arrivals struct {
 }
 
 type arrival struct {
-	seq, barrier atomic.Uint64
-	ended        atomic.Bool
+	seq, barrier, watermark atomic.Uint64
+	ended                   atomic.Bool
 	// granted is the input's cumulative credit, which the task sets.
 	granted atomic.Uint64
 }
@@ -39,7 +39,7 @@ func storeMax(a *atomic.Uint64, v uint64) {
 	}
 }
 
-// MessagePosted records a batch, barrier or end of input of the arrivals'
+// MessagePosted records a batch, barrier, watermark or end of input of the arrivals'
 // epoch; it runs in the poster's goroutine (the node's endpoint reader).
 func (a *arrivals) MessagePosted(m any) {
 	if env, ok := m.(*actor.MessageEnvelope); ok {
@@ -57,6 +57,10 @@ func (a *arrivals) MessagePosted(m any) {
 	case *messages.EndOfInput:
 		if in := a.input(m.Epoch, m.Channel); in != nil {
 			in.ended.Store(true)
+		}
+	case *messages.Watermark:
+		if in := a.input(m.Epoch, m.Channel); in != nil {
+			storeMax(&in.watermark, m.Seq)
 		}
 	}
 }
@@ -116,7 +120,8 @@ func (t *task) watchLinks() {
 				}
 				for _, r := range reports {
 					root.Send(r.pid, &messages.Credit{Epoch: epoch, Channel: r.out, Granted: r.a.granted.Load(), Report: true,
-						ArrivedSeq: r.a.seq.Load(), ArrivedBarrier: r.a.barrier.Load(), ArrivedEnd: r.a.ended.Load()})
+						ArrivedSeq: r.a.seq.Load(), ArrivedBarrier: r.a.barrier.Load(), ArrivedEnd: r.a.ended.Load(),
+						ArrivedWatermark: r.a.watermark.Load()})
 				}
 			}
 		}()

@@ -157,6 +157,8 @@ type outChannel struct {
 	remote bool
 	codec  dataflow.BatchCodec
 	watch  *linkwatch.Sender
+	// wmSeq numbers the watermarks sent to another node (messages.Watermark.seq).
+	wmSeq uint64
 	// counted says that the batches sent here count toward the task's
 	// records out (see dataflow.TaskPlan.CountedOutputs): once per record.
 	counted bool

@@ -75,13 +75,27 @@ func (t *task) sendItem(o *outChannel, it outItem) {
 		t.root.Send(o.pid, &messages.EndOfInput{Epoch: t.epoch, Channel: uint32(o.input), LastSeq: o.seq})
 	case it.wm != nil:
 		if o.remote {
-			t.root.Send(o.pid, &messages.Watermark{Epoch: t.epoch, Channel: uint32(o.input), Watermark: it.wm.Watermark, Idle: it.wm.Idle})
+			t.sendRemoteWatermark(o, *it.wm)
 		} else {
 			t.root.Send(o.pid, &batchMsg{epoch: t.epoch, input: o.input, mark: markWatermark, wm: *it.wm})
 		}
 	default:
 		t.sendBatch(o, it.batch, it.ts)
 	}
+}
+
+// sendRemoteWatermark sends a watermark status to another node with the
+// channel's next watermark seq, which the link watch follows: a lost last
+// watermark or idle status would stall event time downstream unseen.
+func (t *task) sendRemoteWatermark(o *outChannel, st watermark.Status) {
+	o.wmSeq++
+	if o.watch != nil {
+		o.watch.SentWatermark(o.wmSeq)
+	}
+	if f := t.sh.cfg.faults; f != nil && f.RemoteWatermark != nil && f.RemoteWatermark(t.plan.ID, o.to, o.wmSeq) == Drop {
+		return
+	}
+	t.root.Send(o.pid, &messages.Watermark{Epoch: t.epoch, Channel: uint32(o.input), Watermark: st.Watermark, Idle: st.Idle, Seq: o.wmSeq})
 }
 
 // sendBatch spends a credit of o and sends batch with the next seq, and
@@ -146,7 +160,7 @@ func (t *task) onCredit(m *messages.Credit) {
 	o := &t.outs[m.Channel]
 	o.granted = max(o.granted, m.Granted) // cumulative: a late or repeated grant is no more
 	if m.Report && o.watch != nil {
-		o.watch.Heard(time.Now(), linkwatch.Report{Seq: m.ArrivedSeq, Barrier: m.ArrivedBarrier, Ended: m.ArrivedEnd})
+		o.watch.Heard(time.Now(), linkwatch.Report{Seq: m.ArrivedSeq, Barrier: m.ArrivedBarrier, Ended: m.ArrivedEnd, Watermark: m.ArrivedWatermark})
 	}
 	t.sendQueued(o)
 }
@@ -437,7 +451,7 @@ func (t *task) onPoll() {
 		if n > 0 {
 			t.dirty = true
 		}
-		t.et.sourceRead(0)
+		t.et.sourceRead()
 		switch status {
 		case 0, dataflow.SourceMore:
 		case dataflow.SourceIdle:

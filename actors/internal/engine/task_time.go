@@ -28,7 +28,7 @@ type eventTime struct {
 	idleTimer  *time.Timer
 }
 
-// idleTick asks a source task whether it has become idle.
+// idleTick makes a source task that waits for records attempt a read.
 type idleTick struct{ epoch uint64 }
 
 // newEventTime returns the event time of a task. Every task has one: a
@@ -75,8 +75,8 @@ func (t *task) onMark(input int, m *batchMsg) {
 	switch {
 	case m.mark == markEnd:
 		st, changed = et.in.End(input)
-	case m.wm.Idle:
-		st, changed = et.in.SetIdle(input, true)
+	case m.wm.Idle: // its watermark counts too
+		st, changed = et.in.IdleAt(input, m.wm.Watermark)
 	default:
 		st, changed = et.in.Advance(input, m.wm.Watermark)
 	}
@@ -104,40 +104,42 @@ func (t *task) advance(st watermark.Status) {
 	}
 }
 
-// sourceRead updates a source task's watermark after a read (now 0: at
-// the time of the read), or at processing time now.
-func (et *eventTime) sourceRead(now int64) {
+// sourceRead updates a source task's watermark after a read attempt.
+func (et *eventTime) sourceRead() {
 	if et.src == nil {
 		return
 	}
-	if st := et.src.SourceWatermark(now); st != et.next {
+	if st := et.src.SourceWatermark(); st != et.next {
 		et.next = st
 		et.pending = et.next != et.sent
 	}
 }
 
-// armIdle makes an idle source task check, when its idleness timeout has
-// passed without a record, whether it is idle.
+// armIdle makes a source task that waits for records attempt a read again
+// after the source's check period, so that it can become idle: idleness is
+// counted in read attempts (watermark.Idleness), never on the wall clock
+// alone, so that a stall of the process does not make a source idle.
 func (et *eventTime) armIdle(t *task) {
 	if et.src == nil {
 		return
 	}
-	at, ok := et.src.IdleCheck()
+	d, ok := et.src.IdleCheck()
 	if !ok {
 		return
 	}
-	d := time.Until(time.Unix(0, at))
 	if et.idleTimer != nil {
 		et.idleTimer.Stop()
 	}
 	root, self, m := t.root, t.self, &idleTick{epoch: t.epoch}
-	et.idleTimer = time.AfterFunc(max(d, 0), func() { root.Send(self, m) })
+	et.idleTimer = time.AfterFunc(d, func() { root.Send(self, m) })
 }
 
-// onIdleTick marks a source idle once its idleness timeout has passed
-// while it waited for records, and sends that at once.
+// onIdleTick makes a source task that waits for records attempt a read:
+// one that finds nothing counts towards its idleness (and the status goes
+// out at once when it becomes idle), one that finds records makes it
+// active.
 //
-// A source that has taken a stop-with-savepoint's snapshot sends nothing
+// A source that has taken a stop-with-savepoint's snapshot reads nothing
 // more: an idle status after the barrier could advance the watermark
 // downstream and fire event-time timers the savepoint holds as pending,
 // which would fire again after the resume. releaseStop checks again if the
@@ -146,10 +148,8 @@ func (t *task) onIdleTick(m *idleTick) {
 	if m.epoch != t.epoch || !t.idle || t.stopAt != 0 {
 		return
 	}
-	t.et.sourceRead(time.Now().UnixNano())
-	if t.et.pending {
-		t.flush()
-	}
+	t.idle = false
+	t.onPoll()
 }
 
 // send sends the task's watermark status downstream if it changed since
