@@ -21,6 +21,13 @@ MINIO_DEMO_URL := s3://snapflow/demo?endpoint=127.0.0.1:9000&secure=false&create
 
 test: sizes $(MINIO_BIN) browser
 	MINIO_BIN="$(MINIO_BIN)" $(GO) test -race -count=1 ./...
+	$(GO) test -count=1 -run '^($(IN_PROCESS_CLUSTER_TESTS))$$' ./actors/
+
+# IN_PROCESS_CLUSTER_TESTS run a coordinator and workers in one test process.
+# protoactor-go's remote races with itself when several nodes share a process
+# (internal/racedetect), so under -race they skip (actors' inProcessCluster);
+# `make test` runs them again without the race detector so that they run.
+IN_PROCESS_CLUSTER_TESTS := TestClusterEventTimeExact|TestClusterInProcessExact|TestClusterLogAttributesOnce|TestClusterRescaleFromSavepoint|TestClusterWorkerLeavesInProcess|TestLostWatermarkDetected
 
 # test-loaded runs the suite (`make test`) while CPU burners hold every core,
 # two per core (BURNERS to change their number), to prove that no test
