@@ -15,6 +15,9 @@ import (
 //   - RemoteBatch func(from, to string, seq uint64) BatchFault: Batch for
 //     the channels between nodes only (cluster mode), where a broken stream
 //     loses batches.
+//   - RemoteWatermark func(from, to string, seq uint64) BatchFault: decides
+//     the fate of the seq-th watermark (or idle status) on a channel between
+//     nodes: Drop loses it, which the link watch detects.
 //   - Snapshot func(task string, checkpoint uint64): runs before a task
 //     snapshots its state for a checkpoint.
 //   - Restore func(task string, checkpoint uint64): runs before a task
@@ -27,6 +30,9 @@ import (
 //   - Priority func(task string, msg any): runs when a barrier or an
 //     alignment timeout is posted to a task's mailbox, in the poster's
 //     goroutine, in the modes where they overtake the mailbox.
+//   - Retained func(checkpoint uint64, err error): runs when the retention
+//     pass that followed the completion of checkpoint ends, with its error;
+//     it injects nothing (tests wait on it).
 type Faults = engine.Faults
 
 // BatchFault is what a Faults.Batch hook does to one batch.

@@ -39,6 +39,7 @@ func writeFrame(w io.Writer, kind byte, fields ...[]byte) error {
 // of the handshake; Guess says what they look like.
 type NotHandshake struct{ Guess string }
 
+// Error says what the peer's first bytes look like.
 func (e *NotHandshake) Error() string { return "nodeauth: the peer " + e.Guess }
 
 // readFrame reads one frame of kind and returns its n fields.
