@@ -156,7 +156,7 @@ func attack() {
 	switch os.Getenv(fgTokenEnv) {
 	case "other":
 		node(nodeauth.NewSecret())
-	case "cluster", "impersonate": // an insider: a node with the cluster's secret
+	case "cluster", "impersonate", "unbound": // an insider: a node with the cluster's secret
 		node(os.Getenv(nodeauth.EnvSecret))
 	case "replay": // what a listener captured from a node's connection
 		dial = append(dial, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithPerRPCCredentials(capturedMetadata(os.Getenv(fgCapturedEnv))))
@@ -182,6 +182,8 @@ func attack() {
 		forgeAcks(system, os.Getenv(fgJoinEnv))
 	case "impersonate":
 		impersonate(system, os.Getenv(fgJoinEnv), strings.Split(os.Getenv(fgWorkerIDsEnv), ","))
+	case "unbound":
+		reportForOthers(system, os.Getenv(fgJoinEnv), strings.Split(os.Getenv(fgWorkerIDsEnv), ","))
 	default:
 		forge(system, os.Getenv(fgJoinEnv), strings.Split(os.Getenv(fgWorkersEnv), ","))
 	}

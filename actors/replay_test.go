@@ -271,6 +271,54 @@ func impersonate(system *actor.ActorSystem, coordinator string, ids []string) {
 	}()
 }
 
+// reportForOthers sends the coordinator, in the names of the real workers
+// ids, the reports that carry no acknowledgement or failure: a source's end
+// of its records (which, counted, ends the job before its input has), a
+// task's restore and its commit of a checkpoint, for every task index and
+// the first epochs.
+func reportForOthers(system *actor.ActorSystem, coordinator string, ids []string) {
+	coord := actor.NewPID(coordinator, "snapflow-coordinator")
+	pass := func() {
+		for _, id := range ids {
+			for e := uint64(1); e <= 3; e++ {
+				for _, epoch := range []uint64{e, e<<20 | 1} {
+					for task := uint32(0); task < 6; task++ {
+						system.Root.Send(coord, &messages.TaskExhausted{WorkerId: id, Epoch: epoch, Task: task})
+						system.Root.Send(coord, &messages.TaskRestored{WorkerId: id, Epoch: epoch, Task: task})
+						for c := uint64(1); c <= 20; c++ {
+							system.Root.Send(coord, &messages.CheckpointCommitted{WorkerId: id, Epoch: epoch, CheckpointId: c, Task: task})
+						}
+					}
+				}
+			}
+		}
+	}
+	pass()
+	go func() {
+		pace := time.NewTicker(10 * time.Millisecond)
+		for range pace.C {
+			pass()
+		}
+	}()
+}
+
+// TestUnboundReportsRefused: a node with the cluster's secret that sends,
+// in the names of the real workers, sources' ends of their records, tasks'
+// restores and commits is refused by the coordinator (it logs why): the
+// job, whose workers hold their sources until then, finishes exactly. Before
+// these reports carried a worker id bound to the sending node, a forged end
+// of records ended the job with its input unread.
+func TestUnboundReportsRefused(t *testing.T) {
+	coord, workers, addr, _, ids, env := forgedCluster(t)
+	insider := startHelper(t, "insider reporting for the workers", "TestForgedHelperProcess",
+		append(env, fgRoleEnv+"=attacker", fgTokenEnv+"=unbound", fgJoinEnv+"="+addr, fgWorkerIDsEnv+"="+strings.Join(ids, ",")))
+	insider.await(t, 0, "its messages sent", func(l string) bool { return l == "forged" })
+	finishExact(t, coord, workers)
+	coord.await(t, 0, "the reports refused", func(l string) bool {
+		return strings.Contains(l, "refused a message that names a worker of another node")
+	})
+}
+
 // TestWorkerImpersonationRefused: a node with the cluster's secret that
 // names the cluster's real workers in failures, declines, ends of input and
 // acknowledgements of their tasks is refused by the coordinator (it logs

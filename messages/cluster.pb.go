@@ -29,9 +29,12 @@ const (
 
 // TaskRestored reports that a task has loaded its state for an epoch.
 type TaskRestored struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	Task          uint32                 `protobuf:"varint,2,opt,name=task,proto3" json:"task,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Epoch uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Task  uint32                 `protobuf:"varint,2,opt,name=task,proto3" json:"task,omitempty"`
+	// On a worker: the worker's id; the coordinator counts the report only
+	// from the worker the task is deployed on.
+	WorkerId      string `protobuf:"bytes,3,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -80,11 +83,21 @@ func (x *TaskRestored) GetTask() uint32 {
 	return 0
 }
 
+func (x *TaskRestored) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
 // TaskExhausted reports that a source task has read all its records.
 type TaskExhausted struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	Task          uint32                 `protobuf:"varint,2,opt,name=task,proto3" json:"task,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Epoch uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Task  uint32                 `protobuf:"varint,2,opt,name=task,proto3" json:"task,omitempty"`
+	// On a worker: the worker's id; the coordinator counts the report only
+	// from the worker the task is deployed on.
+	WorkerId      string `protobuf:"bytes,3,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -131,6 +144,13 @@ func (x *TaskExhausted) GetTask() uint32 {
 		return x.Task
 	}
 	return 0
+}
+
+func (x *TaskExhausted) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
 }
 
 // TaskFinished reports that a task has ended all its outputs.
@@ -1525,13 +1545,15 @@ var File_messages_cluster_proto protoreflect.FileDescriptor
 
 const file_messages_cluster_proto_rawDesc = "" +
 	"\n" +
-	"\x16messages/cluster.proto\x12\vsnapflow.v1\x1a\x17messages/snapflow.proto\"8\n" +
+	"\x16messages/cluster.proto\x12\vsnapflow.v1\x1a\x17messages/snapflow.proto\"U\n" +
 	"\fTaskRestored\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x12\n" +
-	"\x04task\x18\x02 \x01(\rR\x04task\"9\n" +
+	"\x04task\x18\x02 \x01(\rR\x04task\x12\x1b\n" +
+	"\tworker_id\x18\x03 \x01(\tR\bworkerId\"V\n" +
 	"\rTaskExhausted\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x12\n" +
-	"\x04task\x18\x02 \x01(\rR\x04task\"\x8c\x01\n" +
+	"\x04task\x18\x02 \x01(\rR\x04task\x12\x1b\n" +
+	"\tworker_id\x18\x03 \x01(\tR\bworkerId\"\x8c\x01\n" +
 	"\fTaskFinished\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x12\n" +
 	"\x04task\x18\x02 \x01(\rR\x04task\x12\x1b\n" +

@@ -1309,10 +1309,13 @@ func (x *CompleteCheckpoint) GetAck() bool {
 // CheckpointCommitted tells the job actor that a task handled the
 // completion of checkpoint_id (see CompleteCheckpoint.ack).
 type CheckpointCommitted struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	CheckpointId  uint64                 `protobuf:"varint,2,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
-	Task          uint32                 `protobuf:"varint,3,opt,name=task,proto3" json:"task,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Epoch        uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	CheckpointId uint64                 `protobuf:"varint,2,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	Task         uint32                 `protobuf:"varint,3,opt,name=task,proto3" json:"task,omitempty"`
+	// On a worker: the worker's id; the coordinator counts the answer only
+	// from the worker the task is deployed on.
+	WorkerId      string `protobuf:"bytes,4,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1366,6 +1369,13 @@ func (x *CheckpointCommitted) GetTask() uint32 {
 		return x.Task
 	}
 	return 0
+}
+
+func (x *CheckpointCommitted) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
 }
 
 // AbortCheckpoint tells the tasks that a checkpoint will never complete.
@@ -3483,11 +3493,12 @@ const file_messages_snapflow_proto_rawDesc = "" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12\x16\n" +
 	"\x06commit\x18\x03 \x01(\bR\x06commit\x12\x10\n" +
-	"\x03ack\x18\x04 \x01(\bR\x03ack\"d\n" +
+	"\x03ack\x18\x04 \x01(\bR\x03ack\"\x81\x01\n" +
 	"\x13CheckpointCommitted\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12\x12\n" +
-	"\x04task\x18\x03 \x01(\rR\x04task\"d\n" +
+	"\x04task\x18\x03 \x01(\rR\x04task\x12\x1b\n" +
+	"\tworker_id\x18\x04 \x01(\tR\bworkerId\"d\n" +
 	"\x0fAbortCheckpoint\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12\x16\n" +

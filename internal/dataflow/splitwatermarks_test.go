@@ -94,8 +94,9 @@ func TestSplitClocksStallIsNotIdleness(t *testing.T) {
 }
 
 // A snapshot keeps how long each split has been quiet: a split idle at the
-// checkpoint is idle at once after the restore, one on its way there
-// counts on from where it was.
+// checkpoint is idle again after one period of empty read attempts after
+// the restore (not before: records may have come while the job was down),
+// one on its way there counts on from where it was.
 func TestSplitClocksQuietRestored(t *testing.T) {
 	c := newSplitClocks(8 * time.Millisecond)
 	c.open(3)
@@ -113,10 +114,10 @@ func TestSplitClocksQuietRestored(t *testing.T) {
 	r := newSplitClocks(8 * time.Millisecond)
 	r.restored, r.restoredQuiet, r.fallback = per, quiet, watermark.Min
 	r.open(3)
-	wantStatus(t, r, watermark.Status{Watermark: 499}) // split 1 idle at once
-	readAt(t, r, 0, 100*ms, 600)                       // the time since the checkpoint does not count
+	wantStatus(t, r, watermark.Status{Watermark: watermark.Min}) // split 1 not idle before a read attempt
+	readAt(t, r, 0, 100*ms, 600)                                 // the time since the checkpoint does not count
 	readAt(t, r, 0, 102*ms, 600)
-	wantStatus(t, r, watermark.Status{Watermark: 599}) // split 2: 6 + 2 ms quiet
+	wantStatus(t, r, watermark.Status{Watermark: 599}) // split 1: 6 + 2 ms quiet, split 2: 6 + 2 ms
 	if !r.comb.Input(2).Idle {
 		t.Fatal("split 2 did not count on from its restored quiet time")
 	}

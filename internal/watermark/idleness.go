@@ -76,10 +76,13 @@ func (d *Idleness) Quiet() int64 { return d.quiet }
 
 // Restore sets the quiet time counted, from a checkpoint, as of no read
 // attempt yet: the time between the checkpoint and the restore does not
-// count.
+// count. A source (or split) idle at the checkpoint is restored one period
+// short of idle: it is idle again after its first read attempts after the
+// restore have found nothing, not before, since records may have come to
+// it while the job was down.
 func (d *Idleness) Restore(quiet int64) {
 	if d.timeout > 0 {
-		d.quiet, d.started = min(max(quiet, 0), d.timeout), false
+		d.quiet, d.started = min(max(quiet, 0), d.timeout-d.period), false
 	}
 }
 

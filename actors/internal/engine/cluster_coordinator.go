@@ -517,11 +517,18 @@ var misdirected atomic.Uint64
 // the task runs (always in one process): a task marked finished by another
 // node could end the job before its input has.
 func (j *jobActor) finishedFrom(m *messages.TaskFinished) bool {
+	return j.taskFrom("end of input", m.Task, m.WorkerId)
+}
+
+// taskFrom reports whether a message about the task of index task comes
+// from the worker running it (always in one process); what names the
+// message in the warning fromDeployed logs.
+func (j *jobActor) taskFrom(what string, task uint32, worker string) bool {
 	if j.cl == nil {
 		return true
 	}
-	if int(m.Task) >= len(j.sh.plan.Tasks) {
+	if int(task) >= len(j.sh.plan.Tasks) {
 		return false
 	}
-	return j.fromDeployed("end of input", j.sh.plan.Tasks[m.Task].ID, m.WorkerId)
+	return j.fromDeployed(what, j.sh.plan.Tasks[task].ID, worker)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -255,7 +256,7 @@ func (j *jobActor) beginRestore() {
 }
 
 func (j *jobActor) onRestored(m *messages.TaskRestored) {
-	if m.Epoch != j.epoch || j.phase != phaseRestoring {
+	if m.Epoch != j.epoch || j.phase != phaseRestoring || !j.taskFrom("restore report", m.Task, m.WorkerId) {
 		return
 	}
 	j.restored[int(m.Task)] = true
@@ -294,8 +295,9 @@ func (j *jobActor) onRestored(m *messages.TaskRestored) {
 }
 
 func (j *jobActor) onExhausted(m *messages.TaskExhausted) {
-	if m.Epoch != j.epoch || j.phase != phaseRunning {
-		return
+	if m.Epoch != j.epoch || j.phase != phaseRunning || !slices.Contains(j.sources, int(m.Task)) ||
+		!j.taskFrom("end of its records", m.Task, m.WorkerId) {
+		return // a source's end counted for a task that is none would end the job early
 	}
 	j.exhausted[int(m.Task)] = true
 	if len(j.exhausted) == len(j.sources) {

@@ -108,6 +108,9 @@ func (j *jobActor) onCommitted(m *messages.CheckpointCommitted) {
 	if int(m.Task) >= len(j.sh.plan.Tasks) {
 		return // no task of the job: counted, it would stand for a real one
 	}
+	if m.Epoch == j.epoch && !j.taskFrom("commit", m.Task, m.WorkerId) {
+		return
+	}
 	if j.final != 0 && m.Epoch == j.epoch && m.CheckpointId == j.final && j.phase == phaseRunning {
 		j.committed[m.Task] = true
 		j.checkDone()

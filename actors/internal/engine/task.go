@@ -393,7 +393,7 @@ func (t *task) onStarted(ctx actor.Context) {
 			t.fail(fmt.Errorf("start: %w", err))
 		}
 	}
-	t.root.Send(t.sh.jobPID, &messages.TaskRestored{Epoch: t.epoch, Task: uint32(t.idx)})
+	t.root.Send(t.sh.jobPID, &messages.TaskRestored{Epoch: t.epoch, Task: uint32(t.idx), WorkerId: t.sh.worker})
 }
 
 func (t *task) onRun(m *messages.RunTasks) {
@@ -461,7 +461,7 @@ func (t *task) onComplete(m *messages.CompleteCheckpoint) {
 		}
 	}
 	if m.Ack {
-		t.root.Send(t.sh.jobPID, &messages.CheckpointCommitted{Epoch: t.epoch, CheckpointId: m.CheckpointId, Task: uint32(t.idx)})
+		t.root.Send(t.sh.jobPID, &messages.CheckpointCommitted{Epoch: t.epoch, CheckpointId: m.CheckpointId, Task: uint32(t.idx), WorkerId: t.sh.worker})
 	}
 	switch {
 	case m.CheckpointId != t.stopAt:

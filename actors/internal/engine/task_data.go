@@ -462,7 +462,7 @@ func (t *task) onPoll() {
 			t.exhausted = true
 			t.et.exhausted()
 			t.flush()
-			t.root.Send(t.sh.jobPID, &messages.TaskExhausted{Epoch: t.epoch, Task: uint32(t.idx)})
+			t.root.Send(t.sh.jobPID, &messages.TaskExhausted{Epoch: t.epoch, Task: uint32(t.idx), WorkerId: t.sh.worker})
 		}
 	}
 	t.armLinger()
