@@ -56,12 +56,15 @@ test-loaded: $(MINIO_BIN) browser
 # and MinIO, 20ms checkpoints, at least 240 injected task failures; then the
 # cluster event-time shape (6 workers SIGKILLed), the cluster shape, at least 50 node failures (workers SIGKILLed and SIGSTOPped,
 # coordinators SIGKILLed and restarted) across processes, and at least 30
-# network partitions cut in Linux network namespaces. Replay a
+# network partitions cut in Linux network namespaces; then the model test of
+# the state backends, 400 sequences of 150 operations on the heap and on disk
+# (SNAPFLOW_MODEL_SEEDS and SNAPFLOW_MODEL_OPS change both). Replay a
 # failing run with SNAPFLOW_SEED=<seed printed>.
 soak: $(MINIO_BIN)
 	SNAPFLOW_SOAK=full MINIO_BIN="$(MINIO_BIN)" $(GO) test -race -count=1 -timeout 60m -run '^TestSoak$$' -v ./actors/
 	SNAPFLOW_SOAK=full $(GO) test -race -count=1 -timeout 30m -run '^TestClusterEventTime$$' -v ./internal/chaos/
 	SNAPFLOW_SOAK=full $(GO) test -race -count=1 -timeout 30m -run '^(TestClusterSoak|TestPartitionSoak)$$' -v ./examples/cluster/
+	SNAPFLOW_SOAK=full $(GO) test -race -count=1 -timeout 60m -run '^TestModelBackends$$' -v ./internal/dataflow/
 
 vet:
 	$(GO) vet ./...

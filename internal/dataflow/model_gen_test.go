@@ -64,10 +64,11 @@ const (
 	// newest (modulo their number), into Par new tasks, key group by key
 	// group when ByGroup, as the runtime restores it: a checkpoint into
 	// the backend it was taken on, a savepoint into the other one when
-	// Switch.
+	// Switch. The new tasks declare states vt and mt with a time-to-live
+	// of TTL seconds (0: none), which may be another than the point's.
 	mRestore
 	// mSwitch takes a savepoint and restores it at once into Par tasks of
-	// the other backend.
+	// the other backend, with a time-to-live of TTL.
 	mSwitch
 )
 
@@ -84,6 +85,7 @@ type mOp struct {
 	Par     int
 	ByGroup bool
 	Switch  bool
+	TTL     int64
 }
 
 func (o mOp) String() string {
@@ -105,9 +107,9 @@ func (o mOp) String() string {
 	case mSavepoint:
 		return "savepoint" + deferred(o.Defer)
 	case mRestore:
-		return fmt.Sprintf("restore back=%d par=%d by-group=%v switch=%v", o.Back, o.Par, o.ByGroup, o.Switch)
+		return fmt.Sprintf("restore back=%d par=%d by-group=%v switch=%v ttl=%ds", o.Back, o.Par, o.ByGroup, o.Switch, o.TTL)
 	case mSwitch:
-		return fmt.Sprintf("switch backends par=%d by-group=%v", o.Par, o.ByGroup)
+		return fmt.Sprintf("switch backends par=%d by-group=%v ttl=%ds", o.Par, o.ByGroup, o.TTL)
 	}
 	return fmt.Sprintf("mKind(%d)", o.Kind)
 }
@@ -240,7 +242,8 @@ type mGen struct {
 	now    int64 // seconds
 	wm     int64
 	par    int
-	points int // checkpoints and savepoints taken so far
+	ttl    int64 // of the tasks now
+	points int   // checkpoints and savepoints taken so far
 	// timers are recent timers registered, for deletes to name.
 	timers []int64
 }
@@ -256,7 +259,7 @@ func genModelSeq(seed uint64, n int) mSeq {
 		Batch:     1 + r.IntN(8),
 		Untracked: r.IntN(8) == 0,
 	}
-	g := &mGen{r: r, cfg: cfg, now: mStartClock, wm: mStartWatermark, par: cfg.Par}
+	g := &mGen{r: r, cfg: cfg, now: mStartClock, wm: mStartWatermark, par: cfg.Par, ttl: cfg.TTL}
 	seq := mSeq{Seed: seed, Cfg: cfg}
 	for len(seq.Ops) < n {
 		seq.Ops = append(seq.Ops, g.op())
@@ -275,7 +278,7 @@ func (g *mGen) op() mOp {
 		return mOp{Kind: mBatch, Recs: recs}
 	case x < 60:
 		if r.IntN(4) > 0 {
-			g.now += r.Int64N(g.cfg.TTL + 2)
+			g.now += r.Int64N(max(g.ttl, g.cfg.TTL) + 2)
 		}
 		return mOp{Kind: mClock, T: g.now}
 	case x < 65:
@@ -290,14 +293,17 @@ func (g *mGen) op() mOp {
 		g.points++
 		return mOp{Kind: mSavepoint, Defer: r.IntN(3) == 0}
 	case x < 95:
-		o := mOp{Kind: mRestore, Par: g.newPar(), ByGroup: r.IntN(2) == 0, Switch: r.IntN(2) == 0}
+		if r.IntN(4) == 0 { // another time-to-live, or none
+			g.ttl = []int64{0, 2, 5, 10}[r.IntN(4)]
+		}
+		o := mOp{Kind: mRestore, Par: g.newPar(), ByGroup: r.IntN(2) == 0, Switch: r.IntN(2) == 0, TTL: g.ttl}
 		if g.points > 1 && r.IntN(3) == 0 {
 			o.Back = r.IntN(g.points)
 		}
 		return o
 	}
 	g.points++
-	return mOp{Kind: mSwitch, Par: g.newPar(), ByGroup: r.IntN(2) == 0}
+	return mOp{Kind: mSwitch, Par: g.newPar(), ByGroup: r.IntN(2) == 0, TTL: g.ttl}
 }
 
 // newPar is the parallelism of a restore: half the time the current one.

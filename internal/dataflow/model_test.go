@@ -123,8 +123,9 @@ func (a *mMapOf[V]) allMutate(n int64) int {
 	return changed
 }
 
-// mStates are the states of one instance: v, vt (with a time-to-live)
-// and vl (a slice, changed in place), and maps m, mt and ml alike.
+// mStates are the states of one instance: v, vt (with a time-to-live
+// unless ttl is 0) and vl (a slice, changed in place), and maps m, mt and
+// ml alike.
 type mStates struct {
 	vals [3]mValue
 	maps [3]mMap
@@ -147,14 +148,18 @@ func newMStates(ks *KeyedSetup[string], ttl time.Duration) *mStates {
 		return true
 	}
 	st := &mStates{v: Value[int64](ks, "v"), m: MapOf[string, int64](ks, "m")}
+	vt, mt := Value[string](ks, "vt"), MapOf[string, string](ks, "mt")
+	if ttl > 0 {
+		vt, mt = vt.WithTTL(ttl), mt.WithTTL(ttl)
+	}
 	st.vals = [3]mValue{
 		&mVal[int64]{st: st.v, mk: num, show: showNum},
-		&mVal[string]{st: Value[string](ks, "vt").WithTTL(ttl), mk: str, show: showStr},
+		&mVal[string]{st: vt, mk: str, show: showStr},
 		&mVal[[]int64]{st: Value[[]int64](ks, "vl"), mk: list, show: showList, bump: bump},
 	}
 	st.maps = [3]mMap{
 		&mMapOf[int64]{st: st.m, mk: num, show: showNum},
-		&mMapOf[string]{st: MapOf[string, string](ks, "mt").WithTTL(ttl), mk: str, show: showStr},
+		&mMapOf[string]{st: mt, mk: str, show: showStr},
 		&mMapOf[[]int64]{st: MapOf[string, []int64](ks, "ml"), mk: list, show: showList, bump: bump},
 	}
 	return st
@@ -254,9 +259,10 @@ type mSide struct {
 	dir   string // the databases and the stored checkpoints' files
 	disk  bool   // the backend now
 	par   int
+	ttl   int64 // the time-to-live of vt and mt now, in seconds (0: none)
 	plan  *Plan
 	now   int64 // the processing time, in ns
-	plans map[int]*Plan
+	plans map[[2]int64]*Plan // by parallelism and time-to-live
 	tasks []*mTask
 	// points are the checkpoints and savepoints taken, oldest first.
 	points []*mPoint
@@ -269,6 +275,41 @@ type mSide struct {
 	// the side's backend: true skips it. The test of the model itself
 	// injects faults with it.
 	fault func(disk bool, o mStOp) bool
+	// stats counts what the run exercised (nil: nothing is counted).
+	stats *mStats
+}
+
+// mStats counts what runs exercised, to show that the sequences reach
+// the paths they are meant to.
+type mStats struct {
+	runs, ops        int
+	incremental      int // incremental checkpoints of a task, on disk and on the heap
+	deferred         int // snapshots completed after the task went on
+	rescales         int // restores at another parallelism than the point's
+	fileMerges       int // tasks restored from the files of more than one database
+	adopted          int // tasks that took a stored database's files as theirs
+	byGroup          int // tasks restored key group by key group
+	switches         int // restores into the other backend than the point's
+	eventFired       int // event-time timers fired
+	processingFired  int // processing-time timers fired
+	expiredReads     int // reads of vt or mt that found nothing (expired, or never set)
+	iterations       int // All over a map, to the end or stopped
+	savepointEntries int // entries read back from savepoints
+}
+
+func (st *mStats) String() string {
+	return fmt.Sprintf("%d runs of %d operations: %d incremental checkpoints of a task, %d deferred snapshots, %d rescales, "+
+		"%d tasks restored from several databases, %d adopted databases, %d tasks restored by key group, %d backend switches, "+
+		"%d event-time and %d processing-time timers fired, %d reads of vt and mt that found nothing, %d iterations, %d savepoint entries",
+		st.runs, st.ops, st.incremental, st.deferred, st.rescales, st.fileMerges, st.adopted, st.byGroup, st.switches,
+		st.eventFired, st.processingFired, st.expiredReads, st.iterations, st.savepointEntries)
+}
+
+// count adds one to the counter fn picks, when counting.
+func (s *mSide) count(fn func(*mStats) *int) {
+	if s.stats != nil {
+		*fn(s.stats)++
+	}
 }
 
 // mTask is one task of a side: its instance, and what incremental
@@ -304,15 +345,24 @@ type mStored struct {
 	files  []string
 }
 
-// log adds a line to the history, numbered by the operation.
+// log adds a line to the history, numbered by the operation ("end"
+// after the last).
 func (s *mSide) log(format string, args ...any) {
-	s.hist = append(s.hist, fmt.Sprintf("#%d ", s.op)+fmt.Sprintf(format, args...))
+	at := "end "
+	if s.op < len(s.seq.Ops) {
+		at = fmt.Sprintf("#%d ", s.op)
+	}
+	s.hist = append(s.hist, at+fmt.Sprintf(format, args...))
 }
 
 // runModelSide runs seq on a side that starts on disk or on the heap,
 // with its files under dir, and returns its history; an error ends it.
-func runModelSide(seq mSeq, dir string, disk bool, fault func(bool, mStOp) bool) (hist []string, err error) {
-	s := &mSide{seq: &seq, dir: dir, disk: disk, now: mStartClock * int64(time.Second), plans: map[int]*Plan{}, fault: fault}
+func runModelSide(seq mSeq, dir string, disk bool, fault func(bool, mStOp) bool, stats *mStats) (hist []string, err error) {
+	s := &mSide{seq: &seq, dir: dir, disk: disk, now: mStartClock * int64(time.Second), plans: map[[2]int64]*Plan{}, ttl: seq.Cfg.TTL, fault: fault, stats: stats}
+	if stats != nil {
+		stats.runs++
+		stats.ops += len(seq.Ops)
+	}
 	defer func() {
 		if cerr := s.closeAll(); err == nil && cerr != nil {
 			err = cerr
@@ -335,7 +385,7 @@ func runModelSide(seq mSeq, dir string, disk bool, fault func(bool, mStOp) bool)
 	if err := s.complete(); err != nil {
 		return nil, err
 	}
-	// What the tasks hold at the end, entry by entry.
+	// What the tasks hold at the end, entry by entry: a last savepoint.
 	return nil, s.checkpoint(false, false, true)
 }
 
@@ -385,45 +435,52 @@ func (s *mSide) step(o mOp) (err error) {
 			disk = !disk
 		}
 		s.log("restore point %d at parallelism %d", n, o.Par)
-		return s.restore(pt, o.Par, disk, o.ByGroup)
+		return s.restore(pt, o.Par, o.TTL, disk, o.ByGroup)
 	case mSwitch:
 		if err := s.checkpoint(false, false, true); err != nil {
 			return err
 		}
 		pt := s.points[len(s.points)-1]
-		return s.restore(pt, o.Par, !pt.disk, o.ByGroup)
+		return s.restore(pt, o.Par, o.TTL, !pt.disk, o.ByGroup)
 	default:
 		return fmt.Errorf("unknown operation %d", o.Kind)
 	}
 	return nil
 }
 
-// planOf returns the plan of the model's job at parallelism par.
-func (s *mSide) planOf(par int) (*Plan, error) {
-	if p := s.plans[par]; p != nil {
+// planOf returns the plan of the model's job at parallelism par, whose
+// states vt and mt have a time-to-live of ttl seconds (0: none).
+func (s *mSide) planOf(par int, ttl int64) (*Plan, error) {
+	if p := s.plans[[2]int64{int64(par), ttl}]; p != nil {
 		return p, nil
 	}
 	g := New("model", MaxParallelism(s.seq.Cfg.MaxP))
 	k := KeyBy(FromSlice(g, "src", []mRec{}), func(r mRec) string { return r.Key })
-	Sink(Process(k, "p", s.setup, Parallelism(par)), "sink", discard[string])
+	setup := func(ks *KeyedSetup[string]) ProcessFunc[string, mRec, string] { return s.setup(ks, ttl) }
+	Sink(Process(k, "p", setup, Parallelism(par)), "sink", discard[string])
 	p, err := NewPlan(g)
 	if err != nil {
 		return nil, err
 	}
-	s.plans[par] = p
+	s.plans[[2]int64{int64(par), ttl}] = p
 	return p, nil
 }
 
 // setup declares the model's states and returns its process function:
 // each record does what its operations say and emits what its reads saw;
 // a timer emits what it fired with and what the key holds, then writes.
-func (s *mSide) setup(ks *KeyedSetup[string]) ProcessFunc[string, mRec, string] {
+func (s *mSide) setup(ks *KeyedSetup[string], ttl int64) ProcessFunc[string, mRec, string] {
 	ks.clock = func() int64 { return s.now }
-	st := newMStates(ks, time.Duration(s.seq.Cfg.TTL)*time.Second)
+	st := newMStates(ks, time.Duration(ttl)*time.Second)
 	OnTimer(ks, func(ctx *Context[string], tm Timer, out *Collector[string]) error {
 		v, ok := st.v.Get()
 		out.Emit(fmt.Sprintf("%s %s fired %s %ds: v %d %v, m %v, mt.len %d",
 			ctx.TaskID(), ctx.Key(), tm.Domain, tm.Time.Unix(), v, ok, sortedAll(st.maps[0]), st.maps[1].len()))
+		if tm.Domain == EventTime {
+			s.count(func(c *mStats) *int { return &c.eventFired })
+		} else {
+			s.count(func(c *mStats) *int { return &c.processingFired })
+		}
 		st.v.Set(v + 1)
 		st.m.Put("fired", tm.Time.Unix())
 		return nil
@@ -433,7 +490,14 @@ func (s *mSide) setup(ks *KeyedSetup[string]) ProcessFunc[string, mRec, string] 
 			if s.fault != nil && s.fault(s.disk, o) {
 				continue
 			}
-			if seen := st.apply(ctx, o); seen != "" {
+			seen := st.apply(ctx, o)
+			switch {
+			case seen == "absent" && o.S == 1 && (o.Kind == sVGet || o.Kind == sMGet):
+				s.count(func(c *mStats) *int { return &c.expiredReads })
+			case o.Kind == sMAll || o.Kind == sMAllStop || o.Kind == sMAllDelete || o.Kind == sMAllMutate:
+				s.count(func(c *mStats) *int { return &c.iterations })
+			}
+			if seen != "" {
 				out.Emit(fmt.Sprintf("%s %s %s -> %s", ctx.TaskID(), ctx.Key(), o, seen))
 			}
 		}
@@ -443,7 +507,7 @@ func (s *mSide) setup(ks *KeyedSetup[string]) ProcessFunc[string, mRec, string] 
 
 // start creates par tasks with no state.
 func (s *mSide) start(par int) error {
-	p, err := s.planOf(par)
+	p, err := s.planOf(par, s.ttl)
 	if err != nil {
 		return err
 	}
@@ -552,6 +616,7 @@ func (s *mSide) checkpoint(incr, deferred, savepoint bool) error {
 		var groups groupSet // nil: every key group
 		if !full {
 			groups = slices.Clone(t.acc)
+			s.count(func(c *mStats) *int { return &c.incremental })
 		}
 		stored := &mStored{id: t.plan.ID}
 		pt.tasks[i] = stored
@@ -595,6 +660,13 @@ func (s *mSide) checkpoint(incr, deferred, savepoint bool) error {
 			}
 			back.KeyGroups = nil
 			stored.head, stored.groups = back, kgs
+			if savepoint && s.stats != nil {
+				for _, g := range kgs {
+					for _, ns := range g.GetStates() {
+						s.stats.savepointEntries += len(ns.GetEntries())
+					}
+				}
+			}
 			if savepoint {
 				s.logEntries(fmt.Sprintf("savepoint %d %s", id, t.plan.ID), back, kgs)
 			} else {
@@ -603,6 +675,7 @@ func (s *mSide) checkpoint(incr, deferred, savepoint bool) error {
 			return nil
 		}
 		if deferred {
+			s.count(func(c *mStats) *int { return &c.deferred })
 			s.later = append(s.later, done)
 		} else if err := done(); err != nil {
 			return err
@@ -696,14 +769,14 @@ func (s *mSide) logEntries(what string, head *messages.TaskState, kgs map[uint32
 // backend, as the runtime does: PlanRestore says which stored tasks each
 // new one reads, it restores their key groups in its range (whole, or
 // key group by key group), then the files of their databases.
-func (s *mSide) restore(pt *mPoint, par int, disk, byGroup bool) error {
+func (s *mSide) restore(pt *mPoint, par int, ttl int64, disk, byGroup bool) error {
 	if err := s.complete(); err != nil {
 		return err
 	}
 	if err := s.closeAll(); err != nil {
 		return err
 	}
-	p, err := s.planOf(par)
+	p, err := s.planOf(par, ttl)
 	if err != nil {
 		return err
 	}
@@ -724,7 +797,13 @@ func (s *mSide) restore(pt *mPoint, par int, disk, byGroup bool) error {
 	if err != nil {
 		return err
 	}
-	s.par, s.plan, s.disk = par, p, disk
+	if par != pt.par {
+		s.count(func(c *mStats) *int { return &c.rescales })
+	}
+	if disk != pt.disk {
+		s.count(func(c *mStats) *int { return &c.switches })
+	}
+	s.par, s.plan, s.disk, s.ttl = par, p, disk, ttl
 	for sub := range par {
 		t, err := s.newTask(sub)
 		if err != nil {
@@ -743,6 +822,7 @@ func (s *mSide) restore(pt *mPoint, par int, disk, byGroup bool) error {
 func (s *mSide) restoreTask(t *mTask, r *Restore, states map[string]*messages.TaskState, byID map[string]*mStored, byGroup bool) error {
 	if st := r.State(s.plan, t.plan.Index, states); st != nil {
 		if byGroup {
+			s.count(func(c *mStats) *int { return &c.byGroup })
 			head := proto.Clone(st).(*messages.TaskState)
 			head.KeyGroups = nil
 			if err := t.inst.Restore(head); err != nil {
@@ -764,6 +844,9 @@ func (s *mSide) restoreTask(t *mTask, r *Restore, states map[string]*messages.Ta
 			sources = append(sources, src)
 		}
 	}
+	if len(sources) > 1 {
+		s.count(func(c *mStats) *int { return &c.fileMerges })
+	}
 	for i, src := range sources {
 		dc := t.inst.(DiskCheckpointer)
 		dir, err := dc.PrepareRestore(strconv.Itoa(i))
@@ -773,7 +856,10 @@ func (s *mSide) restoreTask(t *mTask, r *Restore, states map[string]*messages.Ta
 		if err := mCopy(src.dir, src.files, dir); err != nil {
 			return err
 		}
-		_, err = dc.RestoreFiles(dir, src.desc, len(sources) == 1)
+		adopted, err := dc.RestoreFiles(dir, src.desc, len(sources) == 1)
+		if adopted {
+			s.count(func(c *mStats) *int { return &c.adopted })
+		}
 		if rerr := os.RemoveAll(dir); err == nil {
 			err = rerr
 		}
@@ -810,14 +896,14 @@ func (f *mFailure) String() string {
 // checkModel runs seq on both sides, under a new directory of root, and
 // returns how they differ, or nil. A run that fails on both sides alike
 // is a failure too.
-func checkModel(seq mSeq, root string, fault func(bool, mStOp) bool) *mFailure {
+func checkModel(seq mSeq, root string, fault func(bool, mStOp) bool, stats *mStats) *mFailure {
 	dir, err := os.MkdirTemp(root, "run-")
 	if err != nil {
 		return &mFailure{heapErr: err, diskErr: err}
 	}
 	defer os.RemoveAll(dir)
-	a, aerr := runModelSide(seq, filepath.Join(dir, "a"), false, fault)
-	b, berr := runModelSide(seq, filepath.Join(dir, "b"), true, fault)
+	a, aerr := runModelSide(seq, filepath.Join(dir, "a"), false, fault, stats)
+	b, berr := runModelSide(seq, filepath.Join(dir, "b"), true, fault, stats)
 	for i := range max(len(a), len(b)) {
 		la, lb := "(end)", "(end)"
 		if i < len(a) {
@@ -838,8 +924,8 @@ func checkModel(seq mSeq, root string, fault func(bool, mStOp) bool) *mFailure {
 
 // shrinkReport shrinks the failing seq and describes the shrunk one.
 func shrinkReport(seq mSeq, root string, fault func(bool, mStOp) bool, f *mFailure) (mSeq, string) {
-	small := shrinkModel(seq, func(c mSeq) bool { return checkModel(c, root, fault) != nil }, 3000)
-	if g := checkModel(small, root, fault); g != nil {
+	small := shrinkModel(seq, func(c mSeq) bool { return checkModel(c, root, fault, nil) != nil }, 3000)
+	if g := checkModel(small, root, fault, nil); g != nil {
 		f = g
 	}
 	return small, fmt.Sprintf("the heap and disk backends differ on seed %d (%d operations, shrunk to %d):\n%s%s",
@@ -851,9 +937,9 @@ func shrinkReport(seq mSeq, root string, fault func(bool, mStOp) bool, f *mFailu
 // both with SNAPFLOW_SOAK=full (make soak); SNAPFLOW_SEED replays one
 // seed.
 func modelRuns(t *testing.T) (seeds, ops int, first uint64) {
-	seeds, ops = 60, 40
+	seeds, ops = 30, 40 // about 8 s of CPU under -race
 	if os.Getenv("SNAPFLOW_SOAK") == "full" {
-		seeds, ops = 3000, 150
+		seeds, ops = 400, 150
 	}
 	for _, v := range []struct {
 		name string
@@ -887,11 +973,39 @@ func TestModelBackends(t *testing.T) {
 	seeds, ops, first := modelRuns(t)
 	t.Logf("%d sequences of %d operations from seed %d (replay one with SNAPFLOW_SEED=<seed> SNAPFLOW_MODEL_OPS=%d)", seeds, ops, first, ops)
 	root := t.TempDir()
+	stats := &mStats{}
 	for i := range seeds {
 		seq := genModelSeq(first+uint64(i), ops)
-		if f := checkModel(seq, root, nil); f != nil {
+		if f := checkModel(seq, root, nil, stats); f != nil {
 			_, report := shrinkReport(seq, root, nil, f)
 			t.Fatal(report)
 		}
 	}
+	t.Log(stats)
+}
+
+// TestModelCatchesAndShrinks checks the model test itself: with a fault
+// injected into whichever side is on disk (a Clear of value state v does
+// nothing there), a sequence fails, and it is shrunk to at most 3
+// operations, printed with its seed and a v.clear.
+func TestModelCatchesAndShrinks(t *testing.T) {
+	fault := func(disk bool, o mStOp) bool { return disk && o.Kind == sVClear && o.S == 0 }
+	root := t.TempDir()
+	for seed := uint64(1); seed <= 20; seed++ {
+		seq := genModelSeq(seed, 30)
+		f := checkModel(seq, root, fault, nil)
+		if f == nil {
+			continue
+		}
+		small, report := shrinkReport(seq, root, fault, f)
+		if len(small.Ops) > 3 || !strings.Contains(report, "v.clear") || !strings.Contains(report, fmt.Sprintf("seed %d,", seed)) {
+			t.Fatalf("shrunk to %d operations, want at most 3 with a v.clear and the seed:\n%s", len(small.Ops), report)
+		}
+		if checkModel(small, root, fault, nil) == nil {
+			t.Fatalf("the shrunk sequence passes:\n%s", report)
+		}
+		t.Log(report)
+		return
+	}
+	t.Fatal("no sequence of seeds 1 to 20 caught a Clear that does nothing on disk")
 }
