@@ -140,24 +140,24 @@ func (r mRec) String() string {
 type sKind uint8
 
 const (
-	sVGet    sKind = iota + 1 // Get of value state S
-	sVSet                     // Set to a value made from N
-	sVClear                   // Clear
-	sVLen                     // Len: the task's keys with a value
-	sVMutate                  // Get, then change the value in place by N (state vl)
-	sMGet                     // Get of user key UK of map state S
-	sMHas                     // whether Get finds UK
-	sMPut                     // Put UK, a value made from N
-	sMDel                     // Delete UK
-	sMLen                     // Len
-	sMAll                     // All, to the end
-	sMAllStop                 // All, stopped after N entries
-	sMAllMutate               // All, changing each value in place by N (state ml)
-	sMAllDelete               // All, deleting each user key at most UK
-	sRegEvent                 // register an event-time timer at N (seconds)
-	sDelEvent                 // delete the event-time timer at N
-	sRegProc                  // register a processing-time timer at N
-	sDelProc                  // delete the processing-time timer at N
+	sVGet       sKind = iota + 1 // Get of value state S
+	sVSet                        // Set to a value made from N
+	sVClear                      // Clear
+	sVLen                        // Len: the task's keys with a value
+	sVMutate                     // Get, then change the value in place by N (state vl)
+	sMGet                        // Get of user key UK of map state S
+	sMHas                        // whether Get finds UK
+	sMPut                        // Put UK, a value made from N
+	sMDel                        // Delete UK
+	sMLen                        // Len
+	sMAll                        // All, to the end
+	sMAllStop                    // All, stopped after N entries
+	sMAllMutate                  // All, changing each value in place by N (state ml)
+	sMAllDelete                  // All, deleting each user key at most UK
+	sRegEvent                    // register an event-time timer at N (seconds)
+	sDelEvent                    // delete the event-time timer at N
+	sRegProc                     // register a processing-time timer at N
+	sDelProc                     // delete the processing-time timer at N
 )
 
 // mStOp is one thing a record does.

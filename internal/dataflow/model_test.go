@@ -261,7 +261,7 @@ type mSide struct {
 	par   int
 	ttl   int64 // the time-to-live of vt and mt now, in seconds (0: none)
 	plan  *Plan
-	now   int64 // the processing time, in ns
+	now   int64              // the processing time, in ns
 	plans map[[2]int64]*Plan // by parallelism and time-to-live
 	tasks []*mTask
 	// points are the checkpoints and savepoints taken, oldest first.
