@@ -877,12 +877,19 @@ func (s *mSide) restoreTask(t *mTask, r *Restore, states map[string]*messages.Ta
 type mFailure struct {
 	line       int // the first line that differs
 	heap, disk string
+	before     []string // the lines before it, up to 5
 	heapErr    error // the side that started on the heap
 	diskErr    error // the side that started on disk
 }
 
 func (f *mFailure) String() string {
 	var b strings.Builder
+	if len(f.before) > 0 {
+		fmt.Fprintf(&b, "history lines %d to %d, the same on both sides:\n", f.line-len(f.before), f.line-1)
+		for _, l := range f.before {
+			fmt.Fprintf(&b, "  %s\n", l)
+		}
+	}
 	fmt.Fprintf(&b, "history line %d differs:\n  started on the heap: %s\n  started on disk:     %s\n", f.line, f.heap, f.disk)
 	if f.heapErr != nil {
 		fmt.Fprintf(&b, "  the side that started on the heap failed: %v\n", f.heapErr)
@@ -913,7 +920,7 @@ func checkModel(seq mSeq, root string, fault func(bool, mStOp) bool, stats *mSta
 			lb = b[i]
 		}
 		if la != lb {
-			return &mFailure{line: i, heap: la, disk: lb, heapErr: aerr, diskErr: berr}
+			return &mFailure{line: i, heap: la, disk: lb, before: a[max(0, i-5):i], heapErr: aerr, diskErr: berr}
 		}
 	}
 	if aerr != nil || berr != nil {
