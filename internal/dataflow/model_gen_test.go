@@ -25,10 +25,14 @@ type mCfg struct {
 	// runtime does when checkpoints are full: they then report every key
 	// group as written.
 	Untracked bool
+	// Pad lengthens the values of vt and mt by as many bytes, so that
+	// the state outgrows the databases' memtable of 1 MiB: tables are
+	// flushed and compacted while the sequence runs.
+	Pad int
 }
 
 func (c mCfg) String() string {
-	return fmt.Sprintf("config maxP=%d par=%d keys=%d ttl=%ds batch=%d untracked=%v", c.MaxP, c.Par, c.Keys, c.TTL, c.Batch, c.Untracked)
+	return fmt.Sprintf("config maxP=%d par=%d keys=%d ttl=%ds batch=%d untracked=%v pad=%d", c.MaxP, c.Par, c.Keys, c.TTL, c.Batch, c.Untracked, c.Pad)
 }
 
 // mSeq is a sequence: its configuration and operations.
@@ -258,6 +262,9 @@ func genModelSeq(seed uint64, n int) mSeq {
 		TTL:       []int64{2, 5, 10}[r.IntN(3)],
 		Batch:     1 + r.IntN(8),
 		Untracked: r.IntN(8) == 0,
+	}
+	if r.IntN(6) == 0 {
+		cfg.Pad = 16000
 	}
 	g := &mGen{r: r, cfg: cfg, now: mStartClock, wm: mStartWatermark, par: cfg.Par, ttl: cfg.TTL}
 	seq := mSeq{Seed: seed, Cfg: cfg}

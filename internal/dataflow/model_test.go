@@ -3,6 +3,7 @@ package dataflow
 import (
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"maps"
 	"os"
 	"path/filepath"
@@ -133,12 +134,12 @@ type mStates struct {
 	m    *MapState[string, string, int64]
 }
 
-func newMStates(ks *KeyedSetup[string], ttl time.Duration) *mStates {
+func newMStates(ks *KeyedSetup[string], ttl time.Duration, pad int) *mStates {
 	num := func(n int64) int64 { return n }
-	str := func(n int64) string { return "s" + strconv.FormatInt(n, 10) }
+	str := func(n int64) string { return "s" + strconv.FormatInt(n, 10) + strings.Repeat(".", pad) }
 	list := func(n int64) []int64 { return []int64{n, -n} }
 	showNum := func(n int64) string { return strconv.FormatInt(n, 10) }
-	showStr := func(s string) string { return s }
+	showStr := func(s string) string { return shortText(s) }
 	showList := func(l []int64) string { return fmt.Sprint(l) }
 	bump := func(l []int64, n int64) bool {
 		if len(l) == 0 {
@@ -232,6 +233,14 @@ func (st *mStates) apply(ctx *Context[string], o mStOp) string {
 		ctx.DeleteProcessingTimer(time.Unix(o.N, 0))
 	}
 	return ""
+}
+
+// shortText is s, or its start, length and checksum when it is long.
+func shortText(s string) string {
+	if len(s) <= 40 {
+		return s
+	}
+	return fmt.Sprintf("%.12q... (%d bytes, crc %08x)", s, len(s), crc32.ChecksumIEEE([]byte(s)))
 }
 
 func found(x string, ok bool) string {
@@ -471,7 +480,7 @@ func (s *mSide) planOf(par int, ttl int64) (*Plan, error) {
 // a timer emits what it fired with and what the key holds, then writes.
 func (s *mSide) setup(ks *KeyedSetup[string], ttl int64) ProcessFunc[string, mRec, string] {
 	ks.clock = func() int64 { return s.now }
-	st := newMStates(ks, time.Duration(ttl)*time.Second)
+	st := newMStates(ks, time.Duration(ttl)*time.Second, s.seq.Cfg.Pad)
 	OnTimer(ks, func(ctx *Context[string], tm Timer, out *Collector[string]) error {
 		v, ok := st.v.Get()
 		out.Emit(fmt.Sprintf("%s %s fired %s %ds: v %d %v, m %v, mt.len %d",
@@ -748,8 +757,8 @@ func (s *mSide) logEntries(what string, head *messages.TaskState, kgs map[uint32
 				continue
 			}
 			for _, e := range ns.GetEntries() {
-				lines = append(lines, fmt.Sprintf("key group %d %s key %q user key %q value %q written %d",
-					kg, ns.GetName(), e.GetKey(), e.GetMapKey(), e.GetValue(), e.GetWrittenAt()))
+				lines = append(lines, fmt.Sprintf("key group %d %s key %q user key %q value %s written %d",
+					kg, ns.GetName(), e.GetKey(), e.GetMapKey(), shortText(fmt.Sprintf("%q", e.GetValue())), e.GetWrittenAt()))
 			}
 		}
 	}
