@@ -887,8 +887,8 @@ type mFailure struct {
 	line       int // the first line that differs
 	heap, disk string
 	before     []string // the lines before it, up to 5
-	heapErr    error // the side that started on the heap
-	diskErr    error // the side that started on disk
+	heapErr    error    // the side that started on the heap
+	diskErr    error    // the side that started on disk
 }
 
 func (f *mFailure) String() string {
