@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/snapflow/snapflow/internal/diskstate"
 	"github.com/snapflow/snapflow/messages"
@@ -28,6 +29,8 @@ const (
 	itDelDuring        // range, deleting the entries of odd value
 	itGet              // m.Get(UK)
 	itRefs             // r: change every value in place through All, and UK's through Get (Put when absent)
+	itWriteAhead       // range, adding 1000 to every other entry at the first; then to the first
+	itDelAhead         // range, deleting every other entry at the first; then Put them back
 	itOps
 )
 
@@ -110,6 +113,35 @@ func iterGraph(reg *iterStates) *Plan {
 			case itGet:
 				if v, ok := m.Get(in.UK); ok {
 					o.N, o.Sum = 1, v
+				}
+			case itWriteAhead, itDelAhead:
+				before := maps.Collect(m.All)
+				first, seen := int64(0), false
+				for uk, v := range m.All {
+					if !seen {
+						first, seen = uk, true
+						for k, x := range before {
+							switch {
+							case k == uk:
+							case in.Op == itWriteAhead:
+								m.Put(k, x+1000)
+							default:
+								m.Delete(k)
+							}
+						}
+					}
+					o.N++
+					o.Sum += v
+				}
+				for k, x := range before {
+					if in.Op == itWriteAhead {
+						m.Put(k, x+1000)
+					} else if k != first {
+						m.Put(k, x)
+					}
+				}
+				if in.Op == itDelAhead {
+					o.Sum = 0 // the first entry's, which the heap picks at random
 				}
 			case itRefs:
 				for _, v := range r.All {
@@ -206,6 +238,17 @@ func (md *iterModel) apply(in iterRec) iterOut {
 		if v, ok := m[in.UK]; ok {
 			o.N, o.Sum = 1, v
 		}
+	case itWriteAhead:
+		for uk, v := range m {
+			o.Sum += v
+			m[uk] = v + 1000
+		}
+		o.N = len(m)
+		if o.N > 0 {
+			o.Sum += 1000 * int64(o.N-1)
+		}
+	case itDelAhead:
+		o.N = min(1, len(m))
 	case itRefs:
 		r := inner(md.r, in.Key)
 		for uk := range r {
@@ -437,4 +480,233 @@ func nonEmpty[K comparable, UK comparable, V any](m map[K]map[UK]V) map[K]map[UK
 		}
 	}
 	return out
+}
+
+// clickRec is a click of the timer tests: its user, sequence number, and
+// the end of its window, where the user's timer fires.
+type clickRec struct{ User, Seq, End int64 }
+
+// windowOut is what a timer of the timer tests emits: its user's clicks
+// in the window that ends at End, counted and their sequence numbers
+// added up.
+type windowOut struct{ User, End, N, Sum int64 }
+
+// bufferGraph buffers each user's clicks in a map and, in a timer at the
+// end of each click's window (event time, or processing time with proc),
+// ranges over the map, emitting the clicks of the windows ended and
+// deleting them: during the range in event time, after it in processing
+// time.
+func bufferGraph(proc bool) *Plan {
+	g := New("buffer")
+	k := KeyBy(FromSlice(g, "src", []clickRec{}), func(c clickRec) int64 { return c.User })
+	out := Process(k, "p", func(s *KeyedSetup[int64]) ProcessFunc[int64, clickRec, windowOut] {
+		buf := MapOf[int64, int64](s, "clicks") // sequence number -> window end
+		var done []int64
+		OnTimer(s, func(ctx *Context[int64], tm Timer, out *Collector[windowOut]) error {
+			end := tm.Time.UnixNano()
+			o := windowOut{User: ctx.Key(), End: end}
+			done = done[:0]
+			for seq, e := range buf.All {
+				if e > end {
+					continue
+				}
+				o.N++
+				o.Sum += seq
+				if proc {
+					done = append(done, seq)
+				} else {
+					buf.Delete(seq)
+				}
+			}
+			for _, seq := range done {
+				buf.Delete(seq)
+			}
+			if n := buf.Len(); n != 0 && o.N == 0 {
+				return fmt.Errorf("user %d: the timer at %d found nothing, and %d clicks are buffered", ctx.Key(), end, n)
+			}
+			out.Emit(o)
+			return nil
+		})
+		return func(ctx *Context[int64], c clickRec, _ *Collector[windowOut]) error {
+			buf.Put(c.Seq, c.End)
+			if proc {
+				ctx.RegisterProcessingTimer(time.Unix(0, c.End))
+			} else {
+				ctx.RegisterEventTimer(time.Unix(0, c.End))
+			}
+			return nil
+		}
+	})
+	Sink(out, "sink", discard[windowOut])
+	p, err := NewPlan(g)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// bufferClicks are n clicks of 13 users, 1 ns apart but up to 40 ns out of
+// order, in windows of 100 ns.
+func bufferClicks(n int) []clickRec {
+	cs := make([]clickRec, n)
+	for i := range cs {
+		ts := int64(i) + 1000 - int64((i*7919)%41)
+		cs[i] = clickRec{User: int64(i*31) % 13, Seq: int64(i), End: (ts/100 + 1) * 100}
+	}
+	return cs
+}
+
+// bufferWant is what the timers should emit: each user's clicks by
+// window, sorted.
+func bufferWant(cs []clickRec) []windowOut {
+	byWin := map[[2]int64]windowOut{}
+	for _, c := range cs {
+		o := byWin[[2]int64{c.User, c.End}]
+		o.User, o.End = c.User, c.End
+		o.N++
+		o.Sum += c.Seq
+		byWin[[2]int64{c.User, c.End}] = o
+	}
+	return sortedOuts(slices.Collect(maps.Values(byWin)))
+}
+
+func sortedOuts(os []windowOut) []windowOut {
+	return slices.SortedFunc(slices.Values(os), func(a, b windowOut) int {
+		if a.User != b.User {
+			return cmpInt(a.User, b.User)
+		}
+		return cmpInt(a.End, b.End)
+	})
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// feedClicks feeds cs[from:] to inst in batches of 32, each followed by
+// the time (the watermark, or processing time with proc) 60 ns behind the
+// batch's last click, so that no click is late; then the time of the
+// end. A checkpoint begins (cp) before the time that follows the batch
+// holding click cpAt, and is taken (take) 8 batches later.
+func feedClicks(t *testing.T, inst Instance, cs []clickRec, from int, proc bool, cpAt int, cp func(), take func()) {
+	t.Helper()
+	advance := func(now int64) {
+		var err error
+		if proc {
+			err = inst.(ProcessingTimers).FireProcessingTimers(now)
+		} else {
+			err = inst.(WatermarkListener).OnWatermark(now)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	takeAt := -1
+	for i, b := from, 0; i < len(cs); i, b = i+32, b+1 {
+		end := min(i+32, len(cs))
+		if err := inst.ProcessBatch(0, cs[i:end], nil); err != nil {
+			t.Fatal(err)
+		}
+		if cp != nil && i <= cpAt && cpAt < end {
+			cp()
+			takeAt = b + 8
+		}
+		advance(int64(end-1) + 1000 - 60)
+		if b == takeAt {
+			take()
+		}
+		inst.Flush()
+	}
+	advance(1 << 40)
+	inst.Flush()
+}
+
+// TestTimerRangesMapOnBothBackends is the buffered-clicks pattern: records
+// append to a map, and a timer per key and window ranges over the map and
+// deletes what it emits. In event time and in processing time, on the
+// heap and on disk, the windows emitted equal those computed in plain Go;
+// a checkpoint begun before a burst of timers and taken 8 batches later
+// (its writes held meanwhile) restores into an instance that emits, for
+// the clicks after it, what the first emitted after it.
+func TestTimerRangesMapOnBothBackends(t *testing.T) {
+	cs := bufferClicks(6000)
+	want := bufferWant(cs)
+	const cpAt = 2500
+	for _, proc := range []bool{false, true} {
+		for _, backend := range []string{"heap", "disk"} {
+			t.Run(fmt.Sprintf("proc=%t/%s", proc, backend), func(t *testing.T) {
+				var cfg *diskstate.Config
+				if backend == "disk" {
+					cfg = &diskstate.Config{Dir: t.TempDir(), CacheBytes: 1 << 20, MemTableBytes: 1 << 20}
+				}
+				p := bufferGraph(proc)
+				f := &fakeSender{}
+				inst := newIterInstance(t, p, cfg, f)
+				var st messages.TaskState
+				var files *DiskFiles
+				var finish func() error
+				from, mark := 0, 0 // the clicks after the checkpoint, and the output then
+				cp := func() {
+					var err error
+					if cfg != nil {
+						files, err = inst.(DiskCheckpointer).SnapshotFiles(&st, nil, true, "1")
+						finish = files.Take
+					} else {
+						finish, err = inst.(AsyncSnapshotter).SnapshotAsync(&st, nil, true)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					inst.Flush()
+					mark = len(records[windowOut](t, f))
+					from = (cpAt/32 + 1) * 32
+				}
+				take := func() {
+					if err := finish(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				feedClicks(t, inst, cs, 0, proc, cpAt, cp, take)
+				got := records[windowOut](t, f)
+				if g := sortedOuts(got); !slices.Equal(g, want) {
+					t.Fatalf("%d windows emitted, want %d; first difference: %v", len(g), len(want), firstDiff(g, want))
+				}
+				if from == 0 || mark == 0 || mark == len(got) {
+					t.Fatalf("the checkpoint began after click %d, with %d of the %d windows emitted: want some before and some after", from, mark, len(got))
+				}
+				f2 := &fakeSender{}
+				restored := newIterInstance(t, p, cfg, f2)
+				if err := restored.Restore(wireRoundTrip(t, &st)); err != nil {
+					t.Fatal(err)
+				}
+				if files != nil {
+					dir := copyFiles(t, restored, files, "p#0")
+					if _, err := restored.(DiskCheckpointer).RestoreFiles(dir, files.Desc, true); err != nil {
+						t.Fatal(err)
+					}
+				}
+				feedClicks(t, restored, cs, from, proc, -1, nil, nil)
+				after := sortedOuts(records[windowOut](t, f2))
+				if wantAfter := sortedOuts(got[mark:]); !slices.Equal(after, wantAfter) {
+					t.Fatalf("restored from the checkpoint: %d windows emitted, want the %d emitted after it; first difference: %v",
+						len(after), len(wantAfter), firstDiff(after, wantAfter))
+				}
+			})
+		}
+	}
+}
+
+func firstDiff(a, b []windowOut) string {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return fmt.Sprintf("%+v against %+v", a[i], b[i])
+		}
+	}
+	return fmt.Sprintf("lengths %d and %d", len(a), len(b))
 }
