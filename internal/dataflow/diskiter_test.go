@@ -21,16 +21,16 @@ type iterRec struct {
 }
 
 const (
-	itPutRange  = iota // m.Put(UK, V), then range over m
-	itDelRange         // m.Delete(UK), then range
-	itLen              // m.Put(UK, V) (V < 0: m.Delete(UK)), then m.Len()
-	itStop             // range, stopping after V entries
-	itPutDuring        // range, doubling every value but UK's, and m.Put(UK, V) at the first entry
-	itDelDuring        // range, deleting the entries of odd value
-	itGet              // m.Get(UK)
-	itRefs             // r: change every value in place through All, and UK's through Get (Put when absent)
-	itWriteAhead       // range, adding 1000 to every other entry at the first; then to the first
-	itDelAhead         // range, deleting every other entry at the first; then Put them back
+	itPutRange   = iota // m.Put(UK, V), then range over m
+	itDelRange          // m.Delete(UK), then range
+	itLen               // m.Put(UK, V) (V < 0: m.Delete(UK)), then m.Len()
+	itStop              // range, stopping after V entries
+	itPutDuring         // range, doubling every value but UK's, and m.Put(UK, V) at the first entry
+	itDelDuring         // range, deleting the entries of odd value
+	itGet               // m.Get(UK)
+	itRefs              // r: change every value in place through All, and UK's through Get (Put when absent)
+	itWriteAhead        // range, adding 1000 to every other entry at the first; then to the first
+	itDelAhead          // range, deleting every other entry at the first; then Put them back
 	itOps
 )
 
