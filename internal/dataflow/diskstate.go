@@ -1,9 +1,11 @@
 package dataflow
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"slices"
 
 	"github.com/snapflow/snapflow/internal/diskstate"
 	"github.com/snapflow/snapflow/messages"
@@ -43,9 +45,8 @@ const flushEvery = 4096
 type diskState interface {
 	keyedState
 	// flushPending writes the state's pending entries into the batch and
-	// forgets them, unless keep: a flush in the middle of a record keeps
-	// the values it handed out, which may still change in place.
-	flushPending(d *diskKeyed, keep bool) error
+	// forgets them, between records.
+	flushPending(d *diskKeyed) error
 	// appendDiskEntry adds the entry of a stored key (what follows the
 	// key group and state id) and value to b.
 	appendDiskEntry(b *snapshotBuilder, a *arena, kg int, rest, value []byte) error
@@ -125,23 +126,19 @@ func (s *KeyedSetup[K]) closeDisk() error {
 
 // flushState writes the pending entries of the on-disk states, between
 // records; it does nothing on the heap backend. A failure fails the task.
-func (s *KeyedSetup[K]) flushState() error { return s.writePending(false) }
-
-// writePending writes the pending entries of the on-disk states and, but
-// for keep (in the middle of a record), forgets them.
-func (s *KeyedSetup[K]) writePending(keep bool) error {
+// Reads never need it: they merge the pending entries with what is
+// stored.
+func (s *KeyedSetup[K]) flushState() error {
 	d := s.disk
 	if d == nil || d.pending == 0 {
 		return nil
 	}
 	for _, ds := range d.states {
-		if err := ds.flushPending(d, keep); err != nil {
+		if err := ds.flushPending(d); err != nil {
 			return fmt.Errorf("topology: operator %q: %w", s.task.Operator, err)
 		}
 	}
-	if !keep {
-		d.pending = 0
-	}
+	d.pending = 0
 	d.written = true
 	if err := d.db.Apply(d.batch); err != nil {
 		return fmt.Errorf("topology: operator %q: %w", s.task.Operator, err)
@@ -296,6 +293,11 @@ type diskValue[K Key, V any] struct {
 	sid    uint16
 	copies bool // the codec's Decode copies: scratch bytes may be reused
 	pend   map[K]pendValue[V]
+	// Scratch of Len: the pending keys' stored keys, their bytes, and a
+	// key to seek to.
+	keys  [][]byte
+	arena []byte
+	seek  []byte
 }
 
 func (v *ValueState[K, V]) diskGet() (V, bool) {
@@ -329,29 +331,91 @@ func (v *ValueState[K, V]) diskSet(x V, del bool) {
 	v.setup.markDirty()
 }
 
-// diskLen counts the state's keys: the pending ones are written first.
+// diskLen counts the state's live keys: those stored that no pending
+// write replaces, and the pending ones set. It reads the state's stored
+// keys, merged in key order with the pending ones, without writing them.
 func (v *ValueState[K, V]) diskLen() int {
-	s := v.setup
-	if err := s.writePending(true); err != nil {
-		panic(diskFailure(v.name, err))
-	}
-	n := 0
-	err := s.disk.db.Scan(nil, nil, func(key, value []byte) error {
-		if _, sid, _, ok := diskstate.Split(key); ok && sid == v.d.sid {
-			if _, _, live, err := liveValue(value, v.ttl, s.now); err != nil || !live {
-				return err
-			}
-			n++
-		}
-		return nil
-	})
+	s, d := v.setup, v.d
+	n, err := v.countStored()
 	if err != nil {
 		panic(diskFailure(v.name, err))
+	}
+	for _, p := range d.pend {
+		if !p.del && (v.ttl == 0 || s.now-p.written < v.ttl) {
+			n++
+		}
 	}
 	return n
 }
 
-func (v *ValueState[K, V]) flushPending(d *diskKeyed, keep bool) error {
+// countStored counts the stored live keys of the state that no pending
+// write replaces: one pass over the state's keys in each key group (a
+// seek skips the other states'), merged with the pending keys' stored
+// keys, sorted.
+func (v *ValueState[K, V]) countStored() (int, error) {
+	s, d := v.setup, v.d
+	d.keys = d.keys[:0]
+	d.arena = d.arena[:0]
+	for k := range d.pend {
+		start := len(d.arena)
+		d.arena = s.codec.append(diskstate.Prefix(d.arena, s.keyGroup(k), d.sid), k)
+		d.keys = append(d.keys, d.arena[start:len(d.arena):len(d.arena)])
+	}
+	slices.SortFunc(d.keys, bytes.Compare)
+	it, err := s.disk.db.NewIter(nil, nil)
+	if err != nil {
+		return 0, err
+	}
+	n, j := 0, 0
+	d.seek = diskstate.Prefix(d.seek[:0], 0, d.sid)
+	for ok := it.SeekGE(d.seek); ok; {
+		key := it.Key()
+		kg, sid, _, valid := diskstate.Split(key)
+		switch {
+		case !valid:
+			ok = it.Next()
+			continue
+		case sid < d.sid: // another state's key: on to this state's in the key group
+			d.seek = diskstate.Prefix(d.seek[:0], kg, d.sid)
+			ok = it.SeekGE(d.seek)
+			continue
+		case sid > d.sid: // on to the next key group
+			if kg+1 >= diskstate.MaxKeyGroups {
+				ok = false
+				continue
+			}
+			d.seek = diskstate.Prefix(d.seek[:0], kg+1, d.sid)
+			ok = it.SeekGE(d.seek)
+			continue
+		}
+		for j < len(d.keys) && bytes.Compare(d.keys[j], key) < 0 {
+			j++
+		}
+		if j < len(d.keys) && bytes.Equal(d.keys[j], key) {
+			j++ // pending: counted with the pending keys
+		} else if v.ttl == 0 {
+			n++
+		} else {
+			value, err := it.Value()
+			if err != nil {
+				_ = it.Close()
+				return 0, err
+			}
+			_, _, live, err := liveValue(value, v.ttl, s.now)
+			if err != nil {
+				_ = it.Close()
+				return 0, err
+			}
+			if live {
+				n++
+			}
+		}
+		ok = it.Next()
+	}
+	return n, it.Close()
+}
+
+func (v *ValueState[K, V]) flushPending(d *diskKeyed) error {
 	s := v.setup
 	for k, p := range v.d.pend {
 		key := s.diskKey(v.d.sid, k)
@@ -369,9 +433,7 @@ func (v *ValueState[K, V]) flushPending(d *diskKeyed, keep bool) error {
 			return err
 		}
 	}
-	if !keep {
-		clear(v.d.pend)
-	}
+	clear(v.d.pend)
 	return nil
 }
 
@@ -394,20 +456,124 @@ func (v *ValueState[K, V]) restoreDisk(kg int, e *messages.StateEntry) error {
 
 func (v *ValueState[K, V]) ttlNanos() int64 { return v.ttl }
 
-// pendMap is a map state's pending writes of one key: the user keys
-// written, and those handed out that may change in place.
-type pendMap[UK comparable, V any] map[UK]pendValue[V]
+// pendMap is what the current batch holds in memory of one key's map:
+// the pending writes (the user keys written, and those handed out that
+// may change in place), and, once an iteration has read them all, a copy
+// of its stored entries. The stored entries change only at a flush, which
+// drops both.
+type pendMap[UK comparable, V any] struct {
+	idx  map[UK]int32 // index in ents
+	ents []pendEntry[UK, V]
+	// ord is the indices of ents in the order of their user keys' bytes,
+	// the order on disk; the entries added since it was sorted (those
+	// after its length) are not in it yet (see order).
+	ord []int32
+	// iters counts the iterations over ord under way: ord is then not
+	// changed in place.
+	iters int
+	// cache holds, when cached, the key's stored live entries that no
+	// pending write replaced when an iteration read them, in order.
+	cache  []cacheEntry[UK, V]
+	cached bool
+}
+
+// pendEntry is a pending write of a user key.
+type pendEntry[UK comparable, V any] struct {
+	uk  UK
+	ukb span // uk's bytes
+	pendValue[V]
+}
+
+// span is where bytes are in diskMap.arena: offsets rather than slices
+// keep the entries of types without references free of pointers.
+type span struct{ off, n uint32 }
+
+func (sp span) in(arena []byte) []byte { return arena[sp.off : sp.off+sp.n : sp.off+sp.n] }
+
+// appendSpan appends b to arena and returns where it is.
+func appendSpan(arena, b []byte) ([]byte, span) {
+	start := len(arena)
+	arena = append(arena, b...)
+	return arena, span{uint32(start), uint32(len(b))}
+}
+
+// cacheEntry is a stored entry of a map, decoded.
+type cacheEntry[UK comparable, V any] struct {
+	uk      UK
+	ukb     span
+	v       V
+	written int64
+}
+
+// order returns the indices of pm's entries in the order of their user
+// keys' bytes, sorting in those added since the last call.
+func (pm *pendMap[UK, V]) order(arena []byte) []int32 {
+	n := len(pm.ord)
+	if n == len(pm.ents) {
+		return pm.ord
+	}
+	ord := pm.ord
+	if pm.iters > 0 { // an iteration reads ord: sort a copy
+		ord = slices.Clone(ord)
+	}
+	cmp := func(a, b int32) int { return bytes.Compare(pm.ents[a].ukb.in(arena), pm.ents[b].ukb.in(arena)) }
+	if added := len(pm.ents) - n; added > 8 && added > n/4 {
+		ord = ord[:0]
+		for i := range pm.ents {
+			ord = append(ord, int32(i))
+		}
+		slices.SortFunc(ord, cmp)
+	} else { // a few: insert them
+		for i := int32(n); i < int32(len(pm.ents)); i++ {
+			pos, _ := slices.BinarySearchFunc(ord, i, cmp)
+			ord = slices.Insert(ord, pos, i)
+		}
+	}
+	pm.ord = ord
+	return ord
+}
+
+// find returns the index in pm's cache of the entry whose user key's
+// bytes are ukb.
+func (pm *pendMap[UK, V]) find(arena, ukb []byte) (int, bool) {
+	return slices.BinarySearchFunc(pm.cache, ukb, func(e cacheEntry[UK, V], b []byte) int { return bytes.Compare(e.ukb.in(arena), b) })
+}
+
+const (
+	// maxReusedPend bounds the entries of a pendMap kept for reuse after
+	// a flush: a larger one is left to the garbage collector.
+	maxReusedPend = 1024
+	// cacheBudget bounds the stored entries a map state copies into
+	// memory between two flushes (see pendMap.cache): an iteration that
+	// would exceed it reads the disk again next time.
+	cacheBudget = 1 << 16
+)
 
 // diskMap is a map state's on-disk part.
 type diskMap[K Key, UK comparable, V any] struct {
 	sid       uint16
 	copies    bool // the value codec's Decode copies
 	keyCopies bool // the user-key codec's Decode copies
-	pend      map[K]pendMap[UK, V]
-	ukey      []byte // scratch for user keys
+	pend      map[K]*pendMap[UK, V]
+	free      []*pendMap[UK, V] // emptied by a flush, for reuse
+	// arena holds the user keys' bytes of the pending entries and of the
+	// caches until the flush; cachedN counts the entries cached since.
+	arena   []byte
+	cachedN int
+	// encErr is the first user key the codec could not encode since the
+	// last flush, which fails with it.
+	encErr error
+	// writes counts Puts and Deletes: an iteration during which the
+	// caller writes looks for the writes of the user keys it reaches.
+	writes uint64
+	// Scratch: a user key, a key's bytes, the bounds of a key's map, and
+	// the order of a key's entries that an iteration builds.
+	ukey, kb, lo, hi []byte
+	ord              []int32
 }
 
-// mapKey sets the setup's scratch key to the stored key of (k, uk).
+// mapKey sets the setup's scratch key to the stored key of (k, uk), and
+// d.ukey to uk's bytes.
 func (ms *MapState[K, UK, V]) mapKey(k K, uk UK) ([]byte, error) {
 	s, d := ms.setup, ms.d
 	var err error
@@ -419,27 +585,95 @@ func (ms *MapState[K, UK, V]) mapKey(k K, uk UK) ([]byte, error) {
 	return s.disk.key, nil
 }
 
-func (ms *MapState[K, UK, V]) pendOf(k K) pendMap[UK, V] {
-	p := ms.d.pend[k]
-	if p == nil {
-		p = pendMap[UK, V]{}
-		ms.d.pend[k] = p
+func (ms *MapState[K, UK, V]) pendOf(k K) *pendMap[UK, V] {
+	d := ms.d
+	pm := d.pend[k]
+	if pm == nil {
+		if n := len(d.free); n > 0 {
+			pm, d.free = d.free[n-1], d.free[:n-1]
+		} else {
+			pm = &pendMap[UK, V]{idx: map[UK]int32{}}
+		}
+		d.pend[k] = pm
 	}
-	return p
+	return pm
+}
+
+// setPend makes pv the pending write of uk, whose bytes are ukb (nil:
+// encode uk).
+func (ms *MapState[K, UK, V]) setPend(pm *pendMap[UK, V], uk UK, ukb []byte, pv pendValue[V]) {
+	if i, ok := pm.idx[uk]; ok {
+		pm.ents[i].pendValue = pv
+		return
+	}
+	d := ms.d
+	var sp span
+	if ukb != nil {
+		d.arena, sp = appendSpan(d.arena, ukb)
+	} else {
+		start := len(d.arena)
+		var err error
+		if d.arena, err = ms.keyCodec.Append(d.arena, uk); err != nil && d.encErr == nil {
+			d.encErr = fmt.Errorf("state %q: %w", ms.name, err)
+		}
+		sp = span{uint32(start), uint32(len(d.arena) - start)}
+	}
+	pm.idx[uk] = int32(len(pm.ents))
+	pm.ents = append(pm.ents, pendEntry[UK, V]{uk: uk, ukb: sp, pendValue: pv})
+}
+
+// live reports whether a pending write leaves its user key in the map.
+func (ms *MapState[K, UK, V]) live(pv *pendValue[V]) bool {
+	return !pv.del && (ms.ttl == 0 || ms.setup.now-pv.written < ms.ttl)
+}
+
+// liveAt reports whether an entry written at written has not expired.
+func (ms *MapState[K, UK, V]) liveAt(written int64) bool {
+	return ms.ttl == 0 || ms.setup.now-written < ms.ttl
+}
+
+// lookup finds uk in the current key's pending writes, then in its
+// cache: ok says whether it is known there, and pv what it is.
+func (ms *MapState[K, UK, V]) lookup(pm *pendMap[UK, V], uk UK) (pv pendValue[V], pending, ok bool) {
+	if pm == nil {
+		return pv, false, false
+	}
+	if i, found := pm.idx[uk]; found {
+		return pm.ents[i].pendValue, true, true
+	}
+	if !pm.cached {
+		return pv, false, false
+	}
+	d := ms.d
+	var err error
+	if d.ukey, err = ms.keyCodec.Append(d.ukey[:0], uk); err != nil {
+		panic(fmt.Errorf("state %q: %w", ms.name, err))
+	}
+	i, found := pm.find(d.arena, d.ukey)
+	if !found {
+		return pendValue[V]{del: true}, false, true
+	}
+	e := &pm.cache[i]
+	return pendValue[V]{v: e.v, written: e.written}, false, true
 }
 
 func (ms *MapState[K, UK, V]) diskGet(uk UK) (V, bool) {
 	s, d := ms.setup, ms.d
 	k := s.cur.key
-	if p, ok := d.pend[k][uk]; ok {
-		if p.del || (ms.ttl > 0 && s.now-p.written >= ms.ttl) {
-			var zero V
+	var zero V
+	pm := d.pend[k]
+	if pv, pending, ok := ms.lookup(pm, uk); ok {
+		if !ms.live(&pv) {
 			return zero, false
 		}
 		if ms.readMarks {
+			if !pending { // it may change in place: write it back
+				ms.setPend(pm, uk, d.ukey, pv)
+				s.disk.pending++
+			}
 			s.markDirty()
 		}
-		return p.v, true
+		return pv.v, true
 	}
 	key, err := ms.mapKey(k, uk)
 	if err != nil {
@@ -450,7 +684,7 @@ func (ms *MapState[K, UK, V]) diskGet(uk UK) (V, bool) {
 		panic(diskFailure(ms.name, err))
 	}
 	if ok && ms.readMarks {
-		ms.pendOf(k)[uk] = pendValue[V]{v: x, written: written}
+		ms.setPend(ms.pendOf(k), uk, d.ukey, pendValue[V]{v: x, written: written})
 		s.disk.pending++
 		s.markDirty()
 	}
@@ -461,16 +695,18 @@ func (ms *MapState[K, UK, V]) diskPut(uk UK, x V, del bool) {
 	if del && !ms.diskHas(uk) {
 		return // nothing changes, as on the heap
 	}
-	ms.pendOf(ms.setup.cur.key)[uk] = pendValue[V]{v: x, written: ms.setup.now, del: del}
-	ms.setup.disk.pending++
-	ms.setup.markDirty()
+	s := ms.setup
+	ms.setPend(ms.pendOf(s.cur.key), uk, nil, pendValue[V]{v: x, written: s.now, del: del})
+	ms.d.writes++
+	s.disk.pending++
+	s.markDirty()
 }
 
 // diskHas reports whether the current key's map holds uk.
 func (ms *MapState[K, UK, V]) diskHas(uk UK) bool {
 	s := ms.setup
-	if p, ok := ms.d.pend[s.cur.key][uk]; ok {
-		return !p.del && (ms.ttl == 0 || s.now-p.written < ms.ttl)
+	if pv, _, ok := ms.lookup(ms.d.pend[s.cur.key], uk); ok {
+		return ms.live(&pv)
 	}
 	key, err := ms.mapKey(s.cur.key, uk)
 	if err != nil {
@@ -490,93 +726,355 @@ func (ms *MapState[K, UK, V]) diskHas(uk UK) bool {
 	return live
 }
 
-// diskScan flushes the pending writes, then calls fn with each stored
-// user key and value of the current key that has not expired, decoded, in
-// the order of the user keys' bytes, with its write time.
-func (ms *MapState[K, UK, V]) diskScan(fn func(UK, V, int64) bool) {
-	s := ms.setup
-	if err := s.writePending(true); err != nil {
-		panic(diskFailure(ms.name, err))
+// appendPrefixEnd appends to dst the smallest key after every key that
+// starts with prefix, and returns nil when there is none (prefix is all
+// 0xff).
+func appendPrefixEnd(dst, prefix []byte) []byte {
+	dst = append(dst, prefix...)
+	for i := len(dst) - 1; i >= 0; i-- {
+		if dst[i] < 0xff {
+			dst[i]++
+			return dst[:i+1]
+		}
 	}
-	k := s.cur.key
-	kb := s.codec.append(nil, k)
-	lo := diskstate.MapPrefix(nil, s.keyGroup(k), ms.d.sid, kb)
-	err := s.disk.db.Scan(lo, diskstate.PrefixEnd(lo), func(key, stored []byte) error {
-		written, value, live, err := liveValue(stored, ms.ttl, s.now)
-		if err != nil || !live {
-			return err
-		}
-		ukb := key[len(lo):]
-		if !ms.d.keyCopies {
-			ukb = append([]byte(nil), ukb...)
-		}
-		uk, err := ms.keyCodec.Decode(ukb)
-		if err != nil {
-			return err
-		}
-		if !ms.d.copies {
-			value = append([]byte(nil), value...)
-		}
-		x, err := ms.codec.Decode(value)
-		if err != nil {
-			return err
-		}
-		if !fn(uk, x, written) {
-			return diskstate.Stop
-		}
-		return nil
-	})
+	return nil
+}
+
+// mapCursor walks the stored entries of one key's map in the order of
+// their user keys' bytes: from the key's cache, or from the disk.
+type mapCursor[K Key, UK comparable, V any] struct {
+	ms     *MapState[K, UK, V]
+	it     *diskstate.Iter // nil: the cache
+	prefix int             // of the stored keys, before the user key
+	cache  []cacheEntry[UK, V]
+	i      int
+}
+
+// open starts the walk over k's stored entries, from pm's cache when it
+// has one.
+func (c *mapCursor[K, UK, V]) open(ms *MapState[K, UK, V], pm *pendMap[UK, V], k K) bool {
+	c.ms = ms
+	if pm != nil && pm.cached {
+		c.cache = pm.cache
+		return len(c.cache) > 0
+	}
+	s, d := ms.setup, ms.d
+	d.kb = s.codec.append(d.kb[:0], k)
+	d.lo = diskstate.MapPrefix(d.lo[:0], s.keyGroup(k), d.sid, d.kb)
+	hi := appendPrefixEnd(d.hi[:0], d.lo)
+	if hi != nil {
+		d.hi = hi
+	}
+	it, err := s.disk.db.NewIter(d.lo, hi)
 	if err != nil {
 		panic(diskFailure(ms.name, err))
 	}
+	c.it, c.prefix = it, len(d.lo)
+	return it.First()
 }
 
+func (c *mapCursor[K, UK, V]) next() bool {
+	if c.it == nil {
+		c.i++
+		return c.i < len(c.cache)
+	}
+	return c.it.Next()
+}
+
+// ukb is the current entry's user key's bytes.
+func (c *mapCursor[K, UK, V]) ukb() []byte {
+	if c.it == nil {
+		return c.cache[c.i].ukb.in(c.ms.d.arena)
+	}
+	return c.it.Key()[c.prefix:]
+}
+
+// live reports whether the current entry has not expired.
+func (c *mapCursor[K, UK, V]) live() bool {
+	ms := c.ms
+	if c.it == nil {
+		return ms.liveAt(c.cache[c.i].written)
+	}
+	if ms.ttl == 0 {
+		return true
+	}
+	stored, err := c.it.Value()
+	if err != nil {
+		c.fail(err)
+	}
+	_, _, live, err := liveValue(stored, ms.ttl, ms.setup.now)
+	if err != nil {
+		c.fail(err)
+	}
+	return live
+}
+
+// entry decodes the current entry, which has not expired.
+func (c *mapCursor[K, UK, V]) entry() (UK, V, int64) {
+	if c.it == nil {
+		e := &c.cache[c.i]
+		return e.uk, e.v, e.written
+	}
+	ms := c.ms
+	stored, err := c.it.Value()
+	if err != nil {
+		c.fail(err)
+	}
+	written, value, _, err := liveValue(stored, ms.ttl, ms.setup.now)
+	if err != nil {
+		c.fail(err)
+	}
+	ukb := c.ukb()
+	if !ms.d.keyCopies {
+		ukb = append([]byte(nil), ukb...)
+	}
+	uk, err := ms.keyCodec.Decode(ukb)
+	if err != nil {
+		c.fail(err)
+	}
+	if !ms.d.copies {
+		value = append([]byte(nil), value...)
+	}
+	x, err := ms.codec.Decode(value)
+	if err != nil {
+		c.fail(err)
+	}
+	return uk, x, written
+}
+
+// close ends the walk; a failure of the disk's fails the task.
+func (c *mapCursor[K, UK, V]) close() {
+	if c.it != nil {
+		it := c.it
+		c.it, c.cache = nil, nil // not walked again
+		if err := it.Close(); err != nil {
+			panic(diskFailure(c.ms.name, err))
+		}
+	}
+}
+
+// fail closes the walk and fails the task with err.
+func (c *mapCursor[K, UK, V]) fail(err error) {
+	if c.it != nil {
+		_ = c.it.Close()
+		c.it = nil
+	}
+	panic(diskFailure(c.ms.name, err))
+}
+
+// diskLen counts the live entries of the current key's map: the pending
+// ones that set a value, and the stored ones that no pending write
+// replaces. It decodes nothing and writes nothing.
 func (ms *MapState[K, UK, V]) diskLen() int {
+	s := ms.setup
 	n := 0
-	ms.diskScan(func(UK, V, int64) bool { n++; return true })
+	pm := ms.d.pend[s.cur.key]
+	var ord []int32
+	if pm != nil {
+		for i := range pm.ents {
+			if ms.live(&pm.ents[i].pendValue) {
+				n++
+			}
+		}
+		ord = pm.order(ms.d.arena)
+	}
+	var c mapCursor[K, UK, V]
+	j := 0
+	for ok := c.open(ms, pm, s.cur.key); ok; ok = c.next() {
+		ukb := c.ukb()
+		for j < len(ord) && bytes.Compare(pm.ents[ord[j]].ukb.in(ms.d.arena), ukb) < 0 {
+			j++
+		}
+		if j < len(ord) && bytes.Equal(pm.ents[ord[j]].ukb.in(ms.d.arena), ukb) {
+			j++ // counted with the pending entries
+			continue
+		}
+		if c.live() {
+			n++
+		}
+	}
+	c.close()
 	return n
 }
 
+// diskAll calls yield with each live entry of the current key's map, in
+// the order of the user keys' bytes (the order on disk): the stored
+// entries merged with the pending writes, a pending write in place of a
+// stored entry of its user key. Nothing is written to the database. An
+// iteration to the end keeps the stored entries it read in memory until
+// the flush (see pendMap.cache), so that the next reads of the key's map
+// in the batch do not read the disk again. When UK or V reaches a
+// reference, every stored entry handed out becomes pending, so that a
+// change made in place is written back at the flush. A Put or Delete
+// made by yield of a user key not reached yet is seen when it is
+// reached, as the heap's Go maps do.
 func (ms *MapState[K, UK, V]) diskAll(yield func(UK, V) bool) {
-	k := ms.setup.cur.key
+	s, d := ms.setup, ms.d
+	k := s.cur.key
+	pm := ms.pendOf(k)
+	ord := pm.order(d.arena)
+	pm.iters++
+	var c mapCursor[K, UK, V]
+	defer func() {
+		pm.iters--
+		if c.it != nil { // yield panicked
+			_ = c.it.Close()
+		}
+	}()
 	marked := false
-	ms.diskScan(func(uk UK, x V, written int64) bool {
-		if ms.readMarks { // it may change in place: write it back
-			ms.pendOf(k)[uk] = pendValue[V]{v: x, written: written}
-			ms.setup.disk.pending++
-			if !marked {
-				ms.setup.markDirty()
-				marked = true
+	// emit yields the pending entry i if it is live, and reports whether
+	// to go on.
+	emit := func(i int32) bool {
+		e := &pm.ents[i]
+		if !ms.live(&e.pendValue) {
+			return true
+		}
+		if ms.readMarks && !marked {
+			s.markDirty()
+			marked = true
+		}
+		return yield(e.uk, e.v)
+	}
+	// The outermost iteration copies the stored entries into the cache
+	// (within the budget) and, with write-back, builds the order of the
+	// entries as they will be: the pending ones and those written back.
+	fill := !pm.cached && pm.iters == 1 && d.cachedN < cacheBudget
+	build := ms.readMarks && pm.iters == 1
+	var built []int32
+	if build {
+		built = d.ord[:0]
+	}
+	writes := d.writes
+	j := 0
+	for ok := c.open(ms, pm, k); ok; ok = c.next() {
+		ukb := c.ukb()
+		replaced := false
+		for j < len(ord) {
+			i := ord[j]
+			cmp := bytes.Compare(pm.ents[i].ukb.in(d.arena), ukb)
+			if cmp > 0 {
+				break
+			}
+			j++
+			replaced = cmp == 0
+			if build {
+				built = append(built, i)
+			}
+			if !emit(i) {
+				c.close()
+				ms.dropFill(pm, fill)
+				return
 			}
 		}
-		return yield(uk, x)
-	})
-}
-
-func (ms *MapState[K, UK, V]) flushPending(d *diskKeyed, keep bool) error {
-	for k, p := range ms.d.pend {
-		for uk, pv := range p {
-			key, err := ms.mapKey(k, uk)
-			if err != nil {
-				return err
-			}
-			if pv.del {
-				if err := d.write(key, nil, true); err != nil {
-					return err
+		if replaced || !c.live() {
+			continue
+		}
+		uk, x, written := c.entry()
+		if d.writes != writes { // yield wrote: a write of uk wins
+			if i, ok := pm.idx[uk]; ok {
+				build = false // an entry the order does not place
+				if !emit(i) {
+					c.close()
+					ms.dropFill(pm, fill)
+					return
 				}
 				continue
 			}
-			if d.val, err = ms.codec.Append(storedPrefix(d.val[:0], ms.ttl, pv.written), pv.v); err != nil {
-				return fmt.Errorf("state %q: %w", ms.name, err)
-			}
-			if err := d.write(key, d.val, false); err != nil {
-				return err
+		}
+		if fill {
+			if d.cachedN+len(pm.cache) < cacheBudget {
+				var sp span
+				d.arena, sp = appendSpan(d.arena, ukb)
+				pm.cache = append(pm.cache, cacheEntry[UK, V]{uk: uk, ukb: sp, v: x, written: written})
+			} else {
+				ms.dropFill(pm, true)
+				fill = false
 			}
 		}
+		if ms.readMarks { // it may change in place: write it back
+			if build {
+				built = append(built, int32(len(pm.ents)))
+			}
+			ms.setPend(pm, uk, ukb, pendValue[V]{v: x, written: written})
+			s.disk.pending++
+			if !marked {
+				s.markDirty()
+				marked = true
+			}
+		}
+		if !yield(uk, x) {
+			c.close()
+			ms.dropFill(pm, fill)
+			return
+		}
 	}
-	if !keep {
-		clear(ms.d.pend)
+	c.close()
+	if fill { // every stored entry read: the cache is complete
+		pm.cached = true
+		d.cachedN += len(pm.cache)
+		s.disk.pending += len(pm.cache) + 1 // flushed, and so dropped, at the end of the batch
 	}
+	for ; j < len(ord); j++ {
+		if build {
+			built = append(built, ord[j])
+		}
+		if !emit(ord[j]) {
+			return
+		}
+	}
+	if build && len(built) == len(pm.ents) {
+		d.ord, pm.ord = pm.ord[:0], built
+	}
+}
+
+// dropFill forgets the entries an iteration that did not read them all
+// copied into pm's cache.
+func (ms *MapState[K, UK, V]) dropFill(pm *pendMap[UK, V], fill bool) {
+	if fill {
+		clear(pm.cache)
+		pm.cache = pm.cache[:0]
+	}
+}
+
+func (ms *MapState[K, UK, V]) flushPending(d *diskKeyed) error {
+	md := ms.d
+	if err := md.encErr; err != nil {
+		md.encErr = nil
+		return err
+	}
+	for k, pm := range md.pend {
+		if len(pm.ents) > 0 {
+			md.kb = ms.setup.codec.append(md.kb[:0], k)
+			d.key = diskstate.MapPrefix(d.key[:0], ms.setup.keyGroup(k), md.sid, md.kb)
+			n := len(d.key)
+			for i := range pm.ents {
+				e := &pm.ents[i]
+				d.key = append(d.key[:n], e.ukb.in(md.arena)...)
+				if e.del {
+					if err := d.write(d.key, nil, true); err != nil {
+						return err
+					}
+					continue
+				}
+				var err error
+				if d.val, err = ms.codec.Append(storedPrefix(d.val[:0], ms.ttl, e.written), e.v); err != nil {
+					return fmt.Errorf("state %q: %w", ms.name, err)
+				}
+				if err := d.write(d.key, d.val, false); err != nil {
+					return err
+				}
+			}
+		}
+		if len(pm.ents) <= maxReusedPend && len(pm.cache) <= maxReusedPend {
+			clear(pm.idx)
+			clear(pm.ents)
+			clear(pm.cache)
+			pm.ents, pm.ord, pm.cache, pm.cached, pm.iters = pm.ents[:0], pm.ord[:0], pm.cache[:0], false, 0
+			md.free = append(md.free, pm)
+		}
+	}
+	clear(md.pend)
+	md.arena, md.cachedN = md.arena[:0], 0
 	return nil
 }
 

@@ -146,6 +146,7 @@ func (d *DB) settle(wait bool) error {
 			return nil
 		}
 	}
+	d.dropIters() // some may read through b
 	b := d.held
 	d.held, d.heldDone = nil, nil
 	defer b.Close()

@@ -93,6 +93,10 @@ type DB struct {
 	// write and scan again): the held writes, which a scan may be
 	// iterating, are neither applied nor closed until they end.
 	scans int
+	// iters are iterators kept for reuse, made at gen (bumped by every
+	// write) over held as it is now; see Iter.
+	iters []*Iter
+	gen   uint64
 }
 
 // ErrClosed is returned by a snapshot read after its DB was closed.
@@ -205,6 +209,7 @@ func (d *DB) Adopt(dir string) error {
 		_ = os.RemoveAll(d.checkpointsDir())
 		return fmt.Errorf("disk state: adopt the checkpoint in %s: %w", dir, err)
 	}
+	d.dropIters()
 	if err := d.db.Close(); err != nil {
 		return fail(err)
 	}
@@ -281,6 +286,7 @@ func (d *DB) Apply(b *Batch) error {
 	if err := d.settle(false); err != nil {
 		return err
 	}
+	d.dropIters()
 	if d.held != nil { // a checkpoint is pending: hold the writes
 		if err := d.held.Apply(b.b, nil); err != nil {
 			return fmt.Errorf("disk state: %w", err)
@@ -302,22 +308,127 @@ func (d *DB) Apply(b *Batch) error {
 // order; the slices are valid only during the call. fn returning
 // errStop (see Stop) ends the scan without an error.
 func (d *DB) Scan(lower, upper []byte, fn func(key, value []byte) error) error {
-	if err := d.settle(false); err != nil {
+	it, err := d.NewIter(lower, upper)
+	if err != nil {
 		return err
 	}
-	var it *pebble.Iterator
-	var err error
-	if d.held != nil {
-		it, err = d.held.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
-	} else {
-		it, err = d.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	for ok := it.First(); ok; ok = it.Next() {
+		var v []byte
+		if v, err = it.Value(); err != nil {
+			break
+		}
+		if err = fn(it.Key(), v); err != nil {
+			break
+		}
+	}
+	if errors.Is(err, Stop) {
+		err = nil
+	}
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Iter iterates over the keys of a range of the database in key order,
+// through the writes held for a pending checkpoint (see BeginCheckpoint).
+// It sees the database as it was when NewIter returned it. Close returns
+// it to the DB, which reuses it for the next range while nothing is
+// written: a range read then costs a seek, not a new iterator.
+type Iter struct {
+	d    *DB
+	it   *pebble.Iterator
+	held *pebble.Batch // the held writes it reads through (nil: none)
+	gen  uint64        // d.gen when it was made
+}
+
+// NewIter returns an iterator over [lower, upper) (nil: unbounded),
+// unpositioned; the bounds may be changed once it returns. The DB's
+// goroutine calls it, and Close when done: until then the writes held
+// for a pending checkpoint are kept (see Scan).
+func (d *DB) NewIter(lower, upper []byte) (*Iter, error) {
+	if err := d.settle(false); err != nil {
+		return nil, err
+	}
+	var it *Iter
+	if n := len(d.iters); n > 0 {
+		it, d.iters = d.iters[n-1], d.iters[:n-1]
+		if it.gen == d.gen && it.held == d.held {
+			it.it.SetBounds(lower, upper)
+		} else { // a checkpoint began since
+			_ = it.it.Close() // unused since Close, which reported its error
+			it = nil
+		}
+	}
+	if it == nil {
+		it = &Iter{d: d, held: d.held, gen: d.gen}
+		var err error
+		if d.held != nil {
+			it.it, err = d.held.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+		} else {
+			it.it, err = d.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+		}
+		if err != nil {
+			return nil, fmt.Errorf("disk state: %w", err)
+		}
+	}
+	d.scans++
+	return it, nil
+}
+
+// First moves to the range's first key and reports whether there is one.
+func (i *Iter) First() bool { return i.it.First() }
+
+// SeekGE moves to the first key at or after key within the range.
+func (i *Iter) SeekGE(key []byte) bool { return i.it.SeekGE(key) }
+
+// Next moves to the next key and reports whether there is one.
+func (i *Iter) Next() bool { return i.it.Next() }
+
+// Key is the current key, valid until the iterator moves.
+func (i *Iter) Key() []byte { return i.it.Key() }
+
+// Value is the current key's value, valid until the iterator moves.
+func (i *Iter) Value() ([]byte, error) {
+	v, err := i.it.ValueAndErr()
+	if err != nil {
+		return nil, fmt.Errorf("disk state: %w", err)
+	}
+	return v, nil
+}
+
+// Close ends the iteration and reports an error the iterator met; the
+// iterator must not be used after.
+func (i *Iter) Close() error {
+	d := i.d
+	d.scans--
+	err := i.it.Error()
+	if err == nil && i.gen == d.gen && i.held == d.held && len(d.iters) < maxIters && !d.closed {
+		d.iters = append(d.iters, i)
+		return nil
+	}
+	if cerr := i.it.Close(); err == nil {
+		err = cerr
 	}
 	if err != nil {
 		return fmt.Errorf("disk state: %w", err)
 	}
-	d.scans++
-	defer func() { d.scans-- }()
-	return scan(it, fn)
+	return nil
+}
+
+// maxIters bounds the iterators a DB keeps for reuse: one per level of
+// nested range reads.
+const maxIters = 4
+
+// dropIters closes the iterators kept for reuse: the database or the held
+// writes change, and an iterator sees them as they were when it was made.
+func (d *DB) dropIters() {
+	d.gen++
+	for _, it := range d.iters {
+		_ = it.it.Close() // unused since Close, which reported its error
+	}
+	clear(d.iters)
+	d.iters = d.iters[:0]
 }
 
 // Stop, returned by a scan's function, ends the scan early.
@@ -408,6 +519,7 @@ func (d *DB) Close() error {
 		return nil
 	}
 	d.closed = true
+	d.dropIters()
 	if d.held != nil { // the writes held for a checkpoint go with the database
 		_ = d.held.Close()
 		d.held, d.heldDone = nil, nil
