@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -75,6 +76,9 @@ type DB struct {
 	cfg Config
 	wo  *pebble.WriteOptions
 	id  uint64
+	// fail is the database's failure, once it failed; log its logger.
+	fail *failure
+	log  *throttledLogger
 
 	// mu guards closed against the snapshots' readers: Close takes it
 	// for writing, a snapshot being read holds it for reading. smu guards
@@ -112,14 +116,17 @@ func Open(c Config, name string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("disk state: %w", err)
 	}
+	log := &throttledLogger{l: c.Logger, dir: dir, t: newThrottle(logEvery, time.Now)}
+	fail := newFailure(dir, log)
 	opts := c.options()
+	fail.watch(opts)
 	defer opts.Cache.Unref()
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("disk state: open %s: %w", dir, err)
 	}
-	return &DB{db: db, dir: dir, cfg: c, wo: pebble.NoSync, id: uint64(opened.Add(1)), snaps: map[*Snapshot]struct{}{}}, nil
+	return &DB{db: db, dir: dir, cfg: c, wo: pebble.NoSync, id: uint64(opened.Add(1)), fail: fail, log: log, snaps: map[*Snapshot]struct{}{}}, nil
 }
 
 // options are the options of a task's database; the caller unrefs their
@@ -199,6 +206,9 @@ func (d *DB) Adopt(dir string) error {
 	if d.closed {
 		return ErrClosed
 	}
+	if err := d.fail.get(); err != nil {
+		return err
+	}
 	fail := func(err error) error {
 		d.closed = true
 		_ = os.RemoveAll(d.dir)
@@ -215,6 +225,7 @@ func (d *DB) Adopt(dir string) error {
 		return fail(err)
 	}
 	opts := d.cfg.options()
+	d.fail.watch(opts)
 	defer opts.Cache.Unref()
 	db, err := pebble.Open(d.dir, opts)
 	if err != nil {
@@ -235,6 +246,9 @@ func (d *DB) Get(dst, key []byte) ([]byte, bool, error) {
 	var v []byte
 	var closer io.Closer
 	var err error
+	if err := d.fail.get(); err != nil {
+		return dst, false, err
+	}
 	if d.held != nil {
 		if err := d.settle(false); err != nil {
 			return dst, false, err
@@ -249,10 +263,13 @@ func (d *DB) Get(dst, key []byte) ([]byte, bool, error) {
 		return dst, false, nil
 	}
 	if err != nil {
-		return dst, false, fmt.Errorf("disk state: %w", err)
+		return dst, false, d.failed(fmt.Errorf("read: %w", err))
 	}
 	dst = append(dst, v...)
-	return dst, true, closer.Close()
+	if err := closer.Close(); err != nil {
+		return dst, false, d.failed(fmt.Errorf("read: %w", err))
+	}
+	return dst, true, nil
 }
 
 // Batch gathers writes that Apply makes at once.
@@ -278,6 +295,9 @@ func (d *DB) Apply(b *Batch) error {
 	if b.b.Empty() {
 		return nil
 	}
+	if err := d.fail.get(); err != nil {
+		return err
+	}
 	if err := d.settle(false); err != nil {
 		return err
 	}
@@ -292,16 +312,19 @@ func (d *DB) Apply(b *Batch) error {
 		return d.settle(true) // held long enough: wait for the checkpoint
 	}
 	if err := d.db.Apply(b.b, d.wo); err != nil {
-		return fmt.Errorf("disk state: %w", err)
+		return d.failed(fmt.Errorf("write: %w", err))
 	}
 	b.b.Reset()
-	return nil
+	return d.fail.get() // a write held by a failed flush ends once it failed
 }
 
 // Scan calls fn for every key in [lower, upper) with its value, in key
 // order; the slices are valid only during the call. fn returning
 // errStop (see Stop) ends the scan without an error.
 func (d *DB) Scan(lower, upper []byte, fn func(key, value []byte) error) error {
+	if err := d.fail.get(); err != nil {
+		return err
+	}
 	if err := d.settle(false); err != nil {
 		return err
 	}
@@ -313,21 +336,23 @@ func (d *DB) Scan(lower, upper []byte, fn func(key, value []byte) error) error {
 		it, err = d.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	}
 	if err != nil {
-		return fmt.Errorf("disk state: %w", err)
+		return d.failed(fmt.Errorf("scan: %w", err))
 	}
 	d.scans++
 	defer func() { d.scans-- }()
-	return scan(it, fn)
+	return scan(it, fn, d.fail)
 }
 
 // Stop, returned by a scan's function, ends the scan early.
 var Stop = errors.New("stop the scan")
 
-func scan(it *pebble.Iterator, fn func(key, value []byte) error) error {
-	var err error
+// scan calls fn for every entry of it and closes it; an error of the
+// iterator's (not fn's) is the failure of f's database (nil: none).
+func scan(it *pebble.Iterator, fn func(key, value []byte) error, f *failure) error {
+	var err, ierr error
 	for ok := it.First(); ok; ok = it.Next() {
 		var v []byte
-		if v, err = it.ValueAndErr(); err != nil {
+		if v, ierr = it.ValueAndErr(); ierr != nil {
 			break
 		}
 		if err = fn(it.Key(), v); err != nil {
@@ -337,13 +362,21 @@ func scan(it *pebble.Iterator, fn func(key, value []byte) error) error {
 	if errors.Is(err, Stop) {
 		err = nil
 	}
-	if err == nil {
-		err = it.Error()
+	if err == nil && ierr == nil {
+		ierr = it.Error()
 	}
-	if cerr := it.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("disk state: %w", cerr)
+	if cerr := it.Close(); ierr == nil && cerr != nil {
+		ierr = cerr
 	}
-	return err
+	switch {
+	case err != nil:
+		return err
+	case ierr == nil:
+		return nil
+	case f != nil:
+		return f.set(fmt.Errorf("scan: %w", ierr))
+	}
+	return fmt.Errorf("disk state: %w", ierr)
 }
 
 // Snapshot is a point-in-time view of the database, taken in a moment and
@@ -356,6 +389,9 @@ type Snapshot struct {
 // Snapshot returns a view of the database as it is now, waiting for a
 // pending checkpoint to apply the writes it holds. Close releases it.
 func (d *DB) Snapshot() (*Snapshot, error) {
+	if err := d.fail.get(); err != nil {
+		return nil, err
+	}
 	if err := d.settle(true); err != nil {
 		return nil, err
 	}
@@ -377,11 +413,14 @@ func (s *Snapshot) Scan(lower, upper []byte, fn func(key, value []byte) error) e
 	if s.d.closed || ps == nil {
 		return ErrClosed
 	}
+	if err := s.d.fail.get(); err != nil {
+		return err
+	}
 	it, err := ps.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
-		return fmt.Errorf("disk state: %w", err)
+		return s.d.failed(fmt.Errorf("scan a snapshot: %w", err))
 	}
-	return scan(it, fn)
+	return scan(it, fn, s.d.fail)
 }
 
 // Close releases the snapshot; it may be called more than once.
@@ -418,6 +457,7 @@ func (d *DB) Close() error {
 	}
 	d.smu.Unlock()
 	err := d.db.Close()
+	d.log.flush()
 	if rerr := os.RemoveAll(d.dir); err == nil && rerr != nil {
 		err = rerr
 	}
