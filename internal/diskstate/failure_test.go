@@ -218,7 +218,7 @@ func TestThrottle(t *testing.T) {
 	}
 	admit("creating object 000004: no such file", true, 0)
 	admit("creating object 000005: no such file", false, 0) // the same but for a number
-	admit("flush: disk full", true, 0)                       // another error
+	admit("flush: disk full", true, 0)                      // another error
 	now = now.Add(9 * time.Second)
 	admit("creating object 000006: no such file", false, 0)
 	admit("flush: disk full", false, 0)
