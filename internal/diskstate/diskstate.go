@@ -21,7 +21,7 @@ import (
 // Config configures the databases of the on-disk state backend.
 type Config struct {
 	// Dir is the parent directory of the tasks' databases; "" means
-	// snapflow-state under the system's temporary directory.
+	// snapflow/state under the user's cache directory (see defaultDir).
 	Dir string
 	// CacheBytes is the block cache of each task's database; 0 means
 	// DefaultCacheBytes.
@@ -66,8 +66,27 @@ func (c Config) parent() string {
 	if c.Dir != "" {
 		return c.Dir
 	}
-	return filepath.Join(os.TempDir(), "snapflow-state")
+	return defaultDir()
 }
+
+// defaultDir is the parent directory of the tasks' databases when Config
+// sets none: snapflow/state under the user's cache directory
+// (os.UserCacheDir: $XDG_CACHE_HOME or ~/.cache on Linux,
+// ~/Library/Caches on macOS), or, where there is none or it cannot be
+// created, snapflow-state under the system's temporary directory. It is
+// chosen once per process. The temporary directory is not the first
+// choice: cleaners remove what has not been touched there for days (a
+// table of a long job, read only through a file kept open), and it is
+// often a tmpfs, in memory, which state larger than memory cannot use.
+var defaultDir = sync.OnceValue(func() string {
+	if cache, err := os.UserCacheDir(); err == nil {
+		dir := filepath.Join(cache, "snapflow", "state")
+		if os.MkdirAll(dir, 0o755) == nil {
+			return dir
+		}
+	}
+	return filepath.Join(os.TempDir(), "snapflow-state")
+})
 
 // DB is one task incarnation's database.
 type DB struct {

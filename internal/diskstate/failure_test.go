@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -244,5 +245,41 @@ func TestThrottle(t *testing.T) {
 	}
 	if k := throttleKey("a 12 b 3.4"); k != "a # b #.#" {
 		t.Fatalf("throttleKey = %q", k)
+	}
+}
+
+// TestDefaultDir: without Dir, the databases go under the user's cache
+// directory, not the temporary one, and a database closed leaves nothing
+// there.
+func TestDefaultDir(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, "cache"))
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(cache, "snapflow", "state")
+	if got := (Config{}).parent(); got != want {
+		t.Fatalf("the default directory is %s, want %s", got, want)
+	}
+	d, err := Open(Config{CacheBytes: 1 << 20, MemTableBytes: 1 << 20}, "job/op#0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Dir(d.Dir()) != want {
+		t.Fatalf("the database is in %s, want a directory of %s", d.Dir(), want)
+	}
+	if err := fill(t, d, 1, 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Checkpoint("1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left, err := os.ReadDir(want); err != nil || len(left) != 0 {
+		t.Fatalf("left in %s after Close: %v %v", want, left, err)
 	}
 }
