@@ -93,6 +93,10 @@ func (p *Pending) Take() (c *Checkpoint, err error) {
 // reach the database. It may be called more than once, and after Take.
 func (p *Pending) Release() { p.once.Do(func() { close(p.done) }) }
 
+// afterDirCheck, set by tests, runs in takeCheckpoint between the check
+// of the directory and the flush.
+var afterDirCheck func(*DB)
+
 // takeCheckpoint flushes the memtable and takes a checkpoint of the
 // database under name.
 func (d *DB) takeCheckpoint(name string) (*Checkpoint, error) {
@@ -106,6 +110,9 @@ func (d *DB) takeCheckpoint(name string) (*Checkpoint, error) {
 	// files, looks first (off the task's goroutine: a stat costs 6 µs).
 	if err := d.checkDir(); err != nil {
 		return nil, err
+	}
+	if afterDirCheck != nil {
+		afterDirCheck(d)
 	}
 	// The WAL is off: what the memtable holds is in no file until flushed.
 	// pebble retries a flush that fails without end: the failure ends the

@@ -186,6 +186,28 @@ func TestRemovedDirectoryFailsCheckpoint(t *testing.T) {
 	}
 }
 
+// TestFlushFailsUnderTake removes the directory of a database while a
+// checkpoint's Take, past its look at the directory, flushes writes: the
+// flush fails, pebble retries it, and Take returns the failure instead
+// of waiting for good.
+func TestFlushFailsUnderTake(t *testing.T) {
+	d := open(t)
+	if err := fill(t, d, 1, 100); err != nil {
+		t.Fatal(err)
+	}
+	afterDirCheck = func(d *DB) {
+		if err := os.RemoveAll(d.Dir()); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(func() { afterDirCheck = nil })
+	err := within(t, "Checkpoint", func() error { _, err := d.Checkpoint("1"); return err })
+	if !errors.Is(err, ErrFailed) || !strings.Contains(err.Error(), "background error") {
+		t.Fatalf("Checkpoint = %v, want ErrFailed from a background error", err)
+	}
+	within(t, "Close", d.Close)
+}
+
 // TestWriteFailsAfterRemoval removes the directory of a database that
 // only takes writes, more than its memtables hold: a write fails with
 // the failure of the flush, none waits for good, and Close returns.
