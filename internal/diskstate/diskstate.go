@@ -78,7 +78,9 @@ func (c Config) parent() string {
 // choice: cleaners remove what has not been touched there for days (a
 // table of a long job, read only through a file kept open), and it is
 // often a tmpfs, in memory, which state larger than memory cannot use.
-var defaultDir = sync.OnceValue(func() string {
+var defaultDir = sync.OnceValue(chooseDefaultDir)
+
+func chooseDefaultDir() string {
 	if cache, err := os.UserCacheDir(); err == nil {
 		dir := filepath.Join(cache, "snapflow", "state")
 		if os.MkdirAll(dir, 0o755) == nil {
@@ -86,7 +88,7 @@ var defaultDir = sync.OnceValue(func() string {
 		}
 	}
 	return filepath.Join(os.TempDir(), "snapflow-state")
-})
+}
 
 // DB is one task incarnation's database.
 type DB struct {

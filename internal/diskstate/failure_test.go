@@ -277,6 +277,9 @@ func TestDefaultDir(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, "cache"))
+	chosen := defaultDir
+	defaultDir = sync.OnceValue(chooseDefaultDir) // chosen again, under this environment
+	t.Cleanup(func() { defaultDir = chosen })
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		t.Fatal(err)
