@@ -42,8 +42,9 @@ func WithRestartPolicy(p restart.Policy) Option { return engine.WithRestartPolic
 func WithRetainedCheckpoints(n int) Option { return engine.WithRetainedCheckpoints(n) }
 
 // DiskState configures the on-disk state backend (see WithDiskState):
-// the parent directory of the tasks' databases (default: snapflow-state
-// under the system's temporary directory; never the snapshot store), and
+// the parent directory of the tasks' databases (default: snapflow/state
+// under the user's cache directory, or snapflow-state under the system's
+// temporary directory where there is none; never the snapshot store), and
 // each task's block cache and memtable.
 //
 // Its fields:

@@ -38,6 +38,10 @@ type DiskCheckpointer interface {
 	// dir, without a copy, and adopted is true: its files are then those
 	// d lists.
 	RestoreFiles(dir string, d *messages.DiskCheckpoint, only bool) (adopted bool, err error)
+	// WatchDisk has fn called once, from any goroutine, when the
+	// instance's database fails (see diskstate.DB.OnFailure); fn must
+	// return at once.
+	WatchDisk(fn func(error))
 }
 
 // DiskFiles is a checkpoint of a task's database: the directory of its
@@ -102,6 +106,13 @@ func (p *processInstance[K, I, O]) PrepareRestore(name string) (string, error) {
 		return "", fmt.Errorf("topology: operator %q keeps no state on disk", p.setup.task.Operator)
 	}
 	return p.setup.disk.db.PrepareRestore(name)
+}
+
+// WatchDisk implements DiskCheckpointer.
+func (p *processInstance[K, I, O]) WatchDisk(fn func(error)) {
+	if p.OnDisk() {
+		p.setup.disk.db.OnFailure(fn)
+	}
 }
 
 // RestoreFiles implements DiskCheckpointer.

@@ -58,6 +58,9 @@ var ErrReleased = errors.New("disk state: the pending checkpoint was already tak
 // it grows to the memtable's size, Apply waits for that). It is called by
 // the DB's goroutine; a checkpoint still pending is waited for first.
 func (d *DB) BeginCheckpoint(name string) (*Pending, error) {
+	if err := d.fail.get(); err != nil {
+		return nil, err
+	}
 	if err := d.settle(true); err != nil {
 		return nil, err
 	}
@@ -75,7 +78,8 @@ func (d *DB) BeginCheckpoint(name string) (*Pending, error) {
 // Take flushes the memtable and takes the checkpoint: the database as it
 // was at BeginCheckpoint, in a directory of hard links. It is called
 // once, from any goroutine (the upload's, say); the writes held meanwhile
-// then reach the database.
+// then reach the database. It returns the database's failure as soon as
+// it fails, also while it waits for the flush.
 func (p *Pending) Take() (c *Checkpoint, err error) {
 	err = ErrReleased
 	p.once.Do(func() {
@@ -89,6 +93,10 @@ func (p *Pending) Take() (c *Checkpoint, err error) {
 // reach the database. It may be called more than once, and after Take.
 func (p *Pending) Release() { p.once.Do(func() { close(p.done) }) }
 
+// afterDirCheck, set by tests, runs in takeCheckpoint between the check
+// of the directory and the flush.
+var afterDirCheck func(*DB)
+
 // takeCheckpoint flushes the memtable and takes a checkpoint of the
 // database under name.
 func (d *DB) takeCheckpoint(name string) (*Checkpoint, error) {
@@ -97,23 +105,45 @@ func (d *DB) takeCheckpoint(name string) (*Checkpoint, error) {
 	if d.closed {
 		return nil, ErrClosed
 	}
+	// A directory removed under the database goes unnoticed until a flush
+	// or a read of a table not yet open: a checkpoint, which needs its
+	// files, looks first (off the task's goroutine: a stat costs 6 µs).
+	if err := d.checkDir(); err != nil {
+		return nil, err
+	}
+	if afterDirCheck != nil {
+		afterDirCheck(d)
+	}
 	// The WAL is off: what the memtable holds is in no file until flushed.
-	if err := d.db.Flush(); err != nil {
-		return nil, fmt.Errorf("disk state: flush: %w", err)
+	// pebble retries a flush that fails without end: the failure ends the
+	// wait.
+	flushed, err := d.db.AsyncFlush()
+	if err != nil {
+		return nil, d.failed(fmt.Errorf("flush: %w", err))
+	}
+	select {
+	case <-flushed:
+	case <-d.fail.done:
+	}
+	if err := d.fail.get(); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(d.checkpointsDir(), 0o755); err != nil {
-		return nil, fmt.Errorf("disk state: %w", err)
+		return nil, d.failed(fmt.Errorf("checkpoint: %w", err))
 	}
 	dir := filepath.Join(d.checkpointsDir(), sanitize(name))
 	if err := os.RemoveAll(dir); err != nil { // a checkpoint of that name that failed
-		return nil, fmt.Errorf("disk state: %w", err)
+		return nil, d.failed(fmt.Errorf("checkpoint: %w", err))
 	}
 	if err := d.db.Checkpoint(dir); err != nil {
-		return nil, fmt.Errorf("disk state: checkpoint %s: %w", dir, err)
+		return nil, d.failed(fmt.Errorf("checkpoint into %s: %w", dir, err))
+	}
+	if err := d.fail.get(); err != nil { // the files may not be whole
+		return nil, err
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("disk state: %w", err)
+		return nil, d.failed(fmt.Errorf("checkpoint: %w", err))
 	}
 	c := &Checkpoint{Dir: dir}
 	for _, e := range entries {
@@ -126,7 +156,8 @@ func (d *DB) takeCheckpoint(name string) (*Checkpoint, error) {
 }
 
 // settle applies the writes held for a pending checkpoint once it is
-// taken or released; with wait, it waits for that.
+// taken or released; with wait, it waits for that, or for the database's
+// failure (then the writes held are dropped).
 func (d *DB) settle(wait bool) error {
 	if d.held == nil {
 		return nil
@@ -138,10 +169,14 @@ func (d *DB) settle(wait bool) error {
 		return nil
 	}
 	if wait {
-		<-d.heldDone
+		select {
+		case <-d.heldDone:
+		case <-d.fail.done:
+		}
 	} else {
 		select {
 		case <-d.heldDone:
+		case <-d.fail.done:
 		default:
 			return nil
 		}
@@ -150,10 +185,13 @@ func (d *DB) settle(wait bool) error {
 	b := d.held
 	d.held, d.heldDone = nil, nil
 	defer b.Close()
-	if err := d.db.Apply(b, d.wo); err != nil {
-		return fmt.Errorf("disk state: apply the writes held during a checkpoint: %w", err)
+	if err := d.fail.get(); err != nil {
+		return err
 	}
-	return nil
+	if err := d.db.Apply(b, d.wo); err != nil {
+		return d.failed(fmt.Errorf("apply the writes held during a checkpoint: %w", err))
+	}
+	return d.fail.get()
 }
 
 // Remove deletes the checkpoint's directory.
@@ -182,7 +220,7 @@ func (r *Reader) Scan(lower, upper []byte, fn func(key, value []byte) error) err
 	if err != nil {
 		return fmt.Errorf("disk state: %w", err)
 	}
-	return scan(it, fn)
+	return scan(it, fn, nil)
 }
 
 // Close closes the database; its directory stays.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -20,7 +21,7 @@ import (
 // Config configures the databases of the on-disk state backend.
 type Config struct {
 	// Dir is the parent directory of the tasks' databases; "" means
-	// snapflow-state under the system's temporary directory.
+	// snapflow/state under the user's cache directory (see defaultDir).
 	Dir string
 	// CacheBytes is the block cache of each task's database; 0 means
 	// DefaultCacheBytes.
@@ -65,6 +66,27 @@ func (c Config) parent() string {
 	if c.Dir != "" {
 		return c.Dir
 	}
+	return defaultDir()
+}
+
+// defaultDir is the parent directory of the tasks' databases when Config
+// sets none: snapflow/state under the user's cache directory
+// (os.UserCacheDir: $XDG_CACHE_HOME or ~/.cache on Linux,
+// ~/Library/Caches on macOS), or, where there is none or it cannot be
+// created, snapflow-state under the system's temporary directory. It is
+// chosen once per process. The temporary directory is not the first
+// choice: cleaners remove what has not been touched there for days (a
+// table of a long job, read only through a file kept open), and it is
+// often a tmpfs, in memory, which state larger than memory cannot use.
+var defaultDir = sync.OnceValue(chooseDefaultDir)
+
+func chooseDefaultDir() string {
+	if cache, err := os.UserCacheDir(); err == nil {
+		dir := filepath.Join(cache, "snapflow", "state")
+		if os.MkdirAll(dir, 0o755) == nil {
+			return dir
+		}
+	}
 	return filepath.Join(os.TempDir(), "snapflow-state")
 }
 
@@ -75,6 +97,9 @@ type DB struct {
 	cfg Config
 	wo  *pebble.WriteOptions
 	id  uint64
+	// fail is the database's failure, once it failed; log its logger.
+	fail *failure
+	log  *throttledLogger
 
 	// mu guards closed against the snapshots' readers: Close takes it
 	// for writing, a snapshot being read holds it for reading. smu guards
@@ -116,14 +141,17 @@ func Open(c Config, name string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("disk state: %w", err)
 	}
+	log := &throttledLogger{l: c.Logger, dir: dir, t: newThrottle(logEvery, time.Now)}
+	fail := newFailure(dir, log)
 	opts := c.options()
+	fail.watch(opts)
 	defer opts.Cache.Unref()
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("disk state: open %s: %w", dir, err)
 	}
-	return &DB{db: db, dir: dir, cfg: c, wo: pebble.NoSync, id: uint64(opened.Add(1)), snaps: map[*Snapshot]struct{}{}}, nil
+	return &DB{db: db, dir: dir, cfg: c, wo: pebble.NoSync, id: uint64(opened.Add(1)), fail: fail, log: log, snaps: map[*Snapshot]struct{}{}}, nil
 }
 
 // options are the options of a task's database; the caller unrefs their
@@ -203,6 +231,9 @@ func (d *DB) Adopt(dir string) error {
 	if d.closed {
 		return ErrClosed
 	}
+	if err := d.fail.get(); err != nil {
+		return err
+	}
 	fail := func(err error) error {
 		d.closed = true
 		_ = os.RemoveAll(d.dir)
@@ -220,6 +251,7 @@ func (d *DB) Adopt(dir string) error {
 		return fail(err)
 	}
 	opts := d.cfg.options()
+	d.fail.watch(opts)
 	defer opts.Cache.Unref()
 	db, err := pebble.Open(d.dir, opts)
 	if err != nil {
@@ -240,6 +272,9 @@ func (d *DB) Get(dst, key []byte) ([]byte, bool, error) {
 	var v []byte
 	var closer io.Closer
 	var err error
+	if err := d.fail.get(); err != nil {
+		return dst, false, err
+	}
 	if d.held != nil {
 		if err := d.settle(false); err != nil {
 			return dst, false, err
@@ -254,10 +289,13 @@ func (d *DB) Get(dst, key []byte) ([]byte, bool, error) {
 		return dst, false, nil
 	}
 	if err != nil {
-		return dst, false, fmt.Errorf("disk state: %w", err)
+		return dst, false, d.failed(fmt.Errorf("read: %w", err))
 	}
 	dst = append(dst, v...)
-	return dst, true, closer.Close()
+	if err := closer.Close(); err != nil {
+		return dst, false, d.failed(fmt.Errorf("read: %w", err))
+	}
+	return dst, true, nil
 }
 
 // Batch gathers writes that Apply makes at once.
@@ -283,6 +321,9 @@ func (d *DB) Apply(b *Batch) error {
 	if b.b.Empty() {
 		return nil
 	}
+	if err := d.fail.get(); err != nil {
+		return err
+	}
 	if err := d.settle(false); err != nil {
 		return err
 	}
@@ -298,10 +339,10 @@ func (d *DB) Apply(b *Batch) error {
 		return d.settle(true) // held long enough: wait for the checkpoint
 	}
 	if err := d.db.Apply(b.b, d.wo); err != nil {
-		return fmt.Errorf("disk state: %w", err)
+		return d.failed(fmt.Errorf("write: %w", err))
 	}
 	b.b.Reset()
-	return nil
+	return d.fail.get() // a write held by a failed flush ends once it failed
 }
 
 // Scan calls fn for every key in [lower, upper) with its value, in key
@@ -347,6 +388,9 @@ type Iter struct {
 // goroutine calls it, and Close when done: until then the writes held
 // for a pending checkpoint are kept (see Scan).
 func (d *DB) NewIter(lower, upper []byte) (*Iter, error) {
+	if err := d.fail.get(); err != nil {
+		return nil, err
+	}
 	if err := d.settle(false); err != nil {
 		return nil, err
 	}
@@ -369,7 +413,7 @@ func (d *DB) NewIter(lower, upper []byte) (*Iter, error) {
 			it.it, err = d.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 		}
 		if err != nil {
-			return nil, fmt.Errorf("disk state: %w", err)
+			return nil, d.failed(fmt.Errorf("scan: %w", err))
 		}
 	}
 	d.scans++
@@ -392,7 +436,7 @@ func (i *Iter) Key() []byte { return i.it.Key() }
 func (i *Iter) Value() ([]byte, error) {
 	v, err := i.it.ValueAndErr()
 	if err != nil {
-		return nil, fmt.Errorf("disk state: %w", err)
+		return nil, i.d.failed(fmt.Errorf("scan: %w", err))
 	}
 	return v, nil
 }
@@ -411,7 +455,7 @@ func (i *Iter) Close() error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("disk state: %w", err)
+		return d.failed(fmt.Errorf("scan: %w", err))
 	}
 	return nil
 }
@@ -434,11 +478,13 @@ func (d *DB) dropIters() {
 // Stop, returned by a scan's function, ends the scan early.
 var Stop = errors.New("stop the scan")
 
-func scan(it *pebble.Iterator, fn func(key, value []byte) error) error {
-	var err error
+// scan calls fn for every entry of it and closes it; an error of the
+// iterator's (not fn's) is the failure of f's database (nil: none).
+func scan(it *pebble.Iterator, fn func(key, value []byte) error, f *failure) error {
+	var err, ierr error
 	for ok := it.First(); ok; ok = it.Next() {
 		var v []byte
-		if v, err = it.ValueAndErr(); err != nil {
+		if v, ierr = it.ValueAndErr(); ierr != nil {
 			break
 		}
 		if err = fn(it.Key(), v); err != nil {
@@ -448,13 +494,21 @@ func scan(it *pebble.Iterator, fn func(key, value []byte) error) error {
 	if errors.Is(err, Stop) {
 		err = nil
 	}
-	if err == nil {
-		err = it.Error()
+	if err == nil && ierr == nil {
+		ierr = it.Error()
 	}
-	if cerr := it.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("disk state: %w", cerr)
+	if cerr := it.Close(); ierr == nil && cerr != nil {
+		ierr = cerr
 	}
-	return err
+	switch {
+	case err != nil:
+		return err
+	case ierr == nil:
+		return nil
+	case f != nil:
+		return f.set(fmt.Errorf("scan: %w", ierr))
+	}
+	return fmt.Errorf("disk state: %w", ierr)
 }
 
 // Snapshot is a point-in-time view of the database, taken in a moment and
@@ -467,6 +521,9 @@ type Snapshot struct {
 // Snapshot returns a view of the database as it is now, waiting for a
 // pending checkpoint to apply the writes it holds. Close releases it.
 func (d *DB) Snapshot() (*Snapshot, error) {
+	if err := d.fail.get(); err != nil {
+		return nil, err
+	}
 	if err := d.settle(true); err != nil {
 		return nil, err
 	}
@@ -488,11 +545,14 @@ func (s *Snapshot) Scan(lower, upper []byte, fn func(key, value []byte) error) e
 	if s.d.closed || ps == nil {
 		return ErrClosed
 	}
+	if err := s.d.fail.get(); err != nil {
+		return err
+	}
 	it, err := ps.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
-		return fmt.Errorf("disk state: %w", err)
+		return s.d.failed(fmt.Errorf("scan a snapshot: %w", err))
 	}
-	return scan(it, fn)
+	return scan(it, fn, s.d.fail)
 }
 
 // Close releases the snapshot; it may be called more than once.
@@ -530,6 +590,7 @@ func (d *DB) Close() error {
 	}
 	d.smu.Unlock()
 	err := d.db.Close()
+	d.log.flush()
 	if rerr := os.RemoveAll(d.dir); err == nil && rerr != nil {
 		err = rerr
 	}

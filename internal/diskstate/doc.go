@@ -20,4 +20,9 @@
 // hands out, which are read by the checkpoint's upload goroutine while the
 // task goes on writing. Close waits for a snapshot being read, and a
 // snapshot read after Close fails.
+//
+// A database whose files fail it (a directory removed, a disk full, a
+// corrupt table) fails for good: every call returns the first error,
+// wrapping ErrFailed, and OnFailure tells the task, which fails and is
+// restored from its checkpoint into a new database (see failure.go).
 package diskstate

@@ -40,6 +40,13 @@ type pollMsg struct{}
 // wakeMsg tells an idle source task that records may be available.
 type wakeMsg struct{ epoch uint64 }
 
+// diskFailedMsg tells a task that its database on disk failed (see
+// diskstate.DB.OnFailure): it fails at once, whatever it is doing.
+type diskFailedMsg struct {
+	epoch uint64
+	err   error
+}
+
 // uploadedMsg tells a task where its snapshot of checkpoint id is stored,
 // before its ack leaves: a later checkpoint may build on it (see
 // snapshots/incremental). It reaches the task before the barrier of any

@@ -69,6 +69,9 @@ type jobActor struct {
 	// completed): a recovery that finds no complete checkpoint after one
 	// refuses to start the job over.
 	lastCompleted uint64
+	// recovering is the failure the job recovers from (nil: none yet),
+	// which an error of the recovery names.
+	recovering error
 	// base is the checkpoint that the next trigger names as the base of
 	// incremental snapshots (see messages.Barrier): the newest complete
 	// checkpoint when that is not a savepoint, else 0.

@@ -101,6 +101,7 @@ func (j *jobActor) onFailureOf(cause error, fc FailureCause) {
 		return
 	}
 	wasRunning := j.phase == phaseRunning
+	j.recovering = cause
 	j.phase = phaseBackoff // the tasks are not told about aborts: they are about to restart
 	j.restartDue = false
 	j.sh.inc.Load().cancel() // the incarnation's uploads are of no use now
@@ -240,8 +241,12 @@ func (j *jobActor) onRestorePoint(m *restorePointMsg) {
 			return
 		}
 	} else if j.lastCompleted > 0 {
-		j.fail(fmt.Errorf("restore: %w: checkpoint %d completed, but the store %s now holds no complete checkpoint of the job; refusing to start it over from the beginning",
-			errCheckpointsGone, j.lastCompleted, j.sh.cfg.store), "its checkpoints are gone")
+		err := fmt.Errorf("restore: %w: checkpoint %d completed, but the store %s now holds no complete checkpoint of the job; refusing to start it over from the beginning",
+			errCheckpointsGone, j.lastCompleted, j.sh.cfg.store)
+		if j.recovering != nil {
+			err = fmt.Errorf("%w (recovering from: %w)", err, j.recovering)
+		}
+		j.fail(err, "its checkpoints are gone")
 		return
 	}
 	for d := range j.inDoubt { // checkpoints: the savepoints are settled

@@ -252,6 +252,10 @@ func (t *task) Receive(ctx actor.Context) {
 			t.idle = false
 			t.schedulePoll()
 		}
+	case *diskFailedMsg:
+		if m.epoch == t.epoch && t.inst != nil {
+			t.fail(m.err) // it names the database and what failed
+		}
 	case *messages.TriggerCheckpoint:
 		if m.Epoch == t.epoch && t.src != nil {
 			t.barrierTS, t.savepointName, t.savepointID = m.TimestampUnixNano, m.Savepoint, m.CheckpointId
@@ -344,6 +348,12 @@ func (t *task) onStarted(ctx actor.Context) {
 		t.fail(err)
 	}
 	t.inst = inst
+	if dc, ok := inst.(dataflow.DiskCheckpointer); ok && dc.OnDisk() {
+		// A database that fails while the task waits (for input, or for a
+		// checkpoint's flush in the upload) fails the task at once.
+		root, self, epoch := t.root, t.self, t.epoch
+		dc.WatchDisk(func(err error) { root.Send(self, &diskFailedMsg{epoch: epoch, err: err}) })
+	}
 	t.et = newEventTime(t.plan, inst)
 	t.src, _ = inst.(dataflow.SourceInstance)
 	if t.src != nil {
