@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/snapflow/snapflow/internal/diskstate"
 	"github.com/snapflow/snapflow/internal/testsrc"
 	"github.com/snapflow/snapflow/snapshots"
+	"github.com/snapflow/snapflow/topology"
 )
 
 // diskLog counts the lines of a job's log that are about its state on
@@ -83,16 +85,31 @@ func stopWithin(t *testing.T, j *actors.Job, bound time.Duration) {
 	}
 }
 
-// lostDirJob starts the incremental job of n records over keys on the
-// directory store in storeDir, its state on disk under stateDir with a
-// memtable of 1 MiB, checkpoints on demand, logging to log.
-func lostDirJob(t *testing.T, n, keys int64, gate *testsrc.Gate, storeDir, stateDir string, log *diskLog, ev *events) *actors.Job {
+// lostDirJob starts a job of a gated source of 1..n, keyed by v%keys
+// into a sum per key on disk (two tasks, 256 key groups, memtables of 1
+// MiB), and a sink that counts the records the sums pass on, into seen:
+// the directory store in storeDir, the databases under stateDir,
+// checkpoints on demand, logging to log.
+func lostDirJob(t *testing.T, n, keys int64, gate *testsrc.Gate, seen *sinkCount, storeDir, stateDir string, log *diskLog, ev *events) *actors.Job {
 	t.Helper()
 	store, err := snapshots.NewDir(storeDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := actors.Start(context.Background(), incrementalJob(n, keys, gate, 0), actors.WithStore(store),
+	g := topology.New("lostdir", topology.MaxParallelism(256))
+	src := topology.FromSource(g, "source", func(int, int) topology.Source[int64] { return &testsrc.Gated{N: n, Gate: gate} })
+	keyed := topology.KeyBy(src, func(v int64) int64 { return v % keys })
+	sums := topology.Process(keyed, "sum", func(s *topology.KeyedSetup[int64]) topology.ProcessFunc[int64, int64, int64] {
+		sum := topology.Value[int64](s, "sum")
+		return func(ctx *topology.Context[int64], v int64, out *topology.Collector[int64]) error {
+			x, _ := sum.Get()
+			sum.Set(x + v)
+			out.Emit(v)
+			return nil
+		}
+	}, topology.Parallelism(2))
+	topology.Sink(sums, "sink", func(int64) error { seen.add(); return nil })
+	j, err := actors.Start(context.Background(), g, actors.WithStore(store),
 		actors.WithLogger(slog.New(slog.NewTextHandler(log, nil))), actors.WithCheckpointInterval(0),
 		actors.WithDiskState(actors.DiskState{Dir: stateDir, MemTableBytes: 1 << 20}),
 		actors.WithRestartPolicy(restart.Policy{InitialBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond, MaxFailures: 20, Window: time.Hour}),
@@ -104,16 +121,38 @@ func lostDirJob(t *testing.T, n, keys int64, gate *testsrc.Gate, storeDir, state
 }
 
 // checkpointAndRead completes a checkpoint once the gated source has
-// emitted 1..2000, then lets it emit up to 2500: the tasks then read the
-// tables that the checkpoint flushed, which their databases keep open.
-func checkpointAndRead(t *testing.T, j *actors.Job, gate *testsrc.Gate) {
+// emitted 1..2000, then lets it emit up to 2500 and waits until the sink
+// has seen them all: the sums have read the tables that the checkpoint
+// flushed, which their databases keep open, and hold the writes since in
+// their memtables, which the next checkpoint flushes.
+func checkpointAndRead(t *testing.T, j *actors.Job, gate *testsrc.Gate, seen *sinkCount) {
 	t.Helper()
 	gate.WaitReached(t, 2000)
 	if _, err := j.Checkpoint(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	gate.SetLimit(2500)
-	gate.WaitReached(t, 2500)
+	gate.SetLimit(seen.at)
+	select {
+	case <-seen.reached:
+	case <-time.After(testTimeout):
+		t.Fatalf("the sink saw %d records, want %d", seen.n.Load(), seen.at)
+	}
+}
+
+// sinkCount counts the records a sink sees, and closes reached at the
+// at-th.
+type sinkCount struct {
+	n       atomic.Int64
+	at      int64
+	reached chan struct{}
+}
+
+func newSinkCount(at int64) *sinkCount { return &sinkCount{at: at, reached: make(chan struct{})} }
+
+func (c *sinkCount) add() {
+	if c.n.Add(1) == c.at {
+		close(c.reached)
+	}
 }
 
 // removeDir removes dir, in which a database may be creating files
@@ -142,9 +181,10 @@ func TestDiskDirLostRecovers(t *testing.T) {
 	stateDir := filepath.Join(t.TempDir(), "state")
 	var log diskLog
 	var ev events
-	j := lostDirJob(t, n, keys, gate, t.TempDir(), stateDir, &log, &ev)
+	seen := newSinkCount(2500)
+	j := lostDirJob(t, n, keys, gate, seen, t.TempDir(), stateDir, &log, &ev)
 	defer stopWithin(t, j, time.Minute)
-	checkpointAndRead(t, j, gate)
+	checkpointAndRead(t, j, gate, seen)
 	before, opened := log.count(), diskstate.Opened()
 	failed := ev.subscribe()
 	removeDir(t, stateDir)
@@ -208,14 +248,13 @@ func TestDiskDirAndStoreLost(t *testing.T) {
 	storeDir := filepath.Join(t.TempDir(), "store")
 	var log diskLog
 	var ev events
-	j := lostDirJob(t, n, keys, gate, storeDir, stateDir, &log, &ev)
+	seen := newSinkCount(2500)
+	j := lostDirJob(t, n, keys, gate, seen, storeDir, stateDir, &log, &ev)
 	defer stopWithin(t, j, time.Minute)
-	checkpointAndRead(t, j, gate)
+	checkpointAndRead(t, j, gate, seen)
 	before := log.count()
 	removeDir(t, stateDir)
 	removeDir(t, storeDir)
-	gate.SetLimit(3000)
-	gate.WaitReached(t, 3000)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	go func() { _, _ = j.Checkpoint(ctx) }() // finds the databases gone
@@ -249,11 +288,10 @@ func TestDiskDirLostStop(t *testing.T) {
 	stateDir := filepath.Join(t.TempDir(), "state")
 	var log diskLog
 	var ev events
-	j := lostDirJob(t, n, keys, gate, t.TempDir(), stateDir, &log, &ev)
-	checkpointAndRead(t, j, gate)
+	seen := newSinkCount(2500)
+	j := lostDirJob(t, n, keys, gate, seen, t.TempDir(), stateDir, &log, &ev)
+	checkpointAndRead(t, j, gate, seen)
 	removeDir(t, stateDir)
-	gate.SetLimit(3000)
-	gate.WaitReached(t, 3000)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	checked := make(chan error, 1)

@@ -97,7 +97,8 @@ type DB struct {
 	cfg Config
 	wo  *pebble.WriteOptions
 	id  uint64
-	// fail is the database's failure, once it failed; log its logger.
+	// fail holds the database's failure (see failure.go); log is its
+	// logger, which throttles pebble's errors.
 	fail *failure
 	log  *throttledLogger
 
