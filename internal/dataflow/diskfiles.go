@@ -35,9 +35,27 @@ type DiskCheckpointer interface {
 	// operator does not keep on disk. When d is the only source of the
 	// task's state (only) and holds the task's key groups exactly, under
 	// the same state ids and formats, the database becomes the files in
-	// dir, without a copy, and adopted is true: its files are then those
-	// d lists.
-	RestoreFiles(dir string, d *messages.DiskCheckpoint, only bool) (adopted bool, err error)
+	// dir, without a copy, and the report says Adopted: its files are then
+	// those d lists.
+	RestoreFiles(dir string, d *messages.DiskCheckpoint, only bool) (DiskRestore, error)
+}
+
+// DiskRestore is what RestoreFiles did with one stored database.
+type DiskRestore struct {
+	// Adopted: the stored database became the task's, its files taken
+	// over without a copy.
+	Adopted bool
+	// Excised counts the ranges of key groups outside the task's that
+	// were removed from the adopted database, without rewriting a file.
+	Excised int
+	// IngestedTables, IngestedBytes and IngestedEntries are the tables
+	// written from the stored database's entries of the task's key groups,
+	// in key order, and ingested into the task's database.
+	IngestedTables  int
+	IngestedBytes   int64
+	IngestedEntries int64
+	// Rebuilt is the entries written one by one, through batches.
+	Rebuilt int64
 }
 
 // DiskFiles is a checkpoint of a task's database: the directory of its
@@ -105,7 +123,7 @@ func (p *processInstance[K, I, O]) PrepareRestore(name string) (string, error) {
 }
 
 // RestoreFiles implements DiskCheckpointer.
-func (p *processInstance[K, I, O]) RestoreFiles(dir string, d *messages.DiskCheckpoint, only bool) (bool, error) {
+func (p *processInstance[K, I, O]) RestoreFiles(dir string, d *messages.DiskCheckpoint, only bool) (DiskRestore, error) {
 	return p.setup.restoreFiles(dir, d, only)
 }
 
@@ -138,22 +156,22 @@ func (s *KeyedSetup[K]) snapshotFiles(st *messages.TaskState, only groupSet, nam
 // the checkpoint had or the one declared now (see ttl_restore.go). The
 // files are adopted only when every state keeps its time-to-live: the
 // expired entries they may hold are then judged by the same one.
-func (s *KeyedSetup[K]) restoreFiles(dir string, desc *messages.DiskCheckpoint, only bool) (adopted bool, err error) {
+func (s *KeyedSetup[K]) restoreFiles(dir string, desc *messages.DiskCheckpoint, only bool) (rep DiskRestore, err error) {
 	op := s.task.Operator
 	if s.byName == nil {
-		return false, &stateError{msg: fmt.Sprintf("topology: operator %q: a disk checkpoint given before Restore checked the checkpoint's state descriptors", op), sentinel: ErrRestoreRefused}
+		return rep, &stateError{msg: fmt.Sprintf("topology: operator %q: a disk checkpoint given before Restore checked the checkpoint's state descriptors", op), sentinel: ErrRestoreRefused}
 	}
 	start := max(s.task.KeyGroupStart, int(desc.GetKeyGroupStart()))
 	end := min(s.task.KeyGroupEnd, int(desc.GetKeyGroupEnd()))
 	if start >= end {
-		return false, nil
+		return rep, nil
 	}
 	if s.disk == nil || s.disk.db == nil {
 		names := make([]string, len(desc.GetStates()))
 		for i, id := range desc.GetStates() {
 			names[i] = id.GetName()
 		}
-		return false, &stateError{msg: fmt.Sprintf("topology: operator %q: the checkpoint holds states %q in a database on disk, and the operator keeps none there (restore from a savepoint to change backends)", op, names), sentinel: ErrIncompatibleState}
+		return rep, &stateError{msg: fmt.Sprintf("topology: operator %q: the checkpoint holds states %q in a database on disk, and the operator keeps none there (restore from a savepoint to change backends)", op, names), sentinel: ErrIncompatibleState}
 	}
 	type mapping struct {
 		to           uint16
@@ -165,11 +183,11 @@ func (s *KeyedSetup[K]) restoreFiles(dir string, desc *messages.DiskCheckpoint, 
 		ks := s.byName[id.GetName()]
 		ds, ok := ks.(diskState)
 		if !ok || ks == nil {
-			return false, &stateError{msg: fmt.Sprintf("topology: operator %q: the checkpoint holds state %q on disk, which the operator does not declare on disk (its entries would be lost)", op, id.GetName()), sentinel: ErrIncompatibleState}
+			return rep, &stateError{msg: fmt.Sprintf("topology: operator %q: the checkpoint holds state %q on disk, which the operator does not declare on disk (its entries would be lost)", op, id.GetName()), sentinel: ErrIncompatibleState}
 		}
 		sid, ok := s.disk.idOf(ds)
 		if !ok {
-			return false, fmt.Errorf("topology: operator %q: state %q has no id on disk", op, id.GetName())
+			return rep, fmt.Errorf("topology: operator %q: state %q has no id on disk", op, id.GetName())
 		}
 		ids[id.GetId()] = mapping{to: sid, timed: id.GetTimed(), timer: ds.ttlNanos() > 0, ttl: ds.ttlNanos(), stored: s.storedTTL[id.GetName()]}
 	}
@@ -181,14 +199,15 @@ func (s *KeyedSetup[K]) restoreFiles(dir string, desc *messages.DiskCheckpoint, 
 	}
 	if same && !s.disk.written {
 		if err := s.disk.db.Adopt(dir); err != nil {
-			return false, fmt.Errorf("topology: operator %q: restore: %w", op, err)
+			return rep, fmt.Errorf("topology: operator %q: restore: %w", op, err)
 		}
 		s.disk.batch = s.disk.db.NewBatch() // a batch belongs to the database it was made by
-		return true, nil
+		rep.Adopted = true
+		return rep, nil
 	}
 	r, err := diskstate.OpenReader(dir)
 	if err != nil {
-		return false, fmt.Errorf("topology: operator %q: restore: %w", op, err)
+		return rep, fmt.Errorf("topology: operator %q: restore: %w", op, err)
 	}
 	defer r.Close()
 	d := s.disk
@@ -223,12 +242,13 @@ func (s *KeyedSetup[K]) restoreFiles(dir string, desc *messages.DiskCheckpoint, 
 			val = append(binary.BigEndian.AppendUint64(val[:0], uint64(written)), value...)
 			value = val
 		}
+		rep.Rebuilt++
 		return d.restoreWrite(key, value)
 	})
 	if err != nil {
-		return false, fmt.Errorf("topology: operator %q: restore from disk checkpoint: %w", op, err)
+		return rep, fmt.Errorf("topology: operator %q: restore from disk checkpoint: %w", op, err)
 	}
-	return false, s.applyRestored()
+	return rep, s.applyRestored()
 }
 
 // idOf returns the id of a state kept on disk.

@@ -78,12 +78,12 @@ func TestDiskFilesRestore(t *testing.T) {
 				t.Fatal(err)
 			}
 			dir := copyFiles(t, in2, c, "agg#0")
-			adopted, err := in2.(DiskCheckpointer).RestoreFiles(dir, c.Desc, true)
+			rep, err := in2.(DiskCheckpointer).RestoreFiles(dir, c.Desc, true)
 			if err != nil {
 				t.Fatalf("parallelism %d: %s: RestoreFiles: %v", n, task.ID, err)
 			}
-			if adopted != (n == 1) { // the same key groups: the files become the database
-				t.Errorf("parallelism %d: %s: adopted the files: %t", n, task.ID, adopted)
+			if rep.Adopted != (n == 1) { // the same key groups: the files become the database
+				t.Errorf("parallelism %d: %s: adopted the files: %t", n, task.ID, rep.Adopted)
 			}
 			for k, v := range valuesOf(reg2[task.ID].sum) {
 				if kg := int(HashString(k) % aggMaxP); kg < task.KeyGroupStart || kg >= task.KeyGroupEnd {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/snapflow/snapflow/internal/dataflow"
 	"github.com/snapflow/snapflow/internal/parallel"
@@ -90,6 +91,16 @@ func (t *task) restoreDisk(inc *incarnation) error {
 	}
 	ctx, cancel := context.WithTimeout(inc.ctx, t.sh.timeout())
 	defer cancel()
+	var (
+		local, downloaded atomic.Int64
+		download, rebuild time.Duration
+		reps              []dataflow.DiskRestore
+	)
+	defer func() {
+		if len(reps) > 0 {
+			t.sh.diskRestores.add(local.Load(), downloaded.Load(), download, rebuild, reps)
+		}
+	}()
 	for i, d := range sources {
 		if int(d.GetKeyGroupEnd()) <= t.plan.KeyGroupStart || int(d.GetKeyGroupStart()) >= t.plan.KeyGroupEnd {
 			continue
@@ -114,7 +125,8 @@ func (t *task) restoreDisk(inc *incarnation) error {
 		if err != nil {
 			return err
 		}
-		var local, downloaded atomic.Int64
+		t0 := time.Now()
+		var loc, down atomic.Int64
 		lc := t.sh.cfg.diskState
 		err = parallel.For(ctx, len(files), diskTransfers, func(ctx context.Context, k int) error {
 			f := files[k]
@@ -124,7 +136,7 @@ func (t *task) restoreDisk(inc *incarnation) error {
 					return err
 				}
 				if found {
-					local.Add(int64(f.GetSize()))
+					loc.Add(int64(f.GetSize()))
 					return nil
 				}
 			}
@@ -132,19 +144,26 @@ func (t *task) restoreDisk(inc *incarnation) error {
 			if err != nil {
 				return err
 			}
-			downloaded.Add(int64(len(data)))
+			down.Add(int64(len(data)))
 			return os.WriteFile(filepath.Join(dir, f.GetName()), data, 0o644)
 		})
+		download += time.Since(t0)
+		local.Add(loc.Load())
+		downloaded.Add(down.Load())
 		if err == nil {
 			t.log.Info("restoring the on-disk state from its database files", "checkpoint", inc.restore.Manifest.GetCheckpointId(),
-				"files", len(files), "local_bytes", local.Load(), "downloaded_bytes", downloaded.Load())
-			t.sh.diskLocalBytes.Add(local.Load())
-			t.sh.diskDownloadedBytes.Add(downloaded.Load())
+				"files", len(files), "local_bytes", loc.Load(), "downloaded_bytes", down.Load())
 		}
 		if err == nil {
-			var adopted bool
-			if adopted, err = dc.RestoreFiles(dir, d, len(sources) == 1); adopted {
-				t.adopted = d // its files are the database's: the next checkpoint may reference them
+			t1 := time.Now()
+			var rep dataflow.DiskRestore
+			rep, err = dc.RestoreFiles(dir, d, len(sources) == 1)
+			rebuild += time.Since(t1)
+			if err == nil {
+				reps = append(reps, rep)
+				if rep.Adopted {
+					t.adopted = d // its files are the database's: the next checkpoint may reference them
+				}
 			}
 		}
 		if rerr := os.RemoveAll(dir); err == nil && rerr != nil {
