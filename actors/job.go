@@ -66,6 +66,8 @@ type Stats = engine.Stats
 //   - LocalBytes int64: bytes of the files taken from local copies
 //     (task-local recovery).
 //   - DownloadedBytes int64: bytes of the files read from the store.
+//   - SkippedBytes int64: bytes of the tables not read, as they hold no key
+//     of the restoring task's key groups.
 //   - Adopted int: stored databases that became a task's database, their
 //     files taken over without a copy.
 //   - Excised int: ranges of key groups removed from an adopted database.

@@ -114,7 +114,8 @@ type RescaleRow struct {
 	// split the restore: the download and rebuild of the task whose two
 	// together took longest, and the rest. Adopted, Excised, Ingested...
 	// and RebuiltEntries are what the last run's tasks did with the files
-	// (actors.DiskRestoreStats), DownloadedBytes what they read.
+	// (actors.DiskRestoreStats), DownloadedBytes what they read and
+	// SkippedBytes the tables they did not, holding none of their keys.
 	Backend         string `json:"backend,omitempty"`
 	ValueBytes      int    `json:"value_bytes,omitempty"`
 	StoredBytes     int64  `json:"stored_bytes,omitempty"`
@@ -122,6 +123,7 @@ type RescaleRow struct {
 	RebuildP50Ms    metric `json:"rebuild_p50_ms"`
 	RestartP50Ms    metric `json:"restart_p50_ms"`
 	DownloadedBytes int64  `json:"downloaded_bytes,omitempty"`
+	SkippedBytes    int64  `json:"skipped_bytes,omitempty"`
 	Adopted         int    `json:"adopted,omitempty"`
 	Excised         int    `json:"excised,omitempty"`
 	IngestedBytes   int64  `json:"ingested_bytes,omitempty"`

@@ -165,9 +165,9 @@ func runDiskRescale(ctx context.Context, spec rescaleSpec, progress io.Writer) (
 				return nil, fmt.Errorf("bench: rescale on disk %s %s: %w", mib(spec.StateBytes), p, err)
 			}
 			s := run.stats
-			fmt.Fprintf(progress, " %s ms (download %s, rebuild %s ms), adopted %d, ingested %s, rebuilt %s entries\n",
+			fmt.Fprintf(progress, " %s ms (download %s, rebuild %s ms), downloaded %s, skipped %s, adopted %d, ingested %s, rebuilt %s entries\n",
 				thousands(float64(run.d.Microseconds())/1000, 1), msOf(s.SlowestDownload).cell(1), msOf(s.SlowestRebuild).cell(1),
-				s.Adopted, mib(s.IngestedBytes), count(s.Rebuilt))
+				mib(s.DownloadedBytes), mib(s.SkippedBytes), s.Adopted, mib(s.IngestedBytes), count(s.Rebuilt))
 			if k >= 0 {
 				runs[p] = append(runs[p], run)
 			}
@@ -333,7 +333,7 @@ func summariseDiskRescale(spec rescaleSpec, p rescalePair, runs []diskRescaleRun
 		row.RestartP50Ms = measured(lowerMedian(restart))
 		s := runs[len(runs)-1].stats
 		row.Adopted, row.Excised, row.IngestedBytes, row.IngestedEntries, row.RebuiltEntries = s.Adopted, s.Excised, s.IngestedBytes, s.IngestedEntries, s.Rebuilt
-		row.DownloadedBytes = s.DownloadedBytes
+		row.DownloadedBytes, row.SkippedBytes = s.DownloadedBytes, s.SkippedBytes
 	}
 	return row
 }
@@ -353,6 +353,7 @@ var diskRescaleCols = []rescaleColumn{
 	{"× same p", func(r RescaleRow) string { return ratioCell(r.RatioToSameP) }},
 	{"paired", func(r RescaleRow) string { return ratioCell(r.PairedRatio) }},
 	{"downloaded MiB", func(r RescaleRow) string { return mibCell(measured(float64(r.DownloadedBytes))) }},
+	{"skipped MiB", func(r RescaleRow) string { return mibCell(measured(float64(r.SkippedBytes))) }},
 	{"adopted", func(r RescaleRow) string { return count(int64(r.Adopted)) }},
 	{"excised", func(r RescaleRow) string { return count(int64(r.Excised)) }},
 	{"ingested MiB", func(r RescaleRow) string { return mibCell(measured(float64(r.IngestedBytes))) }},
@@ -370,6 +371,7 @@ download, rebuild: of the task whose download and rebuild together took longest 
   restart: the rest of the restore (planning, deploying, the other state).
 × same p: restore p50 against the same-parallelism restore of the same checkpoint (2→3 against 2→2, 3→2 against 3→3);
   paired: the median of each run against the baseline's run of its round, just before it. Target: at most 1.5×.
+downloaded: the database files all tasks read from the store; skipped: the tables they left, holding none of their keys.
 adopted: stored databases that became a task's database without a copy; excised: key-group ranges removed from them;
   ingested: tables written from the other stored databases' entries, in key order, and ingested; rebuilt: entries
   written one by one (all of the last run's tasks).

@@ -16,6 +16,10 @@ type DiskRestoreStats struct {
 	// LocalBytes and DownloadedBytes are the bytes of the files taken
 	// from local copies (task-local recovery) and read from the store.
 	LocalBytes, DownloadedBytes int64
+	// SkippedBytes are the bytes of the tables not read: a task restored
+	// at another parallelism reads a stored database's tables that hold
+	// keys of its key groups only.
+	SkippedBytes int64
 	// Adopted counts the stored databases that became a task's database,
 	// their files taken over without a copy.
 	Adopted int
@@ -48,13 +52,14 @@ type diskRestoreStats struct {
 
 // add records one task's restore: the bytes and times of its downloads
 // and rebuilds, and the reports of its databases' restores.
-func (d *diskRestoreStats) add(local, downloaded int64, download, rebuild time.Duration, reps []dataflow.DiskRestore) {
+func (d *diskRestoreStats) add(local, downloaded, skipped int64, download, rebuild time.Duration, reps []dataflow.DiskRestore) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s := &d.s
 	s.Tasks++
 	s.LocalBytes += local
 	s.DownloadedBytes += downloaded
+	s.SkippedBytes += skipped
 	s.Download += download
 	s.Rebuild += rebuild
 	if download+rebuild > s.SlowestDownload+s.SlowestRebuild {
