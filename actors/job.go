@@ -37,6 +37,7 @@ func Start(ctx context.Context, g *topology.Graph, opts ...Option) (*Job, error)
 //	Savepoint(ctx, name) (uint64, error)               // a named, self-contained checkpoint; the job goes on
 //	StopWithSavepoint(ctx, name) (uint64, error)       // one, and the job stops at its barrier
 //	Stats() Stats                                      // counters of the job's life
+//	DiskRestoreStats() DiskRestoreStats                // what restores did with on-disk state files
 //	TaskMetrics() []TaskMetrics                        // each task's records, batches and backpressure
 //	Checkpoints() *snapshots.Checkpoints               // its checkpoints in the store
 //	Address() string                                   // the coordinator's address in cluster mode
@@ -50,6 +51,38 @@ type Job = engine.Job
 //   - StaleMessages uint64: data-path messages of an older epoch that tasks
 //     dropped on arrival (epoch fencing).
 type Stats = engine.Stats
+
+// DiskRestoreStats is what the restores of a job's tasks in this process
+// did with the database files of their on-disk state (WithDiskState),
+// summed since the job started; Job.DiskRestoreStats returns it. A task
+// restored at another parallelism takes over the stored database that
+// holds most of its key groups (Adopted), removes the key groups outside
+// its range (Excised), and ingests the entries of its key groups in the
+// other stored databases as tables written in key order (Ingested...);
+// entries are written one by one (Rebuilt) only where a state's id changed.
+//
+// Its fields:
+//   - Tasks int: task restores that read database files.
+//   - LocalBytes int64: bytes of the files taken from local copies
+//     (task-local recovery).
+//   - DownloadedBytes int64: bytes of the files read from the store.
+//   - SkippedBytes int64: bytes of the tables not read, as they hold no key
+//     of the restoring task's key groups.
+//   - Adopted int: stored databases that became a task's database, their
+//     files taken over without a copy.
+//   - Excised int: ranges of key groups removed from an adopted database.
+//   - IngestedTables int: tables written in key order and ingested.
+//   - IngestedBytes int64: their bytes.
+//   - IngestedEntries int64: their entries.
+//   - Rebuilt int64: entries written one by one, through batches.
+//   - Download time.Duration: time the tasks spent putting the files in
+//     place, summed over tasks.
+//   - Rebuild time.Duration: time they spent building their databases from
+//     them, summed over tasks.
+//   - SlowestDownload time.Duration: Download of the task whose download and
+//     rebuild together took longest (tasks restore side by side).
+//   - SlowestRebuild time.Duration: that task's Rebuild.
+type DiskRestoreStats = engine.DiskRestoreStats
 
 // TaskMetrics are a task's counters since the job started: they keep
 // counting across restores, so that they only grow.

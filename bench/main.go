@@ -186,7 +186,9 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 		"-state-size defaults to "+defaultIncrementalState+" and -update-fraction to "+defaultIncrementalFraction+" there),\n"+
 		"or statebackend (the heap backend against the on-disk one, with checkpoints off, then full and incremental\n"+
 		"checkpoints at 1s or -intervals, measured as -sweep incremental measures them)")
-	fs.StringVar(&f.sizes, "sizes", defaultRescaleSizes, "-sweep rescale: sizes of keyed state (over -keys keys), comma-separated, in bytes, KiB, MiB or GiB")
+	fs.StringVar(&f.sizes, "sizes", defaultRescaleSizes, "-sweep rescale: sizes of keyed state (over -keys keys), comma-separated, in bytes, KiB, MiB or GiB;\n"+
+		"with -backend disk the default is "+defaultDiskRescaleSizes+" over a key per "+fmt.Sprint(diskRescaleValueBytes)+" bytes (unless -keys is given), restored from\n"+
+		"incremental checkpoints at 2→2, 2→3, 3→3 and 3→2, each restore split into download, rebuild and restart")
 	fs.StringVar(&f.jsonOut, "json", "", "write the rows as a JSON array to this file (a metric not measured is null)")
 	fs.StringVar(&f.plotOut, "plot", "", "draw throughput and p99 latency against the interval into this PNG")
 	fs.StringVar(&f.from, "from", "", "measure nothing: read the rows of a file written by -json, and print, -json and -plot them")

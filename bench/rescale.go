@@ -56,6 +56,10 @@ type rescaleSpec struct {
 	// Profiles is a directory to write a CPU profile of every restore into
 	// ("": none).
 	Profiles string `json:"cpuprofile,omitempty"`
+	// Backend "disk" keeps the keyed state on disk and restores
+	// incremental checkpoints (rescale_disk.go); "" restores savepoints
+	// of state on the heap.
+	Backend string `json:"backend,omitempty"`
 }
 
 // blob is the bytes of state per key.
@@ -104,6 +108,27 @@ type RescaleRow struct {
 	TaskShareMaxBytes  metric `json:"task_share_max_bytes"`
 	TaskShareMeanBytes metric `json:"task_share_mean_bytes"`
 	TaskReadOverShare  metric `json:"task_read_over_share_max"`
+	// The rows of -backend disk (rescale_disk.go): Backend is "disk",
+	// ValueBytes each key's value, StoredBytes the database files of the
+	// checkpoint restored. DownloadP50Ms, RebuildP50Ms and RestartP50Ms
+	// split the restore: the download and rebuild of the task whose two
+	// together took longest, and the rest. Adopted, Excised, Ingested...
+	// and RebuiltEntries are what the last run's tasks did with the files
+	// (actors.DiskRestoreStats), DownloadedBytes what they read and
+	// SkippedBytes the tables they did not, holding none of their keys.
+	Backend         string `json:"backend,omitempty"`
+	ValueBytes      int    `json:"value_bytes,omitempty"`
+	StoredBytes     int64  `json:"stored_bytes,omitempty"`
+	DownloadP50Ms   metric `json:"download_p50_ms"`
+	RebuildP50Ms    metric `json:"rebuild_p50_ms"`
+	RestartP50Ms    metric `json:"restart_p50_ms"`
+	DownloadedBytes int64  `json:"downloaded_bytes,omitempty"`
+	SkippedBytes    int64  `json:"skipped_bytes,omitempty"`
+	Adopted         int    `json:"adopted,omitempty"`
+	Excised         int    `json:"excised,omitempty"`
+	IngestedBytes   int64  `json:"ingested_bytes,omitempty"`
+	IngestedEntries int64  `json:"ingested_entries,omitempty"`
+	RebuiltEntries  int64  `json:"rebuilt_entries,omitempty"`
 }
 
 func (r RescaleRow) pair() rescalePair { return rescalePair{r.From, r.To} }
@@ -430,7 +455,7 @@ func rescaleRatios(rows []RescaleRow) {
 		r := &rows[i]
 		r.RatioToSameP, r.PairedRatio = metric{}, metric{}
 		for _, b := range rows {
-			if b.StateBytes != r.StateBytes || b.Keys != r.Keys || b.From != r.From || b.To != r.From {
+			if b.StateBytes != r.StateBytes || b.Keys != r.Keys || b.Backend != r.Backend || b.From != r.From || b.To != r.From {
 				continue
 			}
 			if v, ok := r.RestoreP50Ms.value(); ok {

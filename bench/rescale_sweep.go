@@ -52,6 +52,17 @@ func runRescaleSweep(ctx context.Context, f flags, stdout, stderr io.Writer) err
 
 // measureRescale runs one child process per state size of -sizes.
 func measureRescale(ctx context.Context, progress io.Writer, f flags) ([]RescaleRow, error) {
+	backend := ""
+	switch f.backend {
+	case "", "heap":
+	case "disk":
+		backend = "disk"
+		if !f.set["sizes"] {
+			f.sizes = defaultDiskRescaleSizes
+		}
+	default:
+		return nil, fmt.Errorf("%w: -sweep rescale -backend %q: want heap or disk", errUsage, f.backend)
+	}
 	sizes, err := parseSizes(f.sizes)
 	if err != nil {
 		return nil, fmt.Errorf("%w: -sizes: %v", errUsage, err)
@@ -59,16 +70,25 @@ func measureRescale(ctx context.Context, progress io.Writer, f flags) ([]Rescale
 	if f.repeat < 1 || f.keys < 1 {
 		return nil, fmt.Errorf("%w: want -repeat >= 1 and -keys >= 1", errUsage)
 	}
+	keysOf := func(int64) uint64 { return f.keys }
+	if backend == "disk" && !f.set["keys"] { // a value of diskRescaleValueBytes per key
+		keysOf = func(s int64) uint64 { return uint64(max(1, s/diskRescaleValueBytes)) }
+	}
 	for _, s := range sizes {
-		if s < int64(f.keys) {
-			return nil, fmt.Errorf("%w: -sizes: %d bytes of state over %d keys is less than a byte per key", errUsage, s, f.keys)
+		if s < int64(keysOf(s)) {
+			return nil, fmt.Errorf("%w: -sizes: %d bytes of state over %d keys is less than a byte per key", errUsage, s, keysOf(s))
 		}
 	}
+	pairs := rescalePairs
+	if backend == "disk" {
+		pairs = diskRescalePairs
+	}
 	fmt.Fprintf(progress, "bench: rescale: %s × %s (%s) × %s, one process per state size, store %s\n",
-		plural(len(sizes), "state size"), plural(len(rescalePairs), "row"), pairsString(), plural(f.repeat, "run"), f.store)
+		plural(len(sizes), "state size"), plural(len(pairs), "row"), pairsString(pairs), plural(f.repeat, "run"), f.store)
 	var rows []RescaleRow
 	for _, s := range sizes {
-		spec := rescaleSpec{StateBytes: s / int64(f.keys) * int64(f.keys), Keys: f.keys, Store: f.store, Repeat: f.repeat, Profiles: f.cpuprofile}
+		keys := keysOf(s)
+		spec := rescaleSpec{StateBytes: s / int64(keys) * int64(keys), Keys: keys, Store: f.store, Repeat: f.repeat, Profiles: f.cpuprofile, Backend: backend}
 		got, err := runRescaleChild(ctx, progress, spec)
 		if err != nil {
 			return nil, err
@@ -78,9 +98,9 @@ func measureRescale(ctx context.Context, progress io.Writer, f flags) ([]Rescale
 	return rows, nil
 }
 
-func pairsString() string {
-	parts := make([]string, len(rescalePairs))
-	for i, p := range rescalePairs {
+func pairsString(pairs []rescalePair) string {
+	parts := make([]string, len(pairs))
+	for i, p := range pairs {
 		parts[i] = p.String()
 	}
 	return strings.Join(parts, ", ")
@@ -113,7 +133,11 @@ func runRescaleChildSpec(ctx context.Context, spec string, stdout io.Writer) err
 	if err := json.Unmarshal([]byte(spec), &s); err != nil {
 		return fmt.Errorf("bench: rescale child spec %q: %w", spec, err)
 	}
-	rows, err := runRescale(ctx, s, os.Stderr)
+	run := runRescale
+	if s.Backend == "disk" {
+		run = runDiskRescale
+	}
+	rows, err := run(ctx, s, os.Stderr)
 	if err != nil {
 		return err
 	}
@@ -199,15 +223,19 @@ task read: per task of the keyed operator, what it reads on its own, as on a wor
 
 // printRescaleTable writes rows as an aligned table with its note.
 func printRescaleTable(w io.Writer, rows []RescaleRow) error {
+	cols, note := rescaleCols, rescaleNote
+	if slices.ContainsFunc(rows, func(r RescaleRow) bool { return r.Backend == "disk" }) {
+		cols, note = diskRescaleCols, diskRescaleNote
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	names := make([]string, len(rescaleCols))
-	for i, c := range rescaleCols {
+	names := make([]string, len(cols))
+	for i, c := range cols {
 		names[i] = c.name
 	}
 	fmt.Fprintln(tw, strings.Join(names, "\t")+"\t")
 	for _, r := range rows {
-		cells := make([]string, len(rescaleCols))
-		for i, c := range rescaleCols {
+		cells := make([]string, len(cols))
+		for i, c := range cols {
 			cells[i] = c.cell(r)
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
@@ -216,7 +244,7 @@ func printRescaleTable(w io.Writer, rows []RescaleRow) error {
 		return err
 	}
 	stores, keys := distinct(rows, func(r RescaleRow) string { return r.Store }), distinct(rows, func(r RescaleRow) string { return count(int64(r.Keys)) })
-	_, err := fmt.Fprintf(w, rescaleNote+"store: %s\n", rescaleMaxParallelism, strings.Join(keys, ", "), strings.Join(stores, ", "))
+	_, err := fmt.Fprintf(w, note+"store: %s\n", rescaleMaxParallelism, strings.Join(keys, ", "), strings.Join(stores, ", "))
 	return err
 }
 

@@ -3,6 +3,7 @@ package dataflow
 import (
 	"encoding/binary"
 	"fmt"
+	"path/filepath"
 
 	"github.com/snapflow/snapflow/internal/diskstate"
 	"github.com/snapflow/snapflow/messages"
@@ -32,16 +33,36 @@ type DiskCheckpointer interface {
 	// RestoreFiles loads, after Restore, the entries of the task's key
 	// groups that the database in dir, a checkpoint that d describes,
 	// holds. It fails, with ErrIncompatibleState, for a state that the
-	// operator does not keep on disk. When d is the only source of the
-	// task's state (only) and holds the task's key groups exactly, under
-	// the same state ids and formats, the database becomes the files in
-	// dir, without a copy, and adopted is true: its files are then those
-	// d lists.
-	RestoreFiles(dir string, d *messages.DiskCheckpoint, only bool) (adopted bool, err error)
+	// operator does not keep on disk. The runtime gives first (base) the
+	// stored database that holds most of the task's key groups: when its
+	// states keep their ids and formats, it becomes the task's database,
+	// the files in dir taken over without a copy and the key groups
+	// outside the task's range excised, and the report says Adopted: its
+	// files are then those d lists. The task's key groups of the others
+	// are ingested as tables written in key order (see restoreFiles).
+	RestoreFiles(dir string, d *messages.DiskCheckpoint, base bool) (DiskRestore, error)
 	// WatchDisk has fn called once, from any goroutine, when the
 	// instance's database fails (see diskstate.DB.OnFailure); fn must
 	// return at once.
 	WatchDisk(fn func(error))
+}
+
+// DiskRestore is what RestoreFiles did with one stored database.
+type DiskRestore struct {
+	// Adopted: the stored database became the task's, its files taken
+	// over without a copy.
+	Adopted bool
+	// Excised counts the ranges of key groups outside the task's that
+	// were removed from the adopted database, without rewriting a file.
+	Excised int
+	// IngestedTables, IngestedBytes and IngestedEntries are the tables
+	// written from the stored database's entries of the task's key groups,
+	// in key order, and ingested into the task's database.
+	IngestedTables  int
+	IngestedBytes   int64
+	IngestedEntries int64
+	// Rebuilt is the entries written one by one, through batches.
+	Rebuilt int64
 }
 
 // DiskFiles is a checkpoint of a task's database: the directory of its
@@ -116,8 +137,8 @@ func (p *processInstance[K, I, O]) WatchDisk(fn func(error)) {
 }
 
 // RestoreFiles implements DiskCheckpointer.
-func (p *processInstance[K, I, O]) RestoreFiles(dir string, d *messages.DiskCheckpoint, only bool) (bool, error) {
-	return p.setup.restoreFiles(dir, d, only)
+func (p *processInstance[K, I, O]) RestoreFiles(dir string, d *messages.DiskCheckpoint, base bool) (DiskRestore, error) {
+	return p.setup.restoreFiles(dir, d, base)
 }
 
 // snapshotFiles writes the heap states' entries of the key groups only
@@ -142,104 +163,206 @@ func (s *KeyedSetup[K]) snapshotFiles(st *messages.TaskState, only groupSet, nam
 	return &DiskFiles{pending: p, Desc: desc, DB: s.disk.db.ID()}, nil
 }
 
-// restoreFiles copies the entries of the task's key groups from the
-// database in dir into the task's, under the ids its states have now,
-// adding or dropping write times where a state's time-to-live came or
-// went, and leaving out the entries expired now, under the time-to-live
-// the checkpoint had or the one declared now (see ttl_restore.go). The
-// files are adopted only when every state keeps its time-to-live: the
-// expired entries they may hold are then judged by the same one.
-func (s *KeyedSetup[K]) restoreFiles(dir string, desc *messages.DiskCheckpoint, only bool) (adopted bool, err error) {
+// diskMapping is how a restore maps a stored state's entries: the state's
+// id now, and its time-to-live then and now.
+type diskMapping struct {
+	to           uint16
+	timed, timer bool  // the stored values carry write times / the state's will
+	ttl, stored  int64 // the state's time-to-live now / in the checkpoint
+}
+
+// same reports whether the stored entries of state id are the state's as
+// they are: the same id, and the same time-to-live.
+func (m diskMapping) same(id uint32) bool {
+	return uint32(m.to) == id && m.timed == m.timer && m.ttl == m.stored
+}
+
+// value returns the value to write for a stored value v, in scratch when
+// it changes, and false for an entry expired now, under the time-to-live
+// the checkpoint had or the one declared now.
+func (m diskMapping) value(v []byte, now int64, scratch *[]byte) ([]byte, bool, error) {
+	written, value := now, v
+	if m.timed {
+		w, rest, ok := splitWritten(v)
+		if !ok {
+			return nil, false, fmt.Errorf("a stored value of %d bytes has no write time", len(v))
+		}
+		if storedExpired(w, m.stored, now) {
+			return nil, false, nil // expired before the restore, under the checkpoint's time-to-live
+		}
+		written, value = w, rest
+	}
+	if !m.timer {
+		return value, true, nil
+	}
+	if now-written >= m.ttl {
+		return nil, false, nil // expired
+	}
+	if m.timed {
+		return v, true, nil // the write time stays
+	}
+	*scratch = append(binary.BigEndian.AppendUint64((*scratch)[:0], uint64(written)), value...)
+	return *scratch, true, nil
+}
+
+// restoreFiles loads the entries of the task's key groups from the
+// database in dir, a checkpoint that desc describes (of whose tables dir
+// may hold only those that hold keys of the task's key groups: see
+// diskstate.TablesFor), under the ids its
+// states have now, adding or dropping write times where a state's
+// time-to-live came or went, and leaving out the entries expired now,
+// under the time-to-live the checkpoint had or the one declared now (see
+// ttl_restore.go). It takes one of three ways:
+//
+//   - adopt: the database becomes the files in dir, without a copy, and
+//     the key groups in it outside the task's range are excised
+//     (diskstate.DB.AdoptKeyGroups). Only for the first database restored (base),
+//     nothing written yet, and every state under the same id and
+//     time-to-live: the expired entries the files may hold are then judged
+//     by the same one when read.
+//   - ingest: the entries of the task's key groups are written, in key
+//     order, into tables that the database ingests (diskstate.Ingest),
+//     when every state keeps its id: the keys, and so their order, stay.
+//   - rebuild: the entries are written one by one through batches, when a
+//     state's id changed.
+func (s *KeyedSetup[K]) restoreFiles(dir string, desc *messages.DiskCheckpoint, base bool) (rep DiskRestore, err error) {
 	op := s.task.Operator
 	if s.byName == nil {
-		return false, &stateError{msg: fmt.Sprintf("topology: operator %q: a disk checkpoint given before Restore checked the checkpoint's state descriptors", op), sentinel: ErrRestoreRefused}
+		return rep, &stateError{msg: fmt.Sprintf("topology: operator %q: a disk checkpoint given before Restore checked the checkpoint's state descriptors", op), sentinel: ErrRestoreRefused}
 	}
 	start := max(s.task.KeyGroupStart, int(desc.GetKeyGroupStart()))
 	end := min(s.task.KeyGroupEnd, int(desc.GetKeyGroupEnd()))
 	if start >= end {
-		return false, nil
+		return rep, nil
 	}
 	if s.disk == nil || s.disk.db == nil {
 		names := make([]string, len(desc.GetStates()))
 		for i, id := range desc.GetStates() {
 			names[i] = id.GetName()
 		}
-		return false, &stateError{msg: fmt.Sprintf("topology: operator %q: the checkpoint holds states %q in a database on disk, and the operator keeps none there (restore from a savepoint to change backends)", op, names), sentinel: ErrIncompatibleState}
+		return rep, &stateError{msg: fmt.Sprintf("topology: operator %q: the checkpoint holds states %q in a database on disk, and the operator keeps none there (restore from a savepoint to change backends)", op, names), sentinel: ErrIncompatibleState}
 	}
-	type mapping struct {
-		to           uint16
-		timed, timer bool  // the stored values carry write times / the state's will
-		ttl, stored  int64 // the state's time-to-live now / in the checkpoint
-	}
-	ids := map[uint32]mapping{}
+	ids := map[uint32]diskMapping{}
 	for _, id := range desc.GetStates() {
 		ks := s.byName[id.GetName()]
 		ds, ok := ks.(diskState)
 		if !ok || ks == nil {
-			return false, &stateError{msg: fmt.Sprintf("topology: operator %q: the checkpoint holds state %q on disk, which the operator does not declare on disk (its entries would be lost)", op, id.GetName()), sentinel: ErrIncompatibleState}
+			return rep, &stateError{msg: fmt.Sprintf("topology: operator %q: the checkpoint holds state %q on disk, which the operator does not declare on disk (its entries would be lost)", op, id.GetName()), sentinel: ErrIncompatibleState}
 		}
 		sid, ok := s.disk.idOf(ds)
 		if !ok {
-			return false, fmt.Errorf("topology: operator %q: state %q has no id on disk", op, id.GetName())
+			return rep, fmt.Errorf("topology: operator %q: state %q has no id on disk", op, id.GetName())
 		}
-		ids[id.GetId()] = mapping{to: sid, timed: id.GetTimed(), timer: ds.ttlNanos() > 0, ttl: ds.ttlNanos(), stored: s.storedTTL[id.GetName()]}
+		ids[id.GetId()] = diskMapping{to: sid, timed: id.GetTimed(), timer: ds.ttlNanos() > 0, ttl: ds.ttlNanos(), stored: s.storedTTL[id.GetName()]}
 	}
 	s.tickRestore()
-	same := only && start == int(desc.GetKeyGroupStart()) && end == int(desc.GetKeyGroupEnd()) &&
-		start == s.task.KeyGroupStart && end == s.task.KeyGroupEnd
+	same, keepIDs := true, true
 	for id, m := range ids {
-		same = same && uint32(m.to) == id && m.timed == m.timer && m.ttl == m.stored
+		same = same && m.same(id)
+		keepIDs = keepIDs && uint32(m.to) == id
 	}
-	if same && !s.disk.written {
-		if err := s.disk.db.Adopt(dir); err != nil {
-			return false, fmt.Errorf("topology: operator %q: restore: %w", op, err)
+	d := s.disk
+	if base && same && !d.written {
+		if start == int(desc.GetKeyGroupStart()) && end == int(desc.GetKeyGroupEnd()) { // no key group of another task
+			err = d.db.Adopt(dir)
+		} else {
+			rep.Excised, err = d.db.AdoptKeyGroups(dir, s.task.KeyGroupStart, s.task.KeyGroupEnd)
 		}
-		s.disk.batch = s.disk.db.NewBatch() // a batch belongs to the database it was made by
-		return true, nil
+		if err != nil {
+			return rep, fmt.Errorf("topology: operator %q: restore: %w", op, err)
+		}
+		d.batch = d.db.NewBatch() // a batch belongs to the database it was made by
+		d.written = true          // the database holds the restored state now
+		rep.Adopted = true
+		return rep, nil
 	}
-	r, err := diskstate.OpenReader(dir)
+	// The runtime may have left out the tables that hold none of the
+	// task's key groups.
+	r, err := diskstate.OpenPartialReader(dir)
 	if err != nil {
-		return false, fmt.Errorf("topology: operator %q: restore: %w", op, err)
+		return rep, fmt.Errorf("topology: operator %q: restore: %w", op, err)
 	}
 	defer r.Close()
-	d := s.disk
-	var key, val []byte
 	lower := diskstate.GroupStart(nil, start)
 	upper := diskstate.GroupEnd(nil, end-1)
 	if len(upper) == 0 {
 		upper = nil
 	}
+	if keepIDs {
+		err = s.ingestFiles(r, filepath.Base(dir), lower, upper, ids, &rep)
+	} else {
+		err = s.rebuildFiles(r, lower, upper, ids, &rep)
+	}
+	if err != nil {
+		return rep, fmt.Errorf("topology: operator %q: restore from disk checkpoint: %w", op, err)
+	}
+	return rep, nil
+}
+
+// ingestFiles writes the entries of the keys in [lower, upper) that r
+// holds into tables and ingests them into the task's database (see
+// restoreFiles).
+func (s *KeyedSetup[K]) ingestFiles(r *diskstate.Reader, name string, lower, upper []byte, ids map[uint32]diskMapping, rep *DiskRestore) error {
+	d := s.disk
+	if err := s.applyRestored(); err != nil { // nothing is pending, but what is goes first
+		return err
+	}
+	in, err := d.db.NewIngest(name)
+	if err != nil {
+		return err
+	}
+	defer in.Abort()
+	var val []byte
 	err = r.Scan(lower, upper, func(k, v []byte) error {
+		kg, sid, _, ok := diskstate.Split(k)
+		m, known := ids[uint32(sid)]
+		if !ok || !known {
+			return fmt.Errorf("a stored key of %d bytes in key group %d names state id %d, which the checkpoint does not list", len(k), kg, sid)
+		}
+		value, keep, err := m.value(v, s.now, &val)
+		if err != nil || !keep {
+			return err
+		}
+		return in.Set(k, value)
+	})
+	if err != nil {
+		return err
+	}
+	st, err := in.Finish()
+	if err != nil {
+		return err
+	}
+	d.written = true
+	rep.IngestedTables += st.Tables
+	rep.IngestedBytes += st.Bytes
+	rep.IngestedEntries += st.Entries
+	return nil
+}
+
+// rebuildFiles writes the entries of the keys in [lower, upper) that r
+// holds into the task's database one by one, under their states' ids now
+// (see restoreFiles).
+func (s *KeyedSetup[K]) rebuildFiles(r *diskstate.Reader, lower, upper []byte, ids map[uint32]diskMapping, rep *DiskRestore) error {
+	d := s.disk
+	var key, val []byte
+	err := r.Scan(lower, upper, func(k, v []byte) error {
 		kg, sid, rest, ok := diskstate.Split(k)
 		m, known := ids[uint32(sid)]
 		if !ok || !known {
 			return fmt.Errorf("a stored key of %d bytes in key group %d names state id %d, which the checkpoint does not list", len(k), kg, sid)
 		}
+		value, keep, err := m.value(v, s.now, &val)
+		if err != nil || !keep {
+			return err
+		}
 		key = append(diskstate.Prefix(key[:0], kg, m.to), rest...)
-		written, value := s.now, v
-		if m.timed {
-			w, rest, ok := splitWritten(v)
-			if !ok {
-				return fmt.Errorf("a stored value of %d bytes has no write time", len(v))
-			}
-			if storedExpired(w, m.stored, s.now) {
-				return nil // expired before the restore, under the checkpoint's time-to-live
-			}
-			written, value = w, rest
-		}
-		if m.timer {
-			if s.now-written >= m.ttl {
-				return nil // expired
-			}
-			val = append(binary.BigEndian.AppendUint64(val[:0], uint64(written)), value...)
-			value = val
-		}
+		rep.Rebuilt++
 		return d.restoreWrite(key, value)
 	})
 	if err != nil {
-		return false, fmt.Errorf("topology: operator %q: restore from disk checkpoint: %w", op, err)
+		return err
 	}
-	return false, s.applyRestored()
+	return s.applyRestored()
 }
 
 // idOf returns the id of a state kept on disk.

@@ -856,6 +856,12 @@ func (s *mSide) restoreTask(t *mTask, r *Restore, states map[string]*messages.Ta
 	if len(sources) > 1 {
 		s.count(func(c *mStats) *int { return &c.fileMerges })
 	}
+	// As the runtime does: the source that holds most of the task's key
+	// groups first (the first such on a tie), as the base.
+	overlap := func(src *mStored) int {
+		return min(t.plan.KeyGroupEnd, int(src.desc.GetKeyGroupEnd())) - max(t.plan.KeyGroupStart, int(src.desc.GetKeyGroupStart()))
+	}
+	slices.SortStableFunc(sources, func(a, b *mStored) int { return overlap(b) - overlap(a) })
 	for i, src := range sources {
 		dc := t.inst.(DiskCheckpointer)
 		dir, err := dc.PrepareRestore(strconv.Itoa(i))
@@ -865,8 +871,8 @@ func (s *mSide) restoreTask(t *mTask, r *Restore, states map[string]*messages.Ta
 		if err := mCopy(src.dir, src.files, dir); err != nil {
 			return err
 		}
-		adopted, err := dc.RestoreFiles(dir, src.desc, len(sources) == 1)
-		if adopted {
+		rep, err := dc.RestoreFiles(dir, src.desc, i == 0)
+		if rep.Adopted {
 			s.count(func(c *mStats) *int { return &c.adopted })
 		}
 		if rerr := os.RemoveAll(dir); err == nil {

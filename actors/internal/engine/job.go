@@ -372,5 +372,6 @@ func (j *Job) Checkpoints() *snapshots.Checkpoints { return j.sh.cps }
 // far: from the local copies of earlier checkpoints (task-local recovery)
 // and from the snapshot store.
 func (j *Job) DiskRestoreBytes() (local, downloaded int64) {
-	return j.sh.diskLocalBytes.Load(), j.sh.diskDownloadedBytes.Load()
+	s := j.sh.diskRestores.get()
+	return s.LocalBytes, s.DownloadedBytes
 }

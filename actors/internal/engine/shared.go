@@ -20,9 +20,9 @@ import (
 // are written before the tasks that read them are spawned or run, except inc,
 // which the job actor publishes before restarting the tasks.
 type shared struct {
-	// diskLocalBytes and diskDownloadedBytes count the bytes of database
-	// files that restores took from local copies and from the store.
-	diskLocalBytes, diskDownloadedBytes atomic.Int64
+	// diskRestores gathers what the tasks' restores did with the files of
+	// their on-disk state.
+	diskRestores diskRestoreStats
 
 	job    string
 	plan   *dataflow.Plan

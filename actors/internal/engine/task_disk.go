@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/snapflow/snapflow/internal/dataflow"
+	"github.com/snapflow/snapflow/internal/diskstate"
 	"github.com/snapflow/snapflow/internal/parallel"
 	"github.com/snapflow/snapflow/messages"
 	"github.com/snapflow/snapflow/snapshots"
@@ -78,18 +80,33 @@ func (t *task) diskSources(inc *incarnation) []*messages.DiskCheckpoint {
 // states from the database checkpoints they were stored as: the files of
 // each one that holds key groups of the task's range are read from the
 // store (each checked against its size and checksum) into a directory of
-// the task's, and the key groups of its range copied into its database.
+// the task's, and the key groups of its range restored into its database.
+// The one that holds most of them goes first: its files may become the
+// database, the others' entries of the task's key groups ingested into it
+// (see dataflow.DiskCheckpointer.RestoreFiles).
 func (t *task) restoreDisk(inc *incarnation) error {
 	sources := t.diskSources(inc)
 	if len(sources) == 0 {
 		return nil
 	}
+	sources = t.baseFirst(sources)
 	dc, ok := t.inst.(dataflow.DiskCheckpointer)
 	if !ok {
 		return fmt.Errorf("the checkpoint holds on-disk state for task %s, whose operator keeps no keyed state", t.plan.ID)
 	}
 	ctx, cancel := context.WithTimeout(inc.ctx, t.sh.timeout())
 	defer cancel()
+	var (
+		local, downloaded atomic.Int64
+		skippedAll        int64
+		download, rebuild time.Duration
+		reps              []dataflow.DiskRestore
+	)
+	defer func() {
+		if len(reps) > 0 {
+			t.sh.diskRestores.add(local.Load(), downloaded.Load(), skippedAll, download, rebuild, reps)
+		}
+	}()
 	for i, d := range sources {
 		if int(d.GetKeyGroupEnd()) <= t.plan.KeyGroupStart || int(d.GetKeyGroupStart()) >= t.plan.KeyGroupEnd {
 			continue
@@ -114,37 +131,80 @@ func (t *task) restoreDisk(inc *incarnation) error {
 		if err != nil {
 			return err
 		}
-		var local, downloaded atomic.Int64
+		t0 := time.Now()
+		var loc, down atomic.Int64
 		lc := t.sh.cfg.diskState
-		err = parallel.For(ctx, len(files), diskTransfers, func(ctx context.Context, k int) error {
-			f := files[k]
-			if _, task, _ := snapshots.ParseStateFileKey(t.sh.job, f.GetKey()); lc != nil && !lc.NoLocalRecovery {
-				found, err := lc.TakeLocal(t.sh.job, task, f.GetName(), int64(f.GetSize()), f.GetCrc32C(), dir)
+		fetch := func(files []*messages.StateFile) error {
+			return parallel.For(ctx, len(files), diskTransfers, func(ctx context.Context, k int) error {
+				f := files[k]
+				if _, task, _ := snapshots.ParseStateFileKey(t.sh.job, f.GetKey()); lc != nil && !lc.NoLocalRecovery {
+					found, err := lc.TakeLocal(t.sh.job, task, f.GetName(), int64(f.GetSize()), f.GetCrc32C(), dir)
+					if err != nil {
+						return err
+					}
+					if found {
+						loc.Add(int64(f.GetSize()))
+						return nil
+					}
+				}
+				data, err := t.sh.cps.ReadStateFile(ctx, f)
 				if err != nil {
 					return err
 				}
-				if found {
-					local.Add(int64(f.GetSize()))
-					return nil
+				down.Add(int64(len(data)))
+				return os.WriteFile(filepath.Join(dir, f.GetName()), data, 0o644)
+			})
+		}
+		var skipped int64
+		if int(d.GetKeyGroupStart()) >= t.plan.KeyGroupStart && int(d.GetKeyGroupEnd()) <= t.plan.KeyGroupEnd {
+			err = fetch(files) // every key is of the task's key groups
+		} else {
+			// The manifest and the other small files first: they say which
+			// tables hold keys of the task's key groups, and only those are
+			// read (a flush splits its tables by key range).
+			var tables, rest []*messages.StateFile
+			for _, f := range files {
+				if diskstate.IsTable(f.GetName()) {
+					tables = append(tables, f)
+				} else {
+					rest = append(rest, f)
 				}
 			}
-			data, err := t.sh.cps.ReadStateFile(ctx, f)
-			if err != nil {
-				return err
+			err = fetch(rest)
+			var want map[string]bool
+			if err == nil {
+				want, err = diskstate.TablesFor(dir, max(t.plan.KeyGroupStart, int(d.GetKeyGroupStart())), min(t.plan.KeyGroupEnd, int(d.GetKeyGroupEnd())))
 			}
-			downloaded.Add(int64(len(data)))
-			return os.WriteFile(filepath.Join(dir, f.GetName()), data, 0o644)
-		})
+			if err == nil {
+				needed := tables[:0]
+				for _, f := range tables {
+					if want[f.GetName()] {
+						needed = append(needed, f)
+					} else {
+						skipped += int64(f.GetSize())
+					}
+				}
+				err = fetch(needed)
+			}
+		}
+		download += time.Since(t0)
+		local.Add(loc.Load())
+		downloaded.Add(down.Load())
+		skippedAll += skipped
 		if err == nil {
 			t.log.Info("restoring the on-disk state from its database files", "checkpoint", inc.restore.Manifest.GetCheckpointId(),
-				"files", len(files), "local_bytes", local.Load(), "downloaded_bytes", downloaded.Load())
-			t.sh.diskLocalBytes.Add(local.Load())
-			t.sh.diskDownloadedBytes.Add(downloaded.Load())
+				"files", len(files), "local_bytes", loc.Load(), "downloaded_bytes", down.Load(), "skipped_bytes", skipped)
 		}
 		if err == nil {
-			var adopted bool
-			if adopted, err = dc.RestoreFiles(dir, d, len(sources) == 1); adopted {
-				t.adopted = d // its files are the database's: the next checkpoint may reference them
+			t1 := time.Now()
+			var rep dataflow.DiskRestore
+			rep, err = dc.RestoreFiles(dir, d, i == 0)
+			rebuild += time.Since(t1)
+			if err == nil {
+				reps = append(reps, rep)
+				if rep.Adopted {
+					t.adopted = d // its files are the database's: the next checkpoint may reference them
+				}
 			}
 		}
 		if rerr := os.RemoveAll(dir); err == nil && rerr != nil {
@@ -155,4 +215,29 @@ func (t *task) restoreDisk(inc *incarnation) error {
 		}
 	}
 	return nil
+}
+
+// baseFirst returns the sources that hold key groups of the task's range,
+// the one that holds most of them first (the first such on a tie), the
+// others in their order.
+func (t *task) baseFirst(sources []*messages.DiskCheckpoint) []*messages.DiskCheckpoint {
+	overlap := func(d *messages.DiskCheckpoint) int {
+		return min(t.plan.KeyGroupEnd, int(d.GetKeyGroupEnd())) - max(t.plan.KeyGroupStart, int(d.GetKeyGroupStart()))
+	}
+	out := make([]*messages.DiskCheckpoint, 0, len(sources))
+	base := -1
+	for _, d := range sources {
+		if n := overlap(d); n > 0 {
+			if base < 0 || n > overlap(out[base]) {
+				base = len(out)
+			}
+			out = append(out, d)
+		}
+	}
+	if base > 0 {
+		b := out[base]
+		copy(out[1:base+1], out[:base])
+		out[0] = b
+	}
+	return out
 }
