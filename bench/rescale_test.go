@@ -181,3 +181,49 @@ func TestRescaleUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestRescaleDiskSmoke runs -sweep rescale -backend disk at a tiny state
+// size: every row restored its checkpoint from database files, the
+// same-parallelism rows by adopting one stored database per task, the
+// rescaled rows by ingesting where a task spans two, none entry by entry,
+// and each restore's parts are no longer than the restore.
+func TestRescaleDiskSmoke(t *testing.T) {
+	dir := t.TempDir()
+	jsonPath := filepath.Join(dir, "rescale.json")
+	args := []string{"-sweep", "rescale", "-backend", "disk", "-sizes", "1MiB", "-repeat", "1", "-store", filepath.Join(dir, "store"), "-json", jsonPath}
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []RescaleRow
+	if err := json.Unmarshal(b, &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(diskRescalePairs) {
+		t.Fatalf("%d rows, want %d:\n%s", len(rows), len(diskRescalePairs), stdout.String())
+	}
+	for i, r := range rows {
+		if r.pair() != diskRescalePairs[i] || r.Backend != "disk" || r.Runs != 1 || r.Keys != (1<<20)/diskRescaleValueBytes || r.StoredBytes <= 0 {
+			t.Errorf("row %d: %+v, want %s on disk, one run, a key per %d bytes", i, r, diskRescalePairs[i], diskRescaleValueBytes)
+		}
+		total, _ := r.RestoreP50Ms.value()
+		parts := r.DownloadP50Ms.or(-1) + r.RebuildP50Ms.or(-1)
+		if total <= 0 || parts < 0 || parts > total {
+			t.Errorf("%s: restore %v ms, download and rebuild %v ms", r.pair(), total, parts)
+		}
+		wantAdopted, rescaled := r.To, r.From != r.To
+		if r.Adopted != wantAdopted || r.RebuiltEntries != 0 || (r.IngestedBytes > 0) != rescaled {
+			t.Errorf("%s: adopted %d, ingested %d bytes, rebuilt %d entries; want %d adopted, ingested only when rescaled, none rebuilt",
+				r.pair(), r.Adopted, r.IngestedBytes, r.RebuiltEntries, wantAdopted)
+		}
+	}
+	for _, w := range []string{"rebuild ms", "2→3", "3→2", "Target: at most 1.5×"} {
+		if !strings.Contains(stdout.String(), w) {
+			t.Errorf("the table lacks %q:\n%s", w, stdout.String())
+		}
+	}
+}

@@ -33,13 +33,14 @@ type DiskCheckpointer interface {
 	// RestoreFiles loads, after Restore, the entries of the task's key
 	// groups that the database in dir, a checkpoint that d describes,
 	// holds. It fails, with ErrIncompatibleState, for a state that the
-	// operator does not keep on disk. The runtime gives first (base) the
-	// stored database that holds most of the task's key groups: when its
-	// states keep their ids and formats, it becomes the task's database,
-	// the files in dir taken over without a copy and the key groups
-	// outside the task's range excised, and the report says Adopted: its
-	// files are then those d lists. The task's key groups of the others
-	// are ingested as tables written in key order (see restoreFiles).
+	// operator does not keep on disk. The runtime gives the stored
+	// databases that hold key groups of the task in turn, the one that
+	// holds most of them last (base): the task's key groups of the others
+	// are written into tables in key order, and when the base's states
+	// keep their ids and formats, the base becomes the task's database,
+	// the files in dir taken over without a copy, the key groups outside
+	// the task's range excised and the tables ingested, and the report
+	// says Adopted: its files are then those d lists (see restoreFiles).
 	RestoreFiles(dir string, d *messages.DiskCheckpoint, base bool) (DiskRestore, error)
 	// WatchDisk has fn called once, from any goroutine, when the
 	// instance's database fails (see diskstate.DB.OnFailure); fn must
@@ -208,21 +209,24 @@ func (m diskMapping) value(v []byte, now int64, scratch *[]byte) ([]byte, bool, 
 // restoreFiles loads the entries of the task's key groups from the
 // database in dir, a checkpoint that desc describes (of whose tables dir
 // may hold only those that hold keys of the task's key groups: see
-// diskstate.TablesFor), under the ids its
-// states have now, adding or dropping write times where a state's
-// time-to-live came or went, and leaving out the entries expired now,
-// under the time-to-live the checkpoint had or the one declared now (see
-// ttl_restore.go). It takes one of three ways:
+// diskstate.TablesFor), under the ids its states have now, adding or
+// dropping write times where a state's time-to-live came or went, and
+// leaving out the entries expired now, under the time-to-live the
+// checkpoint had or the one declared now (see ttl_restore.go). The runtime
+// gives the task's stored databases in turn, the one that holds most of
+// its key groups last (base). Each takes one of three ways:
 //
-//   - adopt: the database becomes the files in dir, without a copy, and
-//     the key groups in it outside the task's range are excised
-//     (diskstate.DB.AdoptKeyGroups). Only for the first database restored (base),
-//     nothing written yet, and every state under the same id and
-//     time-to-live: the expired entries the files may hold are then judged
-//     by the same one when read.
 //   - ingest: the entries of the task's key groups are written, in key
-//     order, into tables that the database ingests (diskstate.Ingest),
-//     when every state keeps its id: the keys, and so their order, stay.
+//     order, into tables (diskstate.Ingest), when every state keeps its
+//     id: the keys, and so their order, stay. The tables wait for the
+//     base, into which they are ingested.
+//   - adopt: the base becomes the database, the files in dir without a
+//     copy, its key groups outside the task's range excised and the
+//     tables written before ingested (diskstate.DB.AdoptKeyGroups). Only
+//     when nothing was written yet and every state keeps its id and
+//     time-to-live: the expired entries the files may hold are then
+//     judged by the same one when read. A base that is not adopted is
+//     ingested, with the tables written before.
 //   - rebuild: the entries are written one by one through batches, when a
 //     state's id changed.
 func (s *KeyedSetup[K]) restoreFiles(dir string, desc *messages.DiskCheckpoint, base bool) (rep DiskRestore, err error) {
@@ -232,7 +236,7 @@ func (s *KeyedSetup[K]) restoreFiles(dir string, desc *messages.DiskCheckpoint, 
 	}
 	start := max(s.task.KeyGroupStart, int(desc.GetKeyGroupStart()))
 	end := min(s.task.KeyGroupEnd, int(desc.GetKeyGroupEnd()))
-	if start >= end {
+	if start >= end && !(base && s.disk != nil && len(s.disk.staged) > 0) {
 		return rep, nil
 	}
 	if s.disk == nil || s.disk.db == nil {
@@ -262,11 +266,13 @@ func (s *KeyedSetup[K]) restoreFiles(dir string, desc *messages.DiskCheckpoint, 
 		keepIDs = keepIDs && uint32(m.to) == id
 	}
 	d := s.disk
-	if base && same && !d.written {
-		if start == int(desc.GetKeyGroupStart()) && end == int(desc.GetKeyGroupEnd()) { // no key group of another task
+	if base && same && !d.written && start < end {
+		staged := d.staged
+		d.staged = nil
+		if len(staged) == 0 && start == int(desc.GetKeyGroupStart()) && end == int(desc.GetKeyGroupEnd()) { // exactly the task's
 			err = d.db.Adopt(dir)
 		} else {
-			rep.Excised, err = d.db.AdoptKeyGroups(dir, s.task.KeyGroupStart, s.task.KeyGroupEnd)
+			rep.Excised, err = d.db.AdoptKeyGroups(dir, s.task.KeyGroupStart, s.task.KeyGroupEnd, staged)
 		}
 		if err != nil {
 			return rep, fmt.Errorf("topology: operator %q: restore: %w", op, err)
@@ -276,42 +282,53 @@ func (s *KeyedSetup[K]) restoreFiles(dir string, desc *messages.DiskCheckpoint, 
 		rep.Adopted = true
 		return rep, nil
 	}
-	// The runtime may have left out the tables that hold none of the
-	// task's key groups.
-	r, err := diskstate.OpenPartialReader(dir)
-	if err != nil {
-		return rep, fmt.Errorf("topology: operator %q: restore: %w", op, err)
+	if start < end {
+		// The runtime may have left out the tables that hold none of the
+		// task's key groups.
+		r, err := diskstate.OpenPartialReader(dir)
+		if err != nil {
+			return rep, fmt.Errorf("topology: operator %q: restore: %w", op, err)
+		}
+		lower := diskstate.GroupStart(nil, start)
+		upper := diskstate.GroupEnd(nil, end-1)
+		if len(upper) == 0 {
+			upper = nil
+		}
+		if keepIDs {
+			err = s.writeTables(r, filepath.Base(dir), lower, upper, ids, &rep)
+		} else {
+			err = s.rebuildFiles(r, lower, upper, ids, &rep)
+		}
+		if cerr := r.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+		if err != nil {
+			return rep, fmt.Errorf("topology: operator %q: restore from disk checkpoint: %w", op, err)
+		}
 	}
-	defer r.Close()
-	lower := diskstate.GroupStart(nil, start)
-	upper := diskstate.GroupEnd(nil, end-1)
-	if len(upper) == 0 {
-		upper = nil
-	}
-	if keepIDs {
-		err = s.ingestFiles(r, filepath.Base(dir), lower, upper, ids, &rep)
-	} else {
-		err = s.rebuildFiles(r, lower, upper, ids, &rep)
-	}
-	if err != nil {
-		return rep, fmt.Errorf("topology: operator %q: restore from disk checkpoint: %w", op, err)
+	if base && len(d.staged) > 0 { // the base is not adopted: into the database with the others
+		if err := s.applyRestored(); err != nil { // nothing is pending, but what is goes first
+			return rep, err
+		}
+		staged := d.staged
+		d.staged = nil
+		d.written = true
+		if err := d.db.IngestTables(staged); err != nil {
+			return rep, fmt.Errorf("topology: operator %q: restore: %w", op, err)
+		}
 	}
 	return rep, nil
 }
 
-// ingestFiles writes the entries of the keys in [lower, upper) that r
-// holds into tables and ingests them into the task's database (see
+// writeTables writes the entries of the keys in [lower, upper) that r
+// holds into tables, which wait in d.staged for the base's restore (see
 // restoreFiles).
-func (s *KeyedSetup[K]) ingestFiles(r *diskstate.Reader, name string, lower, upper []byte, ids map[uint32]diskMapping, rep *DiskRestore) error {
+func (s *KeyedSetup[K]) writeTables(r *diskstate.Reader, name string, lower, upper []byte, ids map[uint32]diskMapping, rep *DiskRestore) error {
 	d := s.disk
-	if err := s.applyRestored(); err != nil { // nothing is pending, but what is goes first
-		return err
-	}
 	in, err := d.db.NewIngest(name)
 	if err != nil {
 		return err
 	}
-	defer in.Abort()
 	var val []byte
 	err = r.Scan(lower, upper, func(k, v []byte) error {
 		kg, sid, _, ok := diskstate.Split(k)
@@ -326,16 +343,21 @@ func (s *KeyedSetup[K]) ingestFiles(r *diskstate.Reader, name string, lower, upp
 		return in.Set(k, value)
 	})
 	if err != nil {
+		in.Abort()
 		return err
 	}
-	st, err := in.Finish()
+	t, err := in.Close()
 	if err != nil {
 		return err
 	}
-	d.written = true
-	rep.IngestedTables += st.Tables
-	rep.IngestedBytes += st.Bytes
-	rep.IngestedEntries += st.Entries
+	if t.Len() == 0 {
+		t.Remove()
+		return nil
+	}
+	d.staged = append(d.staged, t)
+	rep.IngestedTables += t.Len()
+	rep.IngestedBytes += t.Bytes
+	rep.IngestedEntries += t.Entries
 	return nil
 }
 

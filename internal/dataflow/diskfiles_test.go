@@ -14,7 +14,7 @@ import (
 
 // copyFiles puts the files of checkpoint c where inst restores them from,
 // as the runtime's download does.
-func copyFiles(t *testing.T, inst Instance, c *DiskFiles, name string) string {
+func copyFiles(t testing.TB, inst Instance, c *DiskFiles, name string) string {
 	t.Helper()
 	dir, err := inst.(DiskCheckpointer).PrepareRestore(name)
 	if err != nil {
@@ -139,10 +139,10 @@ func aggGraphReordered(parallelism int, reg map[string]*aggStates) *Graph {
 }
 
 // TestDiskFilesRestoreAcrossTasks: the on-disk state of two tasks restores
-// into one task and into three, each new task given first the stored
-// database that holds most of its key groups: it adopts that one (its key
-// groups outside the task's excised) and ingests its key groups of the
-// other, writing no entry one by one; where the states' ids changed (the
+// into one task and into three, each new task given last the stored
+// database that holds most of its key groups: it writes its key groups of
+// the other into tables, and adopts that one (its key groups outside the
+// task's excised) with the tables ingested, writing no entry one by one; where the states' ids changed (the
 // operator declares them in another order), every entry is written one by
 // one under its new id instead. Either way each task holds exactly the
 // entries of its key groups.
@@ -201,11 +201,18 @@ func TestDiskFilesRestoreAcrossTasks(t *testing.T) {
 						sources = append(sources, s)
 					}
 				}
-				slices.SortStableFunc(sources, func(a, b stored) int { return overlap(b.files.Desc) - overlap(a.files.Desc) })
+				// The one that holds most of the task's key groups last.
+				b := 0
+				for i, s := range sources {
+					if overlap(s.files.Desc) > overlap(sources[b].files.Desc) {
+						b = i
+					}
+				}
+				sources = append(slices.Delete(slices.Clone(sources), b, b+1), sources[b])
 				var total DiskRestore
 				for i, s := range sources {
 					dir := copyFiles(t, in2, s.files, fmt.Sprint(i))
-					rep, err := in2.(DiskCheckpointer).RestoreFiles(dir, s.files.Desc, i == 0)
+					rep, err := in2.(DiskCheckpointer).RestoreFiles(dir, s.files.Desc, i == len(sources)-1)
 					if err != nil {
 						t.Fatalf("%d tasks, reordered %t: %s: RestoreFiles: %v", n, reordered, task.ID, err)
 					}

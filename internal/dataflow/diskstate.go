@@ -35,6 +35,9 @@ type diskKeyed struct {
 	// written says that something was written to the database: a restore
 	// can no longer replace it with a checkpoint's files.
 	written bool
+	// staged are the tables a restore wrote from stored databases, which
+	// the restore of the last one (the base) ingests (see restoreFiles).
+	staged []diskstate.Tables
 }
 
 // flushEvery bounds the entries pending between two flushes while timers

@@ -19,12 +19,12 @@ import (
 // RocksDB backend does (FLINK-31238). Of each stored database it reads
 // only the tables that hold keys of the task's key groups (TablesFor; a
 // flush splits its output by key range, so that most tables hold a few
-// key groups). It adopts the one that holds most of its key groups
-// (AdoptKeyGroups), removing the others from it by excising, which
-// rewrites no file, and bulk-loads its key groups of the others (Ingest:
-// their entries written in key order into tables, which the database
-// takes in as they are, below its memtable and without a compaction, as
-// no key it holds lies in their range).
+// key groups). It writes its key groups of all but one into tables, in
+// key order (Ingest), and then adopts the one that holds most of its key
+// groups (AdoptKeyGroups), removing the others from it by excising, which
+// rewrites no file, and ingesting the tables, which the database takes in
+// as they are, below its memtable and without a compaction, as no key it
+// holds lies in their range.
 
 // TablesFor returns the names of the tables of the database in dir that
 // may hold keys of the key groups [start, end): a virtual table's file
@@ -73,15 +73,17 @@ func OpenPartialReader(dir string) (*Reader, error) {
 
 // AdoptKeyGroups is Adopt for a checkpoint in dir that may hold key groups
 // outside [start, end), and of whose tables dir may hold only those that
-// hold keys of [start, end) (see TablesFor): the
-// checkpoint drops the other key groups first, in place, by excising
-// them. The tables that hold only such keys leave the database unopened;
-// one that straddles a bound becomes a virtual table over the same file,
-// which keeps the excised keys' bytes until a compaction rewrites it
-// (pebble's compaction picker counts them as garbage). It returns the
-// number of ranges excised (0, 1 or 2).
-func (d *DB) AdoptKeyGroups(dir string, start, end int) (int, error) {
-	n, err := d.keepInDir(dir, start, end)
+// hold keys of [start, end) (see TablesFor), with tables ts (of other key
+// groups in [start, end)) to take in: the checkpoint drops the other key
+// groups first, in place, by excising them, and ingests ts, before it
+// becomes the database, so that the compactions that it may be due start
+// once it is complete. The tables that hold only keys outside [start, end)
+// leave the database unopened; one that straddles a bound becomes a
+// virtual table over the same file, which keeps the excised keys' bytes
+// until a compaction rewrites it (pebble's compaction picker counts them
+// as garbage). It returns the number of ranges excised (0, 1 or 2).
+func (d *DB) AdoptKeyGroups(dir string, start, end int, ts []Tables) (int, error) {
+	n, err := d.keepInDir(dir, start, end, ts)
 	if err != nil {
 		return 0, err
 	}
@@ -89,10 +91,11 @@ func (d *DB) AdoptKeyGroups(dir string, start, end int) (int, error) {
 }
 
 // keepInDir excises the keys outside the key groups [start, end) from the
-// checkpoint in dir. It opens the checkpoint with the consistency check
-// (every table present), table statistics and compactions off, as tables
-// outside [start, end) may be missing, and closes it again.
-func (d *DB) keepInDir(dir string, start, end int) (int, error) {
+// checkpoint in dir and ingests ts into it. It opens the checkpoint with
+// the consistency check (every table present), table statistics and
+// compactions off, as tables outside [start, end) may be missing, and
+// closes it again.
+func (d *DB) keepInDir(dir string, start, end int, ts []Tables) (int, error) {
 	opts := d.cfg.options()
 	defer opts.Cache.Unref()
 	opts.DisableConsistencyCheck = true
@@ -103,6 +106,14 @@ func (d *DB) keepInDir(dir string, start, end int) (int, error) {
 		return 0, fmt.Errorf("disk state: open the checkpoint in %s: %w", dir, err)
 	}
 	n, err := exciseOutside(db, start, end)
+	// The tables are in the format d writes, which a checkpoint stored by
+	// an older build may not have reached.
+	if v := d.db.FormatMajorVersion(); err == nil && len(ts) > 0 && db.FormatMajorVersion() < v {
+		err = db.RatchetFormatMajorVersion(v)
+	}
+	if err == nil {
+		err = ingestInto(db, ts)
+	}
 	if cerr := db.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
@@ -157,13 +168,13 @@ func exciseOutside(db *pebble.DB, start, end int) (int, error) {
 const ingestTableBytes = 64 << 20
 
 // Ingest writes entries, given in increasing key order, into tables in a
-// directory beside the database, and Finish ingests them: the database
-// links the files in and removes them from that directory, so that it owns
-// them. The entries must lie in a key range the database holds no key of
-// (the key groups of another stored database): the tables then go to the
-// lowest level, and neither the memtable nor a compaction copies them.
+// directory beside the database (Close), which a database then ingests
+// (DB.IngestTables, AdoptKeyGroups): it links the files in and removes
+// them from that directory, so that it owns them. The entries must lie in
+// a key range the database holds no key of (the key groups of another
+// stored database): the tables then go to the lowest level, and neither
+// the memtable nor a compaction copies them.
 type Ingest struct {
-	d     *DB
 	dir   string
 	opts  sstable.WriterOptions
 	w     *sstable.Writer
@@ -172,19 +183,23 @@ type Ingest struct {
 	Entries int64
 }
 
-// IngestStats is what Ingest.Finish ingested.
-type IngestStats struct {
-	Tables  int
+// Tables are the tables an Ingest wrote, not yet in a database.
+type Tables struct {
+	dir     string
+	paths   []string
 	Bytes   int64
 	Entries int64
 }
 
-// NewIngest starts an Ingest into d, its tables written under a directory
-// named after name beside the database's.
+// Len is the number of tables.
+func (t Tables) Len() int { return len(t.paths) }
+
+// Remove removes the tables (those not ingested) and their directory.
+func (t Tables) Remove() { _ = os.RemoveAll(t.dir) }
+
+// NewIngest starts an Ingest whose tables d or the checkpoint it adopts
+// can ingest, written under a directory named after name beside d's.
 func (d *DB) NewIngest(name string) (*Ingest, error) {
-	if d.held != nil {
-		return nil, errors.New("disk state: ingest while a checkpoint is pending")
-	}
 	dir := filepath.Join(d.checkpointsDir(), "ingest-"+sanitize(name))
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, fmt.Errorf("disk state: %w", err)
@@ -197,10 +212,10 @@ func (d *DB) NewIngest(name string) (*Ingest, error) {
 	o.EnsureDefaults()
 	// The tables are written as the database writes those of its lowest
 	// level (block size, filter, compression), in the table format it
-	// writes now, which it can ingest.
+	// writes now: a format every database of this version can ingest.
 	wo := o.MakeWriterOptions(len(o.Levels)-1, d.db.TableFormat())
 	wo.WritingToLowestLevel = false // the tables may land higher, and every key is written once
-	return &Ingest{d: d, dir: dir, opts: wo}, nil
+	return &Ingest{dir: dir, opts: wo}, nil
 }
 
 // Set writes key's value; keys come in increasing order. Neither slice is
@@ -237,29 +252,25 @@ func (in *Ingest) closeTable() error {
 	return nil
 }
 
-// Finish ingests the tables written into the database, atomically, and
-// removes the directory they were written in.
-func (in *Ingest) Finish() (IngestStats, error) {
-	defer os.RemoveAll(in.dir)
-	st := IngestStats{Tables: len(in.paths), Entries: in.Entries}
+// Close finishes the tables and returns them; a failure removes them.
+func (in *Ingest) Close() (Tables, error) {
+	t := Tables{dir: in.dir, paths: in.paths, Entries: in.Entries}
 	if err := in.closeTable(); err != nil {
-		return st, err
+		t.Remove()
+		return Tables{}, err
 	}
-	if len(in.paths) == 0 {
-		return st, nil
+	for _, p := range in.paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Remove()
+			return Tables{}, fmt.Errorf("disk state: ingest: %w", err)
+		}
+		t.Bytes += fi.Size()
 	}
-	if in.d.held != nil {
-		return st, errors.New("disk state: ingest while a checkpoint is pending")
-	}
-	s, err := in.d.db.IngestWithStats(context.Background(), in.paths)
-	if err != nil {
-		return st, fmt.Errorf("disk state: ingest %d tables into %s: %w", len(in.paths), in.d.dir, err)
-	}
-	st.Bytes = int64(s.Bytes)
-	return st, nil
+	return t, nil
 }
 
-// Abort gives the tables written up; it may follow Finish.
+// Abort gives the tables written up.
 func (in *Ingest) Abort() {
 	if in.w != nil {
 		_ = in.w.Close()
@@ -268,9 +279,37 @@ func (in *Ingest) Abort() {
 	_ = os.RemoveAll(in.dir)
 }
 
-// ingestWriteBuffer is the write buffer of an ingested table: the writer
-// writes a block (4 KiB to 32 KiB) at a time, and a system call per block
-// took a quarter of an ingest's CPU time.
+// IngestTables ingests ts into the database, atomically, and removes
+// their directories. It is called with no checkpoint pending.
+func (d *DB) IngestTables(ts []Tables) error {
+	if d.held != nil {
+		return errors.New("disk state: ingest while a checkpoint is pending")
+	}
+	if err := ingestInto(d.db, ts); err != nil {
+		return fmt.Errorf("disk state: %s: %w", d.dir, err)
+	}
+	return nil
+}
+
+// ingestInto ingests ts into db and removes their directories.
+func ingestInto(db *pebble.DB, ts []Tables) error {
+	var paths []string
+	for _, t := range ts {
+		paths = append(paths, t.paths...)
+		defer t.Remove()
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	if err := db.Ingest(context.Background(), paths); err != nil {
+		return fmt.Errorf("ingest %d tables: %w", len(paths), err)
+	}
+	return nil
+}
+
+// ingestWriteBuffer is the write buffer of a table an Ingest writes: the
+// writer hands over a block (4 KiB to 32 KiB, compressed) at a time, which
+// the buffer turns into a system call per MiB.
 const ingestWriteBuffer = 1 << 20
 
 // fileWritable writes a table through a buffer. Finish does not sync, as

@@ -109,27 +109,58 @@ func readAll(t *testing.T, scan func([]byte, []byte, func(k, v []byte) error) er
 }
 
 // TestAdoptKeyGroupsAndIngest: a task restored at another parallelism
-// downloads only the tables that hold keys of its key groups (TablesFor),
-// adopts the checkpoint that holds most of them without its other key
-// groups (excised, its tables missing), and ingests its key groups of
-// another checkpoint. The database then holds exactly its key groups, in
-// order; it goes on taking writes, and its next checkpoint is complete
-// (it opens with every file checked) and restores the same. The files it
-// ingested are its own, not links.
+// writes its key groups of one stored database into tables, downloads only
+// the tables of another that hold keys of its key groups (TablesFor), and
+// adopts that one without its other key groups (excised, their tables
+// missing), ingesting the tables written. The database then holds exactly
+// its key groups, in order; it goes on taking writes, and its next
+// checkpoint is complete (it opens with every file checked) and restores
+// the same. Its tables are its own, not links. Tables ingested into a
+// database that adopts nothing are read the same.
 func TestAdoptKeyGroupsAndIngest(t *testing.T) {
-	const groups, per, keys = 32, 4, 40
-	src := open(t)
+	const per, keys = 4, 40
+	src := open(t) // a stored task of key groups [0, 20)
 	defer src.Close()
-	c, want := fillGroups(t, src, groups, per, keys)
-	other := open(t) // another task's, over the same key groups with other values
+	c, want := fillGroups(t, src, 20, per, keys)
+	other := open(t) // one of [0, 32), with other values
 	defer other.Close()
-	c2, want2 := fillGroups(t, other, groups, per, keys/2)
+	c2, want2 := fillGroups(t, other, 32, per, keys/2)
 
 	d := open(t)
 	defer d.Close()
-	const start, end = 10, 20 // the task's key groups; [20, 26) come from the other checkpoint
+	const start, end = 10, 26 // the task's key groups: [10, 20) from src, [20, 26) from other
+	ingest := func(d *DB, name string) Tables {
+		t.Helper()
+		dir := copyOnly(t, d, c2, name, func(string) bool { return true })
+		r, err := OpenPartialReader(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		in, err := d.NewIngest(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Scan(GroupStart(nil, 20), GroupEnd(nil, end-1), in.Set); err != nil {
+			t.Fatal(err)
+		}
+		tables, err := in.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tables
+	}
+	tables := ingest(d, "other")
+	w := inGroups(want, start, end)
+	for k, v := range inGroups(want2, 20, end) {
+		w[k] = v
+	}
+	if n := int64(len(inGroups(want2, 20, end))); tables.Len() != 1 || tables.Entries != n || tables.Bytes <= 0 {
+		t.Errorf("wrote %d tables of %d bytes, %d entries; want 1 of the %d entries of key groups [20, %d)", tables.Len(), tables.Bytes, tables.Entries, n, end)
+	}
+
 	dir := copyOnly(t, d, c, "base", func(f string) bool { return !IsTable(f) })
-	tables, err := TablesFor(dir, start, end)
+	needed, err := TablesFor(dir, start, end)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,58 +170,28 @@ func TestAdoptKeyGroupsAndIngest(t *testing.T) {
 			all++
 		}
 	}
-	if len(tables) == 0 || len(tables) >= all {
-		t.Fatalf("TablesFor key groups [%d, %d) of %d: %d of the %d tables, want some but not all", start, end, groups, len(tables), all)
+	if len(needed) == 0 || len(needed) >= all {
+		t.Fatalf("TablesFor key groups [%d, %d) of [0, 20): %d of the %d tables, want some but not all", start, end, len(needed), all)
 	}
-	copyOnly(t, d, c, "base", func(f string) bool { return !IsTable(f) || tables[f] })
-	excised, err := d.AdoptKeyGroups(dir, start, end)
+	copyOnly(t, d, c, "base", func(f string) bool { return !IsTable(f) || needed[f] })
+	excised, err := d.AdoptKeyGroups(dir, start, end, []Tables{tables})
 	if err != nil {
-		t.Fatalf("AdoptKeyGroups with %d of %d tables: %v", len(tables), all, err)
+		t.Fatalf("AdoptKeyGroups with %d of %d tables: %v", len(needed), all, err)
 	}
-	if excised != 2 {
-		t.Errorf("excised %d ranges, want 2 (below %d and from %d)", excised, start, end)
+	if excised != 1 {
+		t.Errorf("excised %d ranges, want 1 (below %d)", excised, start)
 	}
-	if got, w := readAll(t, d.Scan), inGroups(want, start, end); !mapsEqual(got, w) {
-		t.Fatalf("after adopting key groups [%d, %d): %d keys, want %d", start, end, len(got), len(w))
+	if _, err := os.Stat(tables.dir); !os.IsNotExist(err) {
+		t.Errorf("the directory of the tables ingested outlives the adoption: %v", err)
+	}
+	if got := readAll(t, d.Scan); !mapsEqual(got, w) {
+		t.Fatalf("after adopting key groups [%d, %d) with the tables: %d keys, want %d", start, end, len(got), len(w))
 	}
 	if _, ok, err := d.Get(nil, Prefix(nil, start-1, 1)); ok || err != nil {
 		t.Errorf("a key of key group %d, excised: found %t, %v", start-1, ok, err)
 	}
-
-	// Key groups [20, 26) of the other checkpoint, ingested.
-	dir2 := copyOnly(t, d, c2, "other", func(f string) bool { return true })
-	r, err := OpenPartialReader(dir2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := d.NewIngest("other")
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = r.Scan(GroupStart(nil, 20), GroupEnd(nil, 25), func(k, v []byte) error { return in.Set(k, v) })
-	r.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := in.Finish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := inGroups(want, start, end)
-	for k, v := range inGroups(want2, 20, 26) {
-		w[k] = v
-	}
-	if st.Tables != 1 || st.Entries != int64(len(w)-len(inGroups(want, start, end))) || st.Bytes <= 0 {
-		t.Errorf("ingested %+v, want 1 table of the %d entries of key groups [20, 26)", st, len(w)-len(inGroups(want, start, end)))
-	}
-	if _, err := os.Stat(in.dir); !os.IsNotExist(err) {
-		t.Errorf("the ingest's directory outlives Finish: %v", err)
-	}
-	if got := readAll(t, d.Scan); !mapsEqual(got, w) {
-		t.Fatalf("after the ingest: %d keys, want %d", len(got), len(w))
-	}
 	// Every table file of the database is its own (one link): neither
-	// a checkpoint's copy nor the ingest's directory shares it.
+	// a checkpoint's copy nor the tables' directory shares it.
 	entries, err := os.ReadDir(d.Dir())
 	if err != nil {
 		t.Fatal(err)
@@ -226,9 +227,19 @@ func TestAdoptKeyGroupsAndIngest(t *testing.T) {
 	}
 	// The files of the excised key groups are not in it.
 	for f := range slices.Values(c3.Files) {
-		if IsTable(f) && slices.Contains(c.Files, f) && !tables[f] {
+		if IsTable(f) && slices.Contains(c.Files, f) && !needed[f] {
 			t.Errorf("the checkpoint after the rescale holds %s, a table of other key groups", f)
 		}
+	}
+
+	// Into a database that adopts nothing.
+	fresh := open(t)
+	defer fresh.Close()
+	if err := fresh.IngestTables([]Tables{ingest(fresh, "other")}); err != nil {
+		t.Fatal(err)
+	}
+	if got, w := readAll(t, fresh.Scan), inGroups(want2, 20, end); !mapsEqual(got, w) {
+		t.Fatalf("tables ingested into a new database: %d keys, want %d", len(got), len(w))
 	}
 }
 

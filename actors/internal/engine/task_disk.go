@@ -81,15 +81,15 @@ func (t *task) diskSources(inc *incarnation) []*messages.DiskCheckpoint {
 // each one that holds key groups of the task's range are read from the
 // store (each checked against its size and checksum) into a directory of
 // the task's, and the key groups of its range restored into its database.
-// The one that holds most of them goes first: its files may become the
-// database, the others' entries of the task's key groups ingested into it
-// (see dataflow.DiskCheckpointer.RestoreFiles).
+// The one that holds most of them goes last: its files may become the
+// database, with the others' entries of the task's key groups, written
+// into tables first, ingested into it (see
+// dataflow.DiskCheckpointer.RestoreFiles).
 func (t *task) restoreDisk(inc *incarnation) error {
-	sources := t.diskSources(inc)
+	sources := t.baseLast(t.diskSources(inc))
 	if len(sources) == 0 {
 		return nil
 	}
-	sources = t.baseFirst(sources)
 	dc, ok := t.inst.(dataflow.DiskCheckpointer)
 	if !ok {
 		return fmt.Errorf("the checkpoint holds on-disk state for task %s, whose operator keeps no keyed state", t.plan.ID)
@@ -198,7 +198,7 @@ func (t *task) restoreDisk(inc *incarnation) error {
 		if err == nil {
 			t1 := time.Now()
 			var rep dataflow.DiskRestore
-			rep, err = dc.RestoreFiles(dir, d, i == 0)
+			rep, err = dc.RestoreFiles(dir, d, i == len(sources)-1)
 			rebuild += time.Since(t1)
 			if err == nil {
 				reps = append(reps, rep)
@@ -217,27 +217,29 @@ func (t *task) restoreDisk(inc *incarnation) error {
 	return nil
 }
 
-// baseFirst returns the sources that hold key groups of the task's range,
-// the one that holds most of them first (the first such on a tie), the
+// baseLast returns the sources that hold key groups of the task's range,
+// the one that holds most of them last (the first such on a tie), the
 // others in their order.
-func (t *task) baseFirst(sources []*messages.DiskCheckpoint) []*messages.DiskCheckpoint {
+func (t *task) baseLast(sources []*messages.DiskCheckpoint) []*messages.DiskCheckpoint {
 	overlap := func(d *messages.DiskCheckpoint) int {
 		return min(t.plan.KeyGroupEnd, int(d.GetKeyGroupEnd())) - max(t.plan.KeyGroupStart, int(d.GetKeyGroupStart()))
 	}
-	out := make([]*messages.DiskCheckpoint, 0, len(sources))
-	base := -1
+	var out []*messages.DiskCheckpoint
+	var base *messages.DiskCheckpoint
 	for _, d := range sources {
-		if n := overlap(d); n > 0 {
-			if base < 0 || n > overlap(out[base]) {
-				base = len(out)
-			}
+		switch n := overlap(d); {
+		case n <= 0:
+		case base == nil:
+			base = d
+		case n > overlap(base):
+			out = append(out, base)
+			base = d
+		default:
 			out = append(out, d)
 		}
 	}
-	if base > 0 {
-		b := out[base]
-		copy(out[1:base+1], out[:base])
-		out[0] = b
+	if base != nil {
+		out = append(out, base)
 	}
 	return out
 }
