@@ -857,11 +857,20 @@ func (s *mSide) restoreTask(t *mTask, r *Restore, states map[string]*messages.Ta
 		s.count(func(c *mStats) *int { return &c.fileMerges })
 	}
 	// As the runtime does: the source that holds most of the task's key
-	// groups first (the first such on a tie), as the base.
+	// groups (the first such on a tie) last, as the base.
 	overlap := func(src *mStored) int {
 		return min(t.plan.KeyGroupEnd, int(src.desc.GetKeyGroupEnd())) - max(t.plan.KeyGroupStart, int(src.desc.GetKeyGroupStart()))
 	}
-	slices.SortStableFunc(sources, func(a, b *mStored) int { return overlap(b) - overlap(a) })
+	if len(sources) > 1 {
+		b := 0
+		for i, src := range sources {
+			if overlap(src) > overlap(sources[b]) {
+				b = i
+			}
+		}
+		base := sources[b]
+		sources = append(slices.Delete(sources, b, b+1), base)
+	}
 	for i, src := range sources {
 		dc := t.inst.(DiskCheckpointer)
 		dir, err := dc.PrepareRestore(strconv.Itoa(i))
@@ -871,7 +880,7 @@ func (s *mSide) restoreTask(t *mTask, r *Restore, states map[string]*messages.Ta
 		if err := mCopy(src.dir, src.files, dir); err != nil {
 			return err
 		}
-		rep, err := dc.RestoreFiles(dir, src.desc, i == 0)
+		rep, err := dc.RestoreFiles(dir, src.desc, i == len(sources)-1)
 		if rep.Adopted {
 			s.count(func(c *mStats) *int { return &c.adopted })
 		}
