@@ -90,15 +90,20 @@ func runIterBench(b *testing.B, p *Plan, cfg *diskstate.Config, rs []iterRec, pe
 // one entry and then ranges over its key's map, 20,000 records over 100
 // keys, on the heap and on disk in the same run. It reports the records
 // per second of each backend and the ratio of their times (disk/heap).
-// "held" begins a checkpoint halfway, which stays pending to the end.
+// "held" begins a checkpoint halfway, which stays pending to the end;
+// "scan" keeps no copy of the stored entries (a budget of 0), so that
+// every range reads the disk: the cost of a scan.
 func BenchmarkMapIterate(b *testing.B) {
 	const records, keys = 20000, 100
 	rs := iterBenchRecords(records, keys)
 	for _, bc := range []struct {
 		name    string
 		pending bool
-	}{{"plain", false}, {"held", true}} {
+		budget  int
+	}{{"plain", false, cacheBudget}, {"held", true, cacheBudget}, {"scan", false, 0}} {
 		b.Run(bc.name, func(b *testing.B) {
+			defer func(budget int) { cacheBudget = budget }(cacheBudget)
+			cacheBudget = bc.budget
 			p := iterBenchPlan(b)
 			cfg := &diskstate.Config{Dir: b.TempDir()}
 			var heap, disk time.Duration

@@ -357,14 +357,22 @@ func checkIterOuts(t *testing.T, backend string, rs []iterRec, got, want []iterO
 // TestMapIterationOnBothBackends runs random Puts, Deletes, ranges (also
 // stopped early, and writing during the range), Lens and Gets over a few
 // keys' maps on the heap and on disk, in input batches of random sizes,
-// with a checkpoint pending (its writes held) for part of the run. Every
+// with a checkpoint pending (its writes held) for part of the run, and
+// with the disk's copies of stored entries kept within the default budget
+// or one of 300 bytes (a few entries: copies are refused and evicted). Every
 // record's output on each backend equals a model's in plain Go maps, the
 // disk's ranges meet the user keys in their stored order, the maps end
 // equal to the model's, and the checkpoint restores the maps as they were
 // when it began.
 func TestMapIterationOnBothBackends(t *testing.T) {
-	for _, seed := range []uint64{1, 2, 3} {
-		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+	for _, c := range []struct {
+		seed   uint64
+		budget int
+	}{{1, cacheBudget}, {2, cacheBudget}, {3, cacheBudget}, {4, 300}, {5, 300}} {
+		seed := c.seed
+		t.Run(fmt.Sprintf("seed=%d,budget=%d", seed, c.budget), func(t *testing.T) {
+			defer func(b int) { cacheBudget = b }(cacheBudget)
+			cacheBudget = c.budget
 			rng := rand.New(rand.NewPCG(seed, 45))
 			rs := iterRecords(rng, 3000)
 			md := newIterModel()
@@ -709,4 +717,49 @@ func firstDiff(a, b []windowOut) string {
 		}
 	}
 	return fmt.Sprintf("lengths %d and %d", len(a), len(b))
+}
+
+// TestDiskCopiesFollowOtherWrites: the copies of a key's stored entries
+// that iterations keep between batches follow the state's own writes, and
+// are dropped when the database changes otherwise: here, a key group
+// restored into the running instance adds an entry to a map whose copy
+// is kept, and the next Len and range see it.
+func TestDiskCopiesFollowOtherWrites(t *testing.T) {
+	var reg iterStates
+	p := iterGraph(&reg)
+	heap := newIterInstance(t, p, nil, noopSender{})
+	if err := heap.ProcessBatch(0, []iterRec{{Key: 1, UK: 2, V: 20, Op: itPutRange}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	st := snapshot(t, heap)
+	f := &fakeSender{}
+	disk := newIterInstance(t, p, &diskstate.Config{Dir: t.TempDir()}, f)
+	if err := disk.Restore(&messages.TaskState{StateDescriptors: st.GetStateDescriptors()}); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range []iterRec{{Key: 1, UK: 1, V: 10, Op: itPutRange}, {Key: 1, UK: 3, V: 30, Op: itPutRange}} {
+		if err := disk.ProcessBatch(0, []iterRec{r}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if pm := reg.m.d.pend[1]; pm == nil || !pm.cached {
+			t.Fatalf("batch %d: no copy of key 1's entries is kept", i)
+		}
+	}
+	for _, g := range st.GetKeyGroups() {
+		if err := disk.(KeyGroupRestorer).RestoreKeyGroup(g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := disk.ProcessBatch(0, []iterRec{{Key: 1, UK: 4, V: 40, Op: itLen}, {Key: 1, UK: 5, V: 50, Op: itPutRange}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	disk.Flush()
+	got := records[iterOut](t, f)
+	want := []iterOut{
+		{N: 1, Sum: 10, UKs: []int64{1}}, {N: 2, Sum: 40, UKs: []int64{1, 3}},
+		{N: 4}, {N: 5, Sum: 150, UKs: []int64{1, 2, 3, 4, 5}},
+	}
+	if !slices.EqualFunc(got, want, func(a, b iterOut) bool { return a.N == b.N && a.Sum == b.Sum && slices.Equal(a.UKs, b.UKs) }) {
+		t.Fatalf("emitted %+v, want %+v", got, want)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"unsafe"
 
 	"github.com/snapflow/snapflow/internal/diskstate"
 	"github.com/snapflow/snapflow/messages"
@@ -48,8 +49,14 @@ const flushEvery = 4096
 type diskState interface {
 	keyedState
 	// flushPending writes the state's pending entries into the batch and
-	// forgets them, between records.
-	flushPending(d *diskKeyed) error
+	// forgets them, between records; before is the database's version
+	// then.
+	flushPending(d *diskKeyed, before uint64) error
+	// synced tells the state that the database's version went from
+	// before to after by the setup's own writes (see flushState and
+	// cleanupDisk), which what it keeps of the stored entries accounts
+	// for.
+	synced(before, after uint64)
 	// appendDiskEntry adds the entry of a stored key (what follows the
 	// key group and state id) and value to b.
 	appendDiskEntry(b *snapshotBuilder, a *arena, kg int, rest, value []byte) error
@@ -136,17 +143,27 @@ func (s *KeyedSetup[K]) flushState() error {
 	if d == nil || d.pending == 0 {
 		return nil
 	}
+	before := d.db.Version()
 	for _, ds := range d.states {
-		if err := ds.flushPending(d); err != nil {
+		if err := ds.flushPending(d, before); err != nil {
 			return fmt.Errorf("topology: operator %q: %w", s.task.Operator, err)
 		}
 	}
 	d.pending = 0
-	d.written = true
 	if err := d.db.Apply(d.batch); err != nil {
 		return fmt.Errorf("topology: operator %q: %w", s.task.Operator, err)
 	}
+	d.synced(before)
 	return nil
+}
+
+// synced tells the states that the database's writes since version
+// before are the setup's own.
+func (d *diskKeyed) synced(before uint64) {
+	after := d.db.Version()
+	for _, ds := range d.states {
+		ds.synced(before, after)
+	}
 }
 
 // diskKey sets d.key to the stored key of k in state sid.
@@ -418,7 +435,9 @@ func (v *ValueState[K, V]) countStored() (int, error) {
 	return n, it.Close()
 }
 
-func (v *ValueState[K, V]) flushPending(d *diskKeyed) error {
+func (v *ValueState[K, V]) synced(before, after uint64) {}
+
+func (v *ValueState[K, V]) flushPending(d *diskKeyed, _ uint64) error {
 	s := v.setup
 	for k, p := range v.d.pend {
 		key := s.diskKey(v.d.sid, k)
@@ -459,35 +478,44 @@ func (v *ValueState[K, V]) restoreDisk(kg int, e *messages.StateEntry) error {
 
 func (v *ValueState[K, V]) ttlNanos() int64 { return v.ttl }
 
-// pendMap is what the current batch holds in memory of one key's map:
-// the pending writes (the user keys written, and those handed out that
-// may change in place), and, once an iteration has read them all, a copy
-// of its stored entries. The stored entries change only at a flush, which
-// drops both.
-type pendMap[UK comparable, V any] struct {
+// pendMap is what a map state holds in memory of one key's map: the
+// pending writes of the current batch (the user keys written, and those
+// handed out that may change in place), and, once an iteration has read
+// them all, a copy of its stored entries, which the flushes keep equal to
+// what they write while the copy lasts (see cacheBudget).
+type pendMap[K Key, UK comparable, V any] struct {
+	k    K
 	idx  map[UK]int32 // index in ents
 	ents []pendEntry[UK, V]
 	// ord is the indices of ents in the order of their user keys' bytes,
 	// the order on disk; the entries added since it was sorted (those
 	// after its length) are not in it yet (see order).
 	ord []int32
-	// iters counts the iterations over ord under way: ord is then not
-	// changed in place.
+	// iters counts the iterations under way over ord and the cache: they
+	// are then not changed in place.
 	iters int
+	// touched says that the map is in diskMap.touched: made, iterated or
+	// written since the last flush.
+	touched bool
 	// cache holds, when cached, the key's stored live entries that no
-	// pending write replaced when an iteration read them, in order.
+	// pending write replaces, in the order of their user keys' bytes,
+	// which are in cbytes; csize is what it counts for in
+	// diskMap.cacheBytes.
 	cache  []cacheEntry[UK, V]
+	cbytes []byte
 	cached bool
+	csize  int
 }
 
 // pendEntry is a pending write of a user key.
 type pendEntry[UK comparable, V any] struct {
 	uk  UK
-	ukb span // uk's bytes
+	ukb span // uk's bytes, in diskMap.arena
 	pendValue[V]
+	vlen int32 // the length of v's bytes, once the flush has encoded it
 }
 
-// span is where bytes are in diskMap.arena: offsets rather than slices
+// span is where bytes are in an arena of bytes: offsets rather than slices
 // keep the entries of types without references free of pointers.
 type span struct{ off, n uint32 }
 
@@ -503,14 +531,15 @@ func appendSpan(arena, b []byte) ([]byte, span) {
 // cacheEntry is a stored entry of a map, decoded.
 type cacheEntry[UK comparable, V any] struct {
 	uk      UK
-	ukb     span
+	ukb     span // in pendMap.cbytes
 	v       V
 	written int64
+	size    int32 // counted in diskMap.cacheBytes
 }
 
 // order returns the indices of pm's entries in the order of their user
-// keys' bytes, sorting in those added since the last call.
-func (pm *pendMap[UK, V]) order(arena []byte) []int32 {
+// keys' bytes (in arena), sorting in those added since the last call.
+func (pm *pendMap[K, UK, V]) order(arena []byte) []int32 {
 	n := len(pm.ord)
 	if n == len(pm.ents) {
 		return pm.ord
@@ -537,42 +566,67 @@ func (pm *pendMap[UK, V]) order(arena []byte) []int32 {
 }
 
 // find returns the index in pm's cache of the entry whose user key's
-// bytes are ukb.
-func (pm *pendMap[UK, V]) find(arena, ukb []byte) (int, bool) {
-	return slices.BinarySearchFunc(pm.cache, ukb, func(e cacheEntry[UK, V], b []byte) int { return bytes.Compare(e.ukb.in(arena), b) })
+// bytes are ukb, or where it would be.
+func (pm *pendMap[K, UK, V]) find(ukb []byte) (int, bool) {
+	cb := pm.cbytes
+	return slices.BinarySearchFunc(pm.cache, ukb, func(e cacheEntry[UK, V], b []byte) int { return bytes.Compare(e.ukb.in(cb), b) })
 }
 
-const (
-	// maxReusedPend bounds the entries of a pendMap kept for reuse after
-	// a flush: a larger one is left to the garbage collector.
-	maxReusedPend = 1024
-	// cacheBudget bounds the stored entries a map state copies into
-	// memory between two flushes (see pendMap.cache): an iteration that
-	// would exceed it reads the disk again next time.
-	cacheBudget = 1 << 16
-)
+// dropCache forgets pm's copy of the stored entries.
+func (pm *pendMap[K, UK, V]) dropCache() {
+	if pm.iters == 0 {
+		clear(pm.cache)
+		pm.cache, pm.cbytes = pm.cache[:0], pm.cbytes[:0]
+	} else { // an iteration reads them
+		pm.cache, pm.cbytes = nil, nil
+	}
+	pm.cached, pm.csize = false, 0
+}
+
+// maxReusedPend bounds the entries of a pendMap kept for reuse after a
+// flush: a larger one is left to the garbage collector.
+const maxReusedPend = 1024
+
+// cacheBudget bounds the memory a map state keeps copies of stored
+// entries in between batches (see pendMap.cache), counted as the bytes of
+// their user keys and values plus the decoded entry's size: at a flush
+// beyond it, the copies of the keys not used since the last flush go
+// first, then those used. An iteration copies what it reads while the
+// copies hold less than twice the budget. Tests make it small.
+var cacheBudget = 4 << 20
 
 // diskMap is a map state's on-disk part.
 type diskMap[K Key, UK comparable, V any] struct {
 	sid       uint16
 	copies    bool // the value codec's Decode copies
 	keyCopies bool // the user-key codec's Decode copies
-	pend      map[K]*pendMap[UK, V]
-	free      []*pendMap[UK, V] // emptied by a flush, for reuse
-	// arena holds the user keys' bytes of the pending entries and of the
-	// caches until the flush; cachedN counts the entries cached since.
-	arena   []byte
-	cachedN int
+	// pend holds the keys' maps held in memory, and touched those made,
+	// iterated or written since the last flush, which the flush goes
+	// through; free are maps emptied, for reuse.
+	pend    map[K]*pendMap[K, UK, V]
+	touched []*pendMap[K, UK, V]
+	free    []*pendMap[K, UK, V]
+	// arena holds the pending user keys' bytes until the flush.
+	arena []byte
+	// cacheBytes is what the copies of stored entries count for; gen is
+	// the database's version they agree with (see diskstate.DB.Version),
+	// and drops counts the times they were all forgotten.
+	cacheBytes int
+	gen        uint64
+	drops      uint64
 	// encErr is the first user key the codec could not encode since the
 	// last flush, which fails with it.
 	encErr error
 	// writes counts Puts and Deletes: an iteration during which the
 	// caller writes looks for the writes of the user keys it reaches.
 	writes uint64
-	// Scratch: a user key, a key's bytes, the bounds of a key's map, and
-	// the order of a key's entries that an iteration builds.
+	// Scratch: a user key, a key's bytes, the bounds of a key's map, the
+	// order of a key's entries that an iteration builds, and the
+	// entries and bytes of a cache that a flush builds.
 	ukey, kb, lo, hi []byte
 	ord              []int32
+	spare            []cacheEntry[UK, V]
+	spareBytes       []byte
 }
 
 // mapKey sets the setup's scratch key to the stored key of (k, uk), and
@@ -588,28 +642,82 @@ func (ms *MapState[K, UK, V]) mapKey(k K, uk UK) ([]byte, error) {
 	return s.disk.key, nil
 }
 
-func (ms *MapState[K, UK, V]) pendOf(k K) *pendMap[UK, V] {
+// pendOf returns k's map in memory, made if need be, touched.
+func (ms *MapState[K, UK, V]) pendOf(k K) *pendMap[K, UK, V] {
 	d := ms.d
 	pm := d.pend[k]
 	if pm == nil {
 		if n := len(d.free); n > 0 {
 			pm, d.free = d.free[n-1], d.free[:n-1]
 		} else {
-			pm = &pendMap[UK, V]{idx: map[UK]int32{}}
+			pm = &pendMap[K, UK, V]{idx: map[UK]int32{}}
 		}
+		pm.k = k
 		d.pend[k] = pm
 	}
+	ms.touch(pm)
 	return pm
+}
+
+// touch puts pm in the maps the next flush goes through.
+func (ms *MapState[K, UK, V]) touch(pm *pendMap[K, UK, V]) {
+	if !pm.touched {
+		pm.touched = true
+		ms.d.touched = append(ms.d.touched, pm)
+		ms.setup.disk.pending++ // so that there is a flush
+	}
+}
+
+// syncCaches forgets the copies of stored entries when the database
+// changed otherwise than by the flushes that kept them up to date.
+func (ms *MapState[K, UK, V]) syncCaches() {
+	d := ms.d
+	if v := ms.setup.disk.db.Version(); d.gen != v {
+		ms.dropCaches()
+		d.gen = v
+	}
+}
+
+// dropCaches forgets every copy of stored entries; the maps held in
+// memory only for theirs go.
+func (ms *MapState[K, UK, V]) dropCaches() {
+	d := ms.d
+	d.drops++
+	for k, pm := range d.pend {
+		if pm.cached {
+			d.cacheBytes -= pm.csize
+			pm.dropCache()
+		}
+		if !pm.touched && pm.iters == 0 {
+			delete(d.pend, k)
+			ms.recycle(pm)
+		}
+	}
+}
+
+// recycle keeps pm, which is in no map, for reuse, unless it grew large.
+func (ms *MapState[K, UK, V]) recycle(pm *pendMap[K, UK, V]) {
+	if len(pm.ents) > maxReusedPend || cap(pm.cache) > maxReusedPend {
+		return
+	}
+	clear(pm.idx)
+	clear(pm.ents)
+	clear(pm.cache)
+	var zero K
+	pm.k, pm.ents, pm.ord, pm.iters, pm.touched = zero, pm.ents[:0], pm.ord[:0], 0, false
+	pm.cache, pm.cbytes, pm.cached, pm.csize = pm.cache[:0], pm.cbytes[:0], false, 0
+	ms.d.free = append(ms.d.free, pm)
 }
 
 // setPend makes pv the pending write of uk, whose bytes are ukb (nil:
 // encode uk).
-func (ms *MapState[K, UK, V]) setPend(pm *pendMap[UK, V], uk UK, ukb []byte, pv pendValue[V]) {
+func (ms *MapState[K, UK, V]) setPend(pm *pendMap[K, UK, V], uk UK, ukb []byte, pv pendValue[V]) {
 	if i, ok := pm.idx[uk]; ok {
 		pm.ents[i].pendValue = pv
 		return
 	}
 	d := ms.d
+	ms.touch(pm)
 	var sp span
 	if ukb != nil {
 		d.arena, sp = appendSpan(d.arena, ukb)
@@ -637,7 +745,7 @@ func (ms *MapState[K, UK, V]) liveAt(written int64) bool {
 
 // lookup finds uk in the current key's pending writes, then in its
 // cache: ok says whether it is known there, and pv what it is.
-func (ms *MapState[K, UK, V]) lookup(pm *pendMap[UK, V], uk UK) (pv pendValue[V], pending, ok bool) {
+func (ms *MapState[K, UK, V]) lookup(pm *pendMap[K, UK, V], uk UK) (pv pendValue[V], pending, ok bool) {
 	if pm == nil {
 		return pv, false, false
 	}
@@ -652,7 +760,7 @@ func (ms *MapState[K, UK, V]) lookup(pm *pendMap[UK, V], uk UK) (pv pendValue[V]
 	if d.ukey, err = ms.keyCodec.Append(d.ukey[:0], uk); err != nil {
 		panic(fmt.Errorf("state %q: %w", ms.name, err))
 	}
-	i, found := pm.find(d.arena, d.ukey)
+	i, found := pm.find(d.ukey)
 	if !found {
 		return pendValue[V]{del: true}, false, true
 	}
@@ -664,6 +772,7 @@ func (ms *MapState[K, UK, V]) diskGet(uk UK) (V, bool) {
 	s, d := ms.setup, ms.d
 	k := s.cur.key
 	var zero V
+	ms.syncCaches()
 	pm := d.pend[k]
 	if pv, pending, ok := ms.lookup(pm, uk); ok {
 		if !ms.live(&pv) {
@@ -708,6 +817,7 @@ func (ms *MapState[K, UK, V]) diskPut(uk UK, x V, del bool) {
 // diskHas reports whether the current key's map holds uk.
 func (ms *MapState[K, UK, V]) diskHas(uk UK) bool {
 	s := ms.setup
+	ms.syncCaches()
 	if pv, _, ok := ms.lookup(ms.d.pend[s.cur.key], uk); ok {
 		return ms.live(&pv)
 	}
@@ -750,15 +860,16 @@ type mapCursor[K Key, UK comparable, V any] struct {
 	it     *diskstate.Iter // nil: the cache
 	prefix int             // of the stored keys, before the user key
 	cache  []cacheEntry[UK, V]
+	cbytes []byte
 	i      int
 }
 
 // open starts the walk over k's stored entries, from pm's cache when it
 // has one.
-func (c *mapCursor[K, UK, V]) open(ms *MapState[K, UK, V], pm *pendMap[UK, V], k K) bool {
+func (c *mapCursor[K, UK, V]) open(ms *MapState[K, UK, V], pm *pendMap[K, UK, V], k K) bool {
 	c.ms = ms
 	if pm != nil && pm.cached {
-		c.cache = pm.cache
+		c.cache, c.cbytes = pm.cache, pm.cbytes
 		return len(c.cache) > 0
 	}
 	s, d := ms.setup, ms.d
@@ -787,7 +898,7 @@ func (c *mapCursor[K, UK, V]) next() bool {
 // ukb is the current entry's user key's bytes.
 func (c *mapCursor[K, UK, V]) ukb() []byte {
 	if c.it == nil {
-		return c.cache[c.i].ukb.in(c.ms.d.arena)
+		return c.cache[c.i].ukb.in(c.cbytes)
 	}
 	return c.it.Key()[c.prefix:]
 }
@@ -812,11 +923,12 @@ func (c *mapCursor[K, UK, V]) live() bool {
 	return live
 }
 
-// entry decodes the current entry, which has not expired.
-func (c *mapCursor[K, UK, V]) entry() (UK, V, int64) {
+// entry decodes the current entry, which has not expired, and returns
+// the length of its stored value too.
+func (c *mapCursor[K, UK, V]) entry() (UK, V, int64, int) {
 	if c.it == nil {
 		e := &c.cache[c.i]
-		return e.uk, e.v, e.written
+		return e.uk, e.v, e.written, 0
 	}
 	ms := c.ms
 	stored, err := c.it.Value()
@@ -835,6 +947,7 @@ func (c *mapCursor[K, UK, V]) entry() (UK, V, int64) {
 	if err != nil {
 		c.fail(err)
 	}
+	n := len(value)
 	if !ms.d.copies {
 		value = append([]byte(nil), value...)
 	}
@@ -842,14 +955,15 @@ func (c *mapCursor[K, UK, V]) entry() (UK, V, int64) {
 	if err != nil {
 		c.fail(err)
 	}
-	return uk, x, written
+	return uk, x, written, n
 }
 
 // close ends the walk; a failure of the disk's fails the task.
 func (c *mapCursor[K, UK, V]) close() {
+	c.cache, c.cbytes = nil, nil
 	if c.it != nil {
 		it := c.it
-		c.it, c.cache = nil, nil // not walked again
+		c.it = nil
 		if err := it.Close(); err != nil {
 			panic(diskFailure(c.ms.name, err))
 		}
@@ -870,6 +984,7 @@ func (c *mapCursor[K, UK, V]) fail(err error) {
 // replaces. It decodes nothing and writes nothing.
 func (ms *MapState[K, UK, V]) diskLen() int {
 	s := ms.setup
+	ms.syncCaches()
 	n := 0
 	pm := ms.d.pend[s.cur.key]
 	var ord []int32
@@ -900,20 +1015,27 @@ func (ms *MapState[K, UK, V]) diskLen() int {
 	return n
 }
 
+// cacheEntrySize is what a copy of a stored entry counts for besides
+// the bytes of its user key and value.
+func cacheEntrySize[UK comparable, V any]() int {
+	var e cacheEntry[UK, V]
+	return int(unsafe.Sizeof(e))
+}
+
 // diskAll calls yield with each live entry of the current key's map, in
 // the order of the user keys' bytes (the order on disk): the stored
 // entries merged with the pending writes, a pending write in place of a
 // stored entry of its user key. Nothing is written to the database. An
-// iteration to the end keeps the stored entries it read in memory until
-// the flush (see pendMap.cache), so that the next reads of the key's map
-// in the batch do not read the disk again. When UK or V reaches a
-// reference, every stored entry handed out becomes pending, so that a
-// change made in place is written back at the flush. A Put or Delete
-// made by yield of a user key not reached yet is seen when it is
-// reached, as the heap's Go maps do.
+// iteration to the end keeps a copy of the stored entries it read (see
+// pendMap.cache), so that the next reads of the key's map need not read
+// the disk. When UK or V reaches a reference, every stored entry handed
+// out becomes pending, so that a change made in place is written back at
+// the flush. A Put or Delete made by yield of a user key not reached yet
+// is seen when it is reached, as the heap's Go maps do.
 func (ms *MapState[K, UK, V]) diskAll(yield func(UK, V) bool) {
 	s, d := ms.setup, ms.d
 	k := s.cur.key
+	ms.syncCaches()
 	pm := ms.pendOf(k)
 	ord := pm.order(d.arena)
 	pm.iters++
@@ -939,9 +1061,11 @@ func (ms *MapState[K, UK, V]) diskAll(yield func(UK, V) bool) {
 		return yield(e.uk, e.v)
 	}
 	// The outermost iteration copies the stored entries into the cache
-	// (within the budget) and, with write-back, builds the order of the
-	// entries as they will be: the pending ones and those written back.
-	fill := !pm.cached && pm.iters == 1 && d.cachedN < cacheBudget
+	// (within twice the budget) and, with write-back, builds the order of
+	// the entries as they will be: the pending ones and those written
+	// back.
+	fill := !pm.cached && pm.iters == 1 && d.cacheBytes < 2*cacheBudget
+	fillSize, drops, entrySize := 0, d.drops, cacheEntrySize[UK, V]()
 	build := ms.readMarks && pm.iters == 1
 	var built []int32
 	if build {
@@ -949,6 +1073,12 @@ func (ms *MapState[K, UK, V]) diskAll(yield func(UK, V) bool) {
 	}
 	writes := d.writes
 	j := 0
+	stop := func() {
+		c.close()
+		if fill {
+			pm.dropCache()
+		}
+	}
 	for ok := c.open(ms, pm, k); ok; ok = c.next() {
 		ukb := c.ukb()
 		replaced := false
@@ -964,33 +1094,32 @@ func (ms *MapState[K, UK, V]) diskAll(yield func(UK, V) bool) {
 				built = append(built, i)
 			}
 			if !emit(i) {
-				c.close()
-				ms.dropFill(pm, fill)
+				stop()
 				return
 			}
 		}
 		if replaced || !c.live() {
 			continue
 		}
-		uk, x, written := c.entry()
+		uk, x, written, vlen := c.entry()
 		if d.writes != writes { // yield wrote: a write of uk wins
 			if i, ok := pm.idx[uk]; ok {
 				build = false // an entry the order does not place
 				if !emit(i) {
-					c.close()
-					ms.dropFill(pm, fill)
+					stop()
 					return
 				}
 				continue
 			}
 		}
 		if fill {
-			if d.cachedN+len(pm.cache) < cacheBudget {
+			if size := entrySize + len(ukb) + vlen; d.cacheBytes+fillSize+size < 2*cacheBudget {
 				var sp span
-				d.arena, sp = appendSpan(d.arena, ukb)
-				pm.cache = append(pm.cache, cacheEntry[UK, V]{uk: uk, ukb: sp, v: x, written: written})
+				pm.cbytes, sp = appendSpan(pm.cbytes, ukb)
+				pm.cache = append(pm.cache, cacheEntry[UK, V]{uk: uk, ukb: sp, v: x, written: written, size: int32(size)})
+				fillSize += size
 			} else {
-				ms.dropFill(pm, true)
+				pm.dropCache()
 				fill = false
 			}
 		}
@@ -1006,16 +1135,18 @@ func (ms *MapState[K, UK, V]) diskAll(yield func(UK, V) bool) {
 			}
 		}
 		if !yield(uk, x) {
-			c.close()
-			ms.dropFill(pm, fill)
+			stop()
 			return
 		}
 	}
 	c.close()
-	if fill { // every stored entry read: the cache is complete
-		pm.cached = true
-		d.cachedN += len(pm.cache)
-		s.disk.pending += len(pm.cache) + 1 // flushed, and so dropped, at the end of the batch
+	if fill {
+		if d.drops == drops { // every stored entry read: the copy is complete
+			pm.cached, pm.csize = true, fillSize
+			d.cacheBytes += fillSize
+		} else {
+			pm.dropCache()
+		}
 	}
 	for ; j < len(ord); j++ {
 		if build {
@@ -1030,27 +1161,29 @@ func (ms *MapState[K, UK, V]) diskAll(yield func(UK, V) bool) {
 	}
 }
 
-// dropFill forgets the entries an iteration that did not read them all
-// copied into pm's cache.
-func (ms *MapState[K, UK, V]) dropFill(pm *pendMap[UK, V], fill bool) {
-	if fill {
-		clear(pm.cache)
-		pm.cache = pm.cache[:0]
-	}
-}
-
-func (ms *MapState[K, UK, V]) flushPending(d *diskKeyed) error {
+// flushPending writes the pending entries, in the order of their keys,
+// and brings the copies of stored entries up to date with them (or
+// forgets them, for a state whose values reach references: those may
+// change in place). before is the database's version before the flush.
+func (ms *MapState[K, UK, V]) flushPending(d *diskKeyed, before uint64) error {
 	md := ms.d
 	if err := md.encErr; err != nil {
 		md.encErr = nil
 		return err
 	}
-	for k, pm := range md.pend {
+	keep := md.gen == before && !ms.readMarks
+	if !keep {
+		ms.dropCaches()
+	} else if md.cacheBytes > cacheBudget {
+		ms.evict()
+	}
+	for _, pm := range md.touched {
+		ord := pm.order(md.arena)
 		if len(pm.ents) > 0 {
-			md.kb = ms.setup.codec.append(md.kb[:0], k)
-			d.key = diskstate.MapPrefix(d.key[:0], ms.setup.keyGroup(k), md.sid, md.kb)
+			md.kb = ms.setup.codec.append(md.kb[:0], pm.k)
+			d.key = diskstate.MapPrefix(d.key[:0], ms.setup.keyGroup(pm.k), md.sid, md.kb)
 			n := len(d.key)
-			for i := range pm.ents {
+			for _, i := range ord {
 				e := &pm.ents[i]
 				d.key = append(d.key[:n], e.ukb.in(md.arena)...)
 				if e.del {
@@ -1063,22 +1196,107 @@ func (ms *MapState[K, UK, V]) flushPending(d *diskKeyed) error {
 				if d.val, err = ms.codec.Append(storedPrefix(d.val[:0], ms.ttl, e.written), e.v); err != nil {
 					return fmt.Errorf("state %q: %w", ms.name, err)
 				}
+				e.vlen = int32(len(d.val))
 				if err := d.write(d.key, d.val, false); err != nil {
 					return err
 				}
 			}
 		}
-		if len(pm.ents) <= maxReusedPend && len(pm.cache) <= maxReusedPend {
-			clear(pm.idx)
-			clear(pm.ents)
-			clear(pm.cache)
-			pm.ents, pm.ord, pm.cache, pm.cached, pm.iters = pm.ents[:0], pm.ord[:0], pm.cache[:0], false, 0
-			md.free = append(md.free, pm)
+		if pm.cached {
+			if keep && md.cacheBytes <= cacheBudget {
+				ms.mergeCache(pm, ord)
+			} else {
+				md.cacheBytes -= pm.csize
+				pm.dropCache()
+			}
+		}
+		clear(pm.idx)
+		clear(pm.ents)
+		pm.ents, pm.ord, pm.touched = pm.ents[:0], pm.ord[:0], false
+		if !pm.cached {
+			delete(md.pend, pm.k)
+			ms.recycle(pm)
 		}
 	}
-	clear(md.pend)
-	md.arena, md.cachedN = md.arena[:0], 0
+	clear(md.touched)
+	md.touched = md.touched[:0]
+	md.arena = md.arena[:0]
 	return nil
+}
+
+// mergeCache makes pm's cache what the stored entries are once its
+// pending entries, in the order ord, are written.
+func (ms *MapState[K, UK, V]) mergeCache(pm *pendMap[K, UK, V], ord []int32) {
+	md := ms.d
+	out, ob := md.spare[:0], md.spareBytes[:0]
+	entrySize, size := cacheEntrySize[UK, V](), 0
+	i, j := 0, 0
+	for i < len(pm.cache) || j < len(ord) {
+		cmp := -1
+		switch {
+		case i == len(pm.cache):
+			cmp = 1
+		case j < len(ord):
+			cmp = bytes.Compare(pm.cache[i].ukb.in(pm.cbytes), pm.ents[ord[j]].ukb.in(md.arena))
+		}
+		if cmp < 0 { // stored, not written
+			e := pm.cache[i]
+			i++
+			if !ms.liveAt(e.written) {
+				continue // expired: no longer worth keeping
+			}
+			ob, e.ukb = appendSpan(ob, e.ukb.in(pm.cbytes))
+			out = append(out, e)
+			size += int(e.size)
+			continue
+		}
+		if cmp == 0 {
+			i++ // written over
+		}
+		pe := &pm.ents[ord[j]]
+		j++
+		if pe.del {
+			continue
+		}
+		var sp span
+		ob, sp = appendSpan(ob, pe.ukb.in(md.arena))
+		n := entrySize + int(sp.n) + int(pe.vlen)
+		out = append(out, cacheEntry[UK, V]{uk: pe.uk, ukb: sp, v: pe.v, written: pe.written, size: int32(n)})
+		size += n
+	}
+	clear(pm.cache)
+	md.spare, pm.cache = pm.cache[:0], out
+	md.spareBytes, pm.cbytes = pm.cbytes[:0], ob
+	md.cacheBytes += size - pm.csize
+	pm.csize = size
+}
+
+// evict forgets the copies of the keys not used since the last flush
+// until the copies count for at most three quarters of the budget.
+func (ms *MapState[K, UK, V]) evict() {
+	md := ms.d
+	for k, pm := range md.pend {
+		if md.cacheBytes <= cacheBudget/4*3 {
+			return
+		}
+		if pm.touched || pm.iters > 0 {
+			continue
+		}
+		md.cacheBytes -= pm.csize
+		pm.dropCache()
+		delete(md.pend, k)
+		ms.recycle(pm)
+	}
+}
+
+// synced tells the state that the database's version went from before
+// to after by writes that its copies of stored entries account for (a
+// flush, or the clean-up of expired entries).
+func (ms *MapState[K, UK, V]) synced(before, after uint64) {
+	if ms.d.gen != before {
+		ms.dropCaches()
+	}
+	ms.d.gen = after
 }
 
 func (ms *MapState[K, UK, V]) appendDiskEntry(b *snapshotBuilder, a *arena, kg int, rest, value []byte) error {
@@ -1127,6 +1345,7 @@ func (s *KeyedSetup[K]) restoreDiskEntry(key []byte, ttl int64, e *messages.Stat
 // cursor and deletes those of states with a time-to-live that have
 // expired at now, wrapping around at the end.
 func (d *diskKeyed) cleanupDisk(now int64) error {
+	before := d.db.Version()
 	seen := 0
 	var last []byte
 	err := d.db.Scan(d.ttlCursor, nil, func(key, value []byte) error {
@@ -1154,5 +1373,9 @@ func (d *diskKeyed) cleanupDisk(now int64) error {
 	} else {
 		d.ttlCursor = append(last, 0) // just after the last key seen
 	}
-	return d.db.Apply(d.batch)
+	if err := d.db.Apply(d.batch); err != nil {
+		return err
+	}
+	d.synced(before) // what it deleted had expired: no copy kept shows it
+	return nil
 }

@@ -565,7 +565,7 @@ func MapOf[UK comparable, V any, K Key](s *KeyedSetup[K], name string, opts ...M
 	s.register(ms)
 	if s.disk != nil {
 		ms.m = nil
-		ms.d = &diskMap[K, UK, V]{copies: decodeCopies(vc), keyCopies: decodeCopies(kc), pend: map[K]*pendMap[UK, V]{}}
+		ms.d = &diskMap[K, UK, V]{copies: decodeCopies(vc), keyCopies: decodeCopies(kc), pend: map[K]*pendMap[K, UK, V]{}}
 		ms.d.sid = s.addDiskState(ms)
 	}
 	return ms

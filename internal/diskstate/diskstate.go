@@ -120,9 +120,11 @@ type DB struct {
 	// iterating, are neither applied nor closed until they end.
 	scans int
 	// iters are iterators kept for reuse, made at gen (bumped by every
-	// write) over held as it is now; see Iter.
-	iters []*Iter
-	gen   uint64
+	// write, and when held writes are applied) over held as it is now;
+	// see Iter. version counts the writes (see Version).
+	iters   []*Iter
+	gen     uint64
+	version uint64
 }
 
 // ErrClosed is returned by a snapshot read after its DB was closed.
@@ -242,6 +244,7 @@ func (d *DB) Adopt(dir string) error {
 		return fmt.Errorf("disk state: adopt the checkpoint in %s: %w", dir, err)
 	}
 	d.dropIters()
+	d.version++
 	if err := d.db.Close(); err != nil {
 		return fail(err)
 	}
@@ -329,6 +332,7 @@ func (d *DB) Apply(b *Batch) error {
 		return err
 	}
 	d.dropIters()
+	d.version++
 	if d.held != nil { // a checkpoint is pending: hold the writes
 		if err := d.held.Apply(b.b, nil); err != nil {
 			return fmt.Errorf("disk state: %w", err)
@@ -460,6 +464,13 @@ func (i *Iter) Close() error {
 	}
 	return nil
 }
+
+// Version changes whenever what a read may return changes: at every write
+// (Apply, also of writes held for a checkpoint) and at Adopt; the held
+// writes reaching the database change nothing a read returns. Callers
+// that keep what they read compare it to tell whether that is still what
+// is stored.
+func (d *DB) Version() uint64 { return d.version }
 
 // maxIters bounds the iterators a DB keeps for reuse: one per level of
 // nested range reads.
