@@ -235,6 +235,15 @@ func runRow(ctx context.Context, rc rowConfig) (Row, error) {
 	return row, err
 }
 
+// windowProfiled reports whether a row's CPU profile covers its
+// measuring window only: a snapflow row with keyed state and a duration,
+// whose window opens once the state is written, so that its profile is not
+// the writing of the state.
+func windowProfiled(rc rowConfig) bool {
+	return rc.CPUProfile != "" && (rc.Mode == "abs" || rc.Mode == "sync") && rc.Topology != "kafka" &&
+		rc.StateSize > 0 && rc.Records == 0 && !rc.Recovery
+}
+
 func runBaseline(ctx context.Context, rc rowConfig) (Row, error) {
 	if rc.Topology != "paritysum" {
 		return Row{}, fmt.Errorf("mode %s runs the paritysum topology only", rc.Mode)
@@ -381,6 +390,12 @@ func runSnapflow(ctx context.Context, rc rowConfig) (_ Row, err error) {
 				return Row{}, err
 			}
 		}
+		stopProfile := func() {}
+		if windowProfiled(rc) {
+			if stopProfile, err = startProfile(rc.CPUProfile + ".pprof"); err != nil {
+				return Row{}, err
+			}
+		}
 		p.window.Store(true)
 		r0, t0 := p.records.Load(), time.Now()
 		if rc.Recovery {
@@ -393,6 +408,7 @@ func runSnapflow(ctx context.Context, rc rowConfig) (_ Row, err error) {
 			}
 		}
 		elapsed, counted = time.Since(t0), p.records.Load()-r0
+		stopProfile()
 		p.window.Store(false)
 		if rc.Recovery {
 			select {
