@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -23,7 +24,12 @@ import (
 // of 16 MiB would leave a cache of 32 MiB no room for a block. Each open
 // database therefore grows the cache's capacity by what its memtables
 // normally reserve (memtableShare memtables), for as long as it is open:
-// the blocks get CacheBytes, and memtables come on top.
+// the blocks get their part of CacheBytes, and memtables come on top.
+//
+// A quarter of CacheBytes is not the block cache's: the tasks keep values
+// they wrote or read lately decoded, in maps (see KeptShare), which spares
+// a read of such a value the lookup in the tree; the open databases share
+// that quarter equally.
 
 const (
 	// minDefaultCache is the smallest default block cache.
@@ -141,13 +147,21 @@ func hasController(list, name string) bool {
 	return false
 }
 
+// keptDivisor: the values kept decoded get CacheBytes divided by this, the
+// block cache the rest.
+const keptDivisor = 4
+
 // sharedCache is a block cache shared by the databases open with the same
 // configured size.
 type sharedCache struct {
 	size  int64
 	cache *pebble.Cache
 	refs  int // open databases; guarded by caches.mu
+	dbs   atomic.Int64
 }
+
+// keptShare is what each open database's task may keep of decoded values.
+func (c *sharedCache) keptShare() int64 { return c.size / keptDivisor / max(1, c.dbs.Load()) }
 
 var caches struct {
 	mu sync.Mutex
@@ -165,10 +179,11 @@ func acquireCache(size, memtable int64) (c *sharedCache, release func()) {
 	}
 	c = caches.m[size]
 	if c == nil {
-		c = &sharedCache{size: size, cache: pebble.NewCache(size)}
+		c = &sharedCache{size: size, cache: pebble.NewCache(size - size/keptDivisor)}
 		caches.m[size] = c
 	}
 	c.refs++
+	c.dbs.Add(1)
 	// A negative reservation adds capacity: the cache's target size is its
 	// size less what is reserved.
 	unreserve := c.cache.Reserve(-int(memtableShare * memtable))
@@ -179,6 +194,7 @@ func acquireCache(size, memtable int64) (c *sharedCache, release func()) {
 			caches.mu.Lock()
 			defer caches.mu.Unlock()
 			c.refs--
+			c.dbs.Add(-1)
 			if c.refs == 0 {
 				delete(caches.m, size)
 				c.cache.Unref() // freed once its databases have closed

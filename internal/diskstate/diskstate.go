@@ -22,10 +22,12 @@ type Config struct {
 	// Dir is the parent directory of the tasks' databases; "" means
 	// snapflow-state under the system's temporary directory.
 	Dir string
-	// CacheBytes is the block cache shared by the task databases of the
-	// process that are configured with the same size (of every job); 0
-	// means DefaultCacheBytes(), a quarter of the process's memory. The
-	// memtables come on top of it (see MemTableBytes).
+	// CacheBytes is the memory that the task databases of the process
+	// configured with the same size (of every job) share to cache reads; 0
+	// means DefaultCacheBytes(), a quarter of the process's memory. Three
+	// quarters are pebble's block cache; a quarter holds values the tasks
+	// wrote or read lately, decoded (see DB.KeptShare). The memtables come
+	// on top of it (see MemTableBytes).
 	CacheBytes int64
 	// MemTableBytes is the size of each task's memtable, the writes kept in
 	// memory before they are flushed to a file; 0 means
@@ -78,10 +80,14 @@ type DB struct {
 	cfg Config
 	wo  *pebble.WriteOptions
 	id  uint64
-	// cache is the process's block cache the database uses, and
-	// releaseCache gives it back (see acquireCache).
+	// cache is the process's block cache the database uses, shared is
+	// its entry, and releaseCache gives it back (see acquireCache).
 	cache        *pebble.Cache
+	shared       *sharedCache
 	releaseCache func()
+	// gen counts the times the database's content was replaced (Adopt);
+	// gets the point reads (Get).
+	gen, gets uint64
 
 	// mu guards closed against the snapshots' readers: Close takes it
 	// for writing, a snapshot being read holds it for reading. smu guards
@@ -127,7 +133,7 @@ func Open(c Config, name string) (*DB, error) {
 		return nil, fmt.Errorf("disk state: open %s: %w", dir, err)
 	}
 	return &DB{db: db, dir: dir, cfg: c, wo: pebble.NoSync, id: uint64(opened.Add(1)), snaps: map[*Snapshot]struct{}{},
-		cache: sc.cache, releaseCache: release}, nil
+		cache: sc.cache, shared: sc, releaseCache: release}, nil
 }
 
 // cacheBytes is the size of the block cache the databases share.
@@ -245,8 +251,23 @@ func (d *DB) Adopt(dir string) error {
 		return fail(err)
 	}
 	d.db = db
+	d.gen++
 	return nil
 }
+
+// Gets is the number of point reads (Get) the database has served.
+func (d *DB) Gets() uint64 { return d.gets }
+
+// Generation changes whenever the database's content is replaced other
+// than by writes (Adopt), so that what a task keeps of it in memory can be
+// dropped.
+func (d *DB) Generation() uint64 { return d.gen }
+
+// KeptShare is how many bytes of decoded values the database's task may
+// keep in memory (counted as their stored keys and values and a fixed
+// part per entry; see Config.CacheBytes): a quarter of CacheBytes, shared
+// equally by the databases open on the same block cache.
+func (d *DB) KeptShare() int64 { return d.shared.keptShare() }
 
 // ID tells the databases Open made in this process apart.
 func (d *DB) ID() uint64 { return d.id }
@@ -256,6 +277,7 @@ func (d *DB) Dir() string { return d.dir }
 
 // Get appends the value of key to dst and reports whether key is present.
 func (d *DB) Get(dst, key []byte) ([]byte, bool, error) {
+	d.gets++
 	var v []byte
 	var closer io.Closer
 	var err error
