@@ -2,6 +2,7 @@ package dataflow
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -333,8 +334,11 @@ type stagedWrite struct {
 // the sort included, against 430 ns).
 func (d *diskKeyed) unstage() error {
 	buf := d.stageBuf
-	slices.SortStableFunc(d.staged, func(a, b stagedWrite) int {
-		return bytes.Compare(buf[a.at:a.at+a.keyLen], buf[b.at:b.at+b.keyLen])
+	slices.SortFunc(d.staged, func(a, b stagedWrite) int {
+		if c := bytes.Compare(buf[a.at:a.at+a.keyLen], buf[b.at:b.at+b.keyLen]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.at, b.at) // two writes of a key: the later last
 	})
 	var err error
 	for _, w := range d.staged {
