@@ -44,16 +44,20 @@ func WithRetainedCheckpoints(n int) Option { return engine.WithRetainedCheckpoin
 // DiskState configures the on-disk state backend (see WithDiskState):
 // the parent directory of the tasks' databases (default: snapflow/state
 // under the user's cache directory, or snapflow-state under the system's
-// temporary directory where there is none; never the snapshot store), and
-// each task's block cache and memtable.
+// temporary directory where there is none; never the snapshot store), the
+// process's block cache and each task's memtable.
 //
 // Its fields:
 //   - Dir string: the parent directory of the tasks' databases; "": the
 //     default above.
-//   - CacheBytes int64: the block cache of each task's database; 0: the
-//     default.
+//   - CacheBytes int64: the block cache that the task databases of the
+//     process share (those of every job configured with the same size);
+//     0: a quarter of the memory available to the process (the machine's,
+//     or its control group's limit, or GOMEMLIMIT, the smallest), at least
+//     64 MiB. At least 1 MiB when set. Memtables come on top of it.
 //   - MemTableBytes int64: each task's memtable, the writes kept in memory
-//     before they are flushed to a file; 0: the default.
+//     before they are flushed to a file; 0: 16 MiB. At least 1 MiB when
+//     set. A task holds two (three while one is flushed).
 //   - Logger *slog.Logger: takes the database's messages (nil: discarded).
 //   - NoLocalRecovery bool: turns task-local recovery off: a restore then
 //     reads every file from the snapshot store, never a local copy.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -270,6 +272,49 @@ func TestIncrementalSweepSmoke(t *testing.T) {
 	for _, col := range []string{"updated/s", "ckpt kind", "state B", "uploaded B/ckpt", "% uploaded", "p99 % of full", "restore ms", "ckpt B", "raw read ms", "restore % of raw"} {
 		if !strings.Contains(stdout, col) {
 			t.Errorf("table lacks column %q:\n%s", col, stdout)
+		}
+	}
+}
+
+// TestPlanStateBackendOff: -sweep statebackend -intervals off plans the
+// two backends' checkpoints-off rows alone, heap first.
+func TestPlanStateBackendOff(t *testing.T) {
+	f, err := parseFlags([]string{"-sweep", "statebackend", "-intervals", "off", "-keys", "1048576", "-state-size", "256MiB", "-update-fraction", "1"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := plan(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 {
+		t.Fatalf("%d rows, want 2: %+v", len(rows), rows)
+	}
+	for i, backend := range []string{"", "disk"} {
+		if rc := rows[i]; rc.Mode != "abs" || rc.Interval != "off" || rc.Backend != backend || rc.StateSize != 256 || rc.Recovery || rc.Checkpointing != "" {
+			t.Errorf("row %d = %+v, want abs with checkpoints off, backend %q, 256 B/key", i, rc, backend)
+		}
+	}
+}
+
+// TestStateBackendOffSmoke runs the two checkpoints-off rows of -sweep
+// statebackend on a small state: both measure records, and each writes
+// the CPU profile of its window.
+func TestStateBackendOffSmoke(t *testing.T) {
+	prof := t.TempDir()
+	rows, table := benchRows(t, "-sweep", "statebackend", "-intervals", "off", "-keys", "256", "-state-size", "64", "-update-fraction", "1",
+		"-duration", "300ms", "-repeat", "1", "-cpuprofile", prof)
+	if len(rows) != 2 || rows[0]["backend"] != nil || rows[1]["backend"] != "disk" {
+		t.Fatalf("rows %v, want heap then disk:\n%s", rows, table)
+	}
+	for _, r := range rows {
+		if n, _ := r["records"].(float64); n <= 0 {
+			t.Errorf("row %v counted no record", r)
+		}
+	}
+	for _, p := range []string{"paritysum-abs-off-state64-run1.pprof", "paritysum-abs-off-state64-run1-row2.pprof"} {
+		if st, err := os.Stat(filepath.Join(prof, p)); err != nil || st.Size() == 0 {
+			t.Errorf("no CPU profile %s: %v", p, err)
 		}
 	}
 }

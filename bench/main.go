@@ -185,7 +185,8 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 		"the state, checkpoint p99, and a restore against raw reads of the same bytes, at 100ms or -intervals;\n"+
 		"-state-size defaults to "+defaultIncrementalState+" and -update-fraction to "+defaultIncrementalFraction+" there),\n"+
 		"or statebackend (the heap backend against the on-disk one, with checkpoints off, then full and incremental\n"+
-		"checkpoints at 1s or -intervals, measured as -sweep incremental measures them)")
+		"checkpoints at 1s or -intervals, measured as -sweep incremental measures them; -intervals off: the two\n"+
+		"checkpoints-off rows alone)")
 	fs.StringVar(&f.sizes, "sizes", defaultRescaleSizes, "-sweep rescale: sizes of keyed state (over -keys keys), comma-separated, in bytes, KiB, MiB or GiB;\n"+
 		"with -backend disk the default is "+defaultDiskRescaleSizes+" over a key per "+fmt.Sprint(diskRescaleValueBytes)+" bytes (unless -keys is given), restored from\n"+
 		"incremental checkpoints at 2→2, 2→3, 3→3 and 3→2, each restore split into download, rebuild and restart")
@@ -605,7 +606,9 @@ func runChild(ctx context.Context, spec string, stdout io.Writer) error {
 	if cc.CPUProfile != "" {
 		rc.CPUProfile = cc.CPUProfile
 	}
-	if cc.CPUProfile != "" && rc.Topology != "kafka" { // a kafka row profiles its window (kafkaProfile)
+	// A kafka row profiles its window (kafkaProfile), and so does a row
+	// whose window opens once its state is written (windowProfiled).
+	if cc.CPUProfile != "" && rc.Topology != "kafka" && !windowProfiled(rc) {
 		path := cc.CPUProfile + ".pprof"
 		if rc.Mode == "cluster" {
 			path = cc.CPUProfile + "-coordinator.pprof"

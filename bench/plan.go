@@ -110,6 +110,9 @@ func plan(f flags) ([]rowConfig, error) {
 		for _, b := range []string{"", "disk"} {
 			add(func(rc *rowConfig) { rc.Mode, rc.Backend = "abs", b })
 		}
+		if strings.TrimSpace(intervals) == "off" { // the two backends' throughput alone
+			return out, nil
+		}
 		for _, iv := range strings.Split(intervals, ",") {
 			iv = strings.TrimSpace(iv)
 			if d, err := parseInterval(iv); err != nil || d == 0 {

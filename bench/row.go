@@ -168,8 +168,9 @@ type Row struct {
 	// RatioToLoop is a kafka snapflow row's records/s against the plain
 	// loop's (kafka.go).
 	RatioToLoop metric `json:"ratio_to_loop"`
-	// CPUPerRecordUs is, for a kafka row, the CPU time the process used in
-	// the window (broker, row and reader together) per record counted.
+	// CPUPerRecordUs is the CPU time the process used in the window per
+	// record counted: for a kafka row (broker, row and reader together),
+	// and for a snapflow row with keyed state measured over a duration.
 	CPUPerRecordUs metric `json:"cpu_us_per_record"`
 	// RatioToUnmonitored is a monitored row's records/s against the same
 	// row's without monitoring.
@@ -233,6 +234,15 @@ func runRow(ctx context.Context, rc rowConfig) (Row, error) {
 	row.rowConfig = rc
 	row.PeakRSSBytes += peakRSS() // a cluster row has its workers' peaks already
 	return row, err
+}
+
+// windowProfiled reports whether a row's CPU profile covers its
+// measuring window only: a snapflow row with keyed state and a duration,
+// whose window opens once the state is written, so that its profile is not
+// the writing of the state.
+func windowProfiled(rc rowConfig) bool {
+	return rc.CPUProfile != "" && (rc.Mode == "abs" || rc.Mode == "sync") && rc.Topology != "kafka" &&
+		rc.StateSize > 0 && rc.Records == 0 && !rc.Recovery
 }
 
 func runBaseline(ctx context.Context, rc rowConfig) (Row, error) {
@@ -362,6 +372,7 @@ func runSnapflow(ctx context.Context, rc rowConfig) (_ Row, err error) {
 	var localB, downloadedB int64 // of a recovery on disk: state files from local copies, from the store
 	var counted int64
 	var elapsed time.Duration
+	var cpuPerRecord metric // CPU µs per record in the window, of a row with state
 	if rc.Records > 0 {
 		p.window.Store(true)
 		err = job.Wait()
@@ -381,6 +392,13 @@ func runSnapflow(ctx context.Context, rc rowConfig) (_ Row, err error) {
 				return Row{}, err
 			}
 		}
+		cpu0, cpuOK := processCPU()
+		stopProfile := func() {}
+		if windowProfiled(rc) {
+			if stopProfile, err = startProfile(rc.CPUProfile + ".pprof"); err != nil {
+				return Row{}, err
+			}
+		}
 		p.window.Store(true)
 		r0, t0 := p.records.Load(), time.Now()
 		if rc.Recovery {
@@ -393,6 +411,10 @@ func runSnapflow(ctx context.Context, rc rowConfig) (_ Row, err error) {
 			}
 		}
 		elapsed, counted = time.Since(t0), p.records.Load()-r0
+		stopProfile()
+		if cpu1, ok := processCPU(); ok && cpuOK && counted > 0 && rc.StateSize > 0 && !rc.Recovery {
+			cpuPerRecord = measured(float64(cpu1-cpu0) / float64(time.Microsecond) / float64(counted))
+		}
 		p.window.Store(false)
 		if rc.Recovery {
 			select {
@@ -409,7 +431,7 @@ func runSnapflow(ctx context.Context, rc rowConfig) (_ Row, err error) {
 	if err != nil {
 		return Row{}, err
 	}
-	row := Row{Records: counted, Seconds: elapsed.Seconds(), RecordsPerSec: per(float64(counted), elapsed.Seconds())}
+	row := Row{Records: counted, Seconds: elapsed.Seconds(), RecordsPerSec: per(float64(counted), elapsed.Seconds()), CPUPerRecordUs: cpuPerRecord}
 	stats.fill(&row)
 	row.LatencyP50Ms, row.LatencyP99Ms = latencies(&p.latency)
 	if rc.Recovery && !runningAt.IsZero() {

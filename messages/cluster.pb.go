@@ -493,8 +493,10 @@ type RuntimeSettings struct {
 	// the manifest rather than as an object (0: never).
 	InlineLimit uint64 `protobuf:"varint,11,opt,name=inline_limit,json=inlineLimit,proto3" json:"inline_limit,omitempty"`
 	// disk_state keeps the tasks' keyed state on each worker's local disk
-	// (the on-disk state backend), with a block cache and a memtable of
-	// these sizes per task (0: the defaults); false keeps it on the heap.
+	// (the on-disk state backend), with a block cache of disk_cache_bytes
+	// per worker process and a memtable of disk_memtable_bytes per task
+	// (0: the defaults, from each worker's memory for the cache); false
+	// keeps it on the heap.
 	DiskState         bool  `protobuf:"varint,12,opt,name=disk_state,json=diskState,proto3" json:"disk_state,omitempty"`
 	DiskCacheBytes    int64 `protobuf:"varint,13,opt,name=disk_cache_bytes,json=diskCacheBytes,proto3" json:"disk_cache_bytes,omitempty"`
 	DiskMemtableBytes int64 `protobuf:"varint,14,opt,name=disk_memtable_bytes,json=diskMemtableBytes,proto3" json:"disk_memtable_bytes,omitempty"`

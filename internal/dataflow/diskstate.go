@@ -2,8 +2,10 @@ package dataflow
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 	"unsafe"
@@ -39,6 +41,39 @@ type diskKeyed struct {
 	// staged are the tables a restore wrote from stored databases, which
 	// the restore of the last one (the base) ingests (see restoreFiles).
 	staged []diskstate.Tables
+	// keepers are the value states, which keep values decoded (see
+	// diskValue.kept); keptGen is the database's generation (see
+	// diskstate.DB.Generation) their values were kept at.
+	keepers []keeper
+	keptGen uint64
+	// staging: a flush is under way, whose writes are staged (in stagedWrites,
+	// their bytes in stageBuf) and go into the batch in key order (see
+	// unstage).
+	staging      bool
+	stagedWrites []stagedWrite
+	stageBuf     []byte
+}
+
+// keeper is a state that keeps values of the database in memory.
+type keeper interface {
+	// dropKept forgets the values kept.
+	dropKept()
+}
+
+// checkKept drops the values kept if the database's content was
+// replaced since they were kept.
+func (d *diskKeyed) checkKept() {
+	if gen := d.db.Generation(); gen != d.keptGen {
+		d.dropKept()
+		d.keptGen = gen
+	}
+}
+
+// dropKept makes every state forget the values it keeps.
+func (d *diskKeyed) dropKept() {
+	for _, k := range d.keepers {
+		k.dropKept()
+	}
 }
 
 // flushEvery bounds the entries pending between two flushes while timers
@@ -144,12 +179,18 @@ func (s *KeyedSetup[K]) flushState() error {
 		return nil
 	}
 	before := d.db.Version()
+	d.staging = true
 	for _, ds := range d.states {
 		if err := ds.flushPending(d, before); err != nil {
+			d.staging, d.stagedWrites, d.stageBuf = false, d.stagedWrites[:0], d.stageBuf[:0]
 			return fmt.Errorf("topology: operator %q: %w", s.task.Operator, err)
 		}
 	}
+	d.staging = false
 	d.pending = 0
+	if err := d.unstage(); err != nil {
+		return fmt.Errorf("topology: operator %q: %w", s.task.Operator, err)
+	}
 	if err := d.db.Apply(d.batch); err != nil {
 		return fmt.Errorf("topology: operator %q: %w", s.task.Operator, err)
 	}
@@ -191,11 +232,9 @@ func decodeCopies[T any](c Codec[T]) bool {
 }
 
 // diskLoad reads and decodes the value stored at key, and its write time
-// for a state with a time-to-live; an expired value is absent.
-func diskLoad[V any](d *diskKeyed, key []byte, c Codec[V], copies bool, ttl, now int64) (V, int64, bool, error) {
-	var zero V
-	var ok bool
-	var err error
+// for a state with a time-to-live; an expired value is absent. size is
+// the stored value's length (0: none).
+func diskLoad[V any](d *diskKeyed, key []byte, c Codec[V], copies bool, ttl, now int64) (x V, written int64, ok bool, size int, err error) {
 	dst := d.val[:0]
 	if !copies {
 		dst = nil
@@ -205,14 +244,14 @@ func diskLoad[V any](d *diskKeyed, key []byte, c Codec[V], copies bool, ttl, now
 		d.val = dst
 	}
 	if err != nil || !ok {
-		return zero, 0, false, err
+		return x, 0, false, 0, err
 	}
 	written, value, live, err := liveValue(dst, ttl, now)
 	if err != nil || !live {
-		return zero, 0, false, err
+		return x, 0, false, len(dst), err
 	}
-	x, err := c.Decode(value)
-	return x, written, err == nil, err
+	x, err = c.Decode(value)
+	return x, written, err == nil, len(dst), err
 }
 
 // snapshotDisk adds the on-disk states' entries of the key groups b
@@ -273,6 +312,17 @@ const applyBytes = 8 << 20
 // applying it when it grows large.
 func (d *diskKeyed) write(key, value []byte, del bool) error {
 	d.written = true
+	if d.staging {
+		d.stagedWrites = append(d.stagedWrites, stagedWrite{at: len(d.stageBuf), keyLen: len(key), valueLen: len(value), del: del})
+		d.stageBuf = append(append(d.stageBuf, key...), value...)
+		if len(d.stageBuf) < applyBytes {
+			return nil
+		}
+		if err := d.unstage(); err != nil {
+			return err
+		}
+		return d.db.Apply(d.batch)
+	}
 	var err error
 	if del {
 		err = d.batch.Delete(key)
@@ -285,8 +335,47 @@ func (d *diskKeyed) write(key, value []byte, del bool) error {
 	return err
 }
 
-// restoreWrite writes a restored entry.
-func (d *diskKeyed) restoreWrite(key, value []byte) error { return d.write(key, value, false) }
+// stagedWrite is a write of a flush, its key and value at stageBuf[at:].
+type stagedWrite struct {
+	at, keyLen, valueLen int
+	del                  bool
+}
+
+// unstage adds the writes staged during a flush to the batch in the
+// order of their keys: the memtable takes keys in order for less than keys
+// at random, as each insertion starts its search where the one before
+// ended (measured on 256 keys at a time among 512 Ki: 310 ns a key sorted,
+// the sort included, against 430 ns).
+func (d *diskKeyed) unstage() error {
+	buf := d.stageBuf
+	slices.SortFunc(d.stagedWrites, func(a, b stagedWrite) int {
+		if c := bytes.Compare(buf[a.at:a.at+a.keyLen], buf[b.at:b.at+b.keyLen]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.at, b.at) // two writes of a key: the later last
+	})
+	var err error
+	for _, w := range d.stagedWrites {
+		key := buf[w.at : w.at+w.keyLen]
+		if w.del {
+			err = d.batch.Delete(key)
+		} else {
+			err = d.batch.Set(key, buf[w.at+w.keyLen:w.at+w.keyLen+w.valueLen])
+		}
+		if err != nil {
+			break
+		}
+	}
+	d.stagedWrites, d.stageBuf = d.stagedWrites[:0], d.stageBuf[:0]
+	return err
+}
+
+// restoreWrite writes a restored entry; the values kept no longer
+// reflect the database.
+func (d *diskKeyed) restoreWrite(key, value []byte) error {
+	d.dropKept()
+	return d.write(key, value, false)
+}
 
 // arena copies the bytes of snapshot entries into large chunks.
 type arena struct{ buf []byte }
@@ -318,6 +407,76 @@ type diskValue[K Key, V any] struct {
 	keys  [][]byte
 	arena []byte
 	seek  []byte
+	// kept holds values as the database holds them, decoded: those the
+	// task wrote (once written) or read lately, and keys read and found
+	// absent, so that reading one again is a map lookup rather than a
+	// lookup in the tree, which costs 3 to 10 µs. keptBytes is what they
+	// count: each its stored key and value's bytes and entryBytes. The
+	// state keeps at most its share of the task's (diskstate.DB.KeptShare
+	// divided among the task's value states that keep values), and past it
+	// forgets entries at random (the map's order) until it holds 15/16 of
+	// it. A value that reaches a reference is never kept (kept is nil): a
+	// change made in place after its batch must not be read back when the
+	// database does not hold it.
+	kept       map[K]keptValue[V]
+	keptBytes  int64
+	entryBytes int64
+}
+
+// keptValue is a value kept (see diskValue.kept): the value and its write
+// time, or its absence, and the bytes it counts.
+type keptValue[V any] struct {
+	v       V
+	written int64
+	bytes   int32
+	del     bool
+}
+
+// keptFixed is what an entry of a kept map counts besides its key and
+// value: the map's slot overhead and the key's codec bytes' header.
+const keptFixed = 16
+
+// newDiskValue returns a value state's on-disk part, which keeps values
+// in memory if keep.
+func newDiskValue[K Key, V any](copies, keep bool) *diskValue[K, V] {
+	d := &diskValue[K, V]{copies: copies, pend: map[K]pendValue[V]{},
+		entryBytes: int64(unsafe.Sizeof(*new(K))+unsafe.Sizeof(keptValue[V]{})) + keptFixed}
+	if keep {
+		d.kept = map[K]keptValue[V]{}
+	}
+	return d
+}
+
+func (d *diskValue[K, V]) dropKept() {
+	clear(d.kept)
+	d.keptBytes = 0
+}
+
+// keep records the value the database holds for k (del: none), whose
+// stored key and value take size bytes, and forgets others past the
+// state's share.
+func (d *diskValue[K, V]) keep(dk *diskKeyed, k K, x V, written int64, del bool, size int) {
+	if d.kept == nil {
+		return
+	}
+	if old, ok := d.kept[k]; ok {
+		d.keptBytes -= d.entryBytes + int64(old.bytes)
+	}
+	size = min(size, math.MaxInt32)
+	d.kept[k] = keptValue[V]{v: x, written: written, bytes: int32(size), del: del}
+	d.keptBytes += d.entryBytes + int64(size)
+	share := dk.db.KeptShare() / int64(len(dk.keepers))
+	if d.keptBytes <= share {
+		return
+	}
+	target := share - share/16
+	for k, e := range d.kept {
+		delete(d.kept, k)
+		d.keptBytes -= d.entryBytes + int64(e.bytes)
+		if d.keptBytes <= target {
+			break
+		}
+	}
 }
 
 func (v *ValueState[K, V]) diskGet() (V, bool) {
@@ -333,14 +492,28 @@ func (v *ValueState[K, V]) diskGet() (V, bool) {
 		}
 		return p.v, true
 	}
-	x, written, ok, err := diskLoad(s.disk, s.diskKey(d.sid, k), v.codec, d.copies, v.ttl, s.now)
+	s.disk.checkKept()
+	if p, ok := d.kept[k]; ok { // never a value that reaches a reference
+		if p.del || (v.ttl > 0 && s.now-p.written >= v.ttl) {
+			var zero V
+			return zero, false
+		}
+		return p.v, true
+	}
+	key := s.diskKey(d.sid, k)
+	x, written, ok, size, err := diskLoad(s.disk, key, v.codec, d.copies, v.ttl, s.now)
 	if err != nil {
 		panic(diskFailure(v.name, err))
 	}
-	if ok && v.readMarks { // it may change in place: write it back
+	switch {
+	case ok && v.readMarks: // it may change in place: write it back
 		d.pend[k] = pendValue[V]{v: x, written: written}
 		s.disk.pending++
 		s.markDirty()
+	case ok:
+		d.keep(s.disk, k, x, written, false, len(key)+size)
+	case size == 0: // absent (an expired value is not kept: it is gone once its time has come)
+		d.keep(s.disk, k, x, 0, true, len(key))
 	}
 	return x, ok
 }
@@ -439,12 +612,14 @@ func (v *ValueState[K, V]) synced(before, after uint64) {}
 
 func (v *ValueState[K, V]) flushPending(d *diskKeyed, _ uint64) error {
 	s := v.setup
+	d.checkKept()
 	for k, p := range v.d.pend {
 		key := s.diskKey(v.d.sid, k)
 		if p.del {
 			if err := d.write(key, nil, true); err != nil {
 				return err
 			}
+			v.d.keep(d, k, p.v, 0, true, len(key)) // the database holds it now
 			continue
 		}
 		var err error
@@ -454,6 +629,7 @@ func (v *ValueState[K, V]) flushPending(d *diskKeyed, _ uint64) error {
 		if err := d.write(key, d.val, false); err != nil {
 			return err
 		}
+		v.d.keep(d, k, p.v, p.written, false, len(key)+len(d.val)) // the database holds it now
 	}
 	clear(v.d.pend)
 	return nil
@@ -791,7 +967,7 @@ func (ms *MapState[K, UK, V]) diskGet(uk UK) (V, bool) {
 	if err != nil {
 		panic(err)
 	}
-	x, written, ok, err := diskLoad(s.disk, key, ms.codec, d.copies, ms.ttl, s.now)
+	x, written, ok, _, err := diskLoad(s.disk, key, ms.codec, d.copies, ms.ttl, s.now)
 	if err != nil {
 		panic(diskFailure(ms.name, err))
 	}

@@ -334,8 +334,11 @@ func Value[V any, K Key](s *KeyedSetup[K], name string, codec ...Codec[V]) *Valu
 	s.register(v)
 	if s.disk != nil {
 		v.m = nil
-		v.d = &diskValue[K, V]{copies: decodeCopies(v.codec), pend: map[K]pendValue[V]{}}
+		v.d = newDiskValue[K, V](decodeCopies(v.codec), !v.readMarks)
 		v.d.sid = s.addDiskState(v)
+		if !v.readMarks {
+			s.disk.keepers = append(s.disk.keepers, v.d)
+		}
 	}
 	return v
 }

@@ -96,8 +96,7 @@ func (d *DB) AdoptKeyGroups(dir string, start, end int, ts []Tables) (int, error
 // compactions off, as tables outside [start, end) may be missing, and
 // closes it again.
 func (d *DB) keepInDir(dir string, start, end int, ts []Tables) (int, error) {
-	opts := d.cfg.options()
-	defer opts.Cache.Unref()
+	opts := d.cfg.options(d.cache)
 	opts.DisableConsistencyCheck = true
 	opts.DisableTableStats = true
 	opts.DisableAutomaticCompactions = true
@@ -207,8 +206,7 @@ func (d *DB) NewIngest(name string) (*Ingest, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("disk state: %w", err)
 	}
-	o := d.cfg.options()
-	o.Cache.Unref()
+	o := d.cfg.options(d.cache)
 	o.EnsureDefaults()
 	// The tables are written as the database writes those of its lowest
 	// level (block size, filter, compression), in the table format it
@@ -285,6 +283,11 @@ func (d *DB) IngestTables(ts []Tables) error {
 	if d.held != nil {
 		return errors.New("disk state: ingest while a checkpoint is pending")
 	}
+	// The content changes other than by a write: iterators kept for reuse
+	// and what tasks keep in memory of the database are out of date.
+	d.dropIters()
+	d.version++
+	d.adopted++
 	if err := ingestInto(d.db, ts); err != nil {
 		return fmt.Errorf("disk state: %s: %w", d.dir, err)
 	}
