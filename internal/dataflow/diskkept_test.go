@@ -233,8 +233,8 @@ func TestStagedWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !d.batch.Empty() || len(d.staged) != 5 {
-		t.Fatalf("staged %d writes, batch empty %t; want 5 staged and nothing in the batch yet", len(d.staged), d.batch.Empty())
+	if !d.batch.Empty() || len(d.stagedWrites) != 5 {
+		t.Fatalf("staged %d writes, batch empty %t; want 5 staged and nothing in the batch yet", len(d.stagedWrites), d.batch.Empty())
 	}
 	d.staging = false
 	if err := d.unstage(); err != nil {
