@@ -656,8 +656,12 @@ func (ms *MapState[K, UK, V]) Len() int {
 	return len(ms.m[ms.setup.cur.key])
 }
 
-// All iterates over the current key's map. When UK or V reaches a
-// reference (see MapOf), All over a non-empty map counts as a write.
+// All iterates over the current key's map: on the heap in Go's map order,
+// on the on-disk state backend in the order of the user keys' encoded
+// bytes. As with a Go map, the function may Put and Delete during the
+// iteration; an entry deleted before it is reached is not produced. When
+// UK or V reaches a reference (see MapOf), All over a non-empty map counts
+// as a write.
 func (ms *MapState[K, UK, V]) All(yield func(UK, V) bool) {
 	if ms.d != nil {
 		ms.diskAll(yield)
