@@ -318,3 +318,23 @@ func TestStateBackendOffSmoke(t *testing.T) {
 		}
 	}
 }
+
+// TestNexmarkDiskSmoke runs a query of state with -backend disk: its rows
+// on disk are checked against the reference, and the table has the rows
+// on disk beside the heap's.
+func TestNexmarkDiskSmoke(t *testing.T) {
+	var stdout, stderr strings.Builder
+	if err := run(context.Background(), []string{"-topology", "nexmark", "-queries", "q3", "-backend", "disk", "-records", "200000", "-repeat", "1"}, &stdout, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "events, state on disk, equal to the reference") {
+		t.Errorf("no check of the rows on disk:\n%s", stderr.String())
+	}
+	if out := stdout.String(); !strings.Contains(out, "disk/heap eo-1s") || strings.Count(out, "\n     q3") != 2 {
+		t.Errorf("want a row of q3 on the heap and one on disk:\n%s", out)
+	}
+	err := run(context.Background(), []string{"-topology", "nexmark", "-queries", "q3", "-backend", "disk-nolocal", "-records", "1000"}, io.Discard, io.Discard)
+	if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "-backend") {
+		t.Errorf("-backend disk-nolocal: %v, want a usage error naming -backend", err)
+	}
+}

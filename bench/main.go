@@ -156,7 +156,8 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 		"with -topology kafka the default is "+defaultKafkaIntervals+", the eo rows' intervals)")
 	fs.Int64Var(&f.backlog, "backlog", 0, "-topology kafka without -rate: records filled into the input topic before each run\n"+
 		"(0: enough for 3.5M records/s through the warm-up, -duration and the tail)")
-	fs.StringVar(&f.queries, "queries", "all", "-topology nexmark: the queries to run, comma-separated (q0,q1,q2,q3,q4,q5,q7,q8,q11)")
+	fs.StringVar(&f.queries, "queries", "all", "-topology nexmark: the queries to run, comma-separated (q0,q1,q2,q3,q4,q5,q7,q8,q11);\n"+
+		"-backend disk runs them with their state on disk too, beside the heap rows")
 	fs.IntVar(&f.parallelism, "parallelism", 2, "parallelism of the keyed sum")
 	fs.StringVar(&f.backend, "backend", "", "where keyed state lives in the rows: heap (the default), disk (actors.WithDiskState)\n"+
 		"or disk-nolocal (on disk, without task-local recovery); "+

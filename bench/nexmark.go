@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -71,8 +72,18 @@ var nexmarkJobs atomic.Int64
 
 // runNexmark checks every query's output against its reference, then
 // measures each with checkpoints off, exactly once at 1s and as the
-// hand-written loop, the runs interleaved, and prints the table.
+// hand-written loop, the runs interleaved, and prints the table. With
+// -backend disk it checks and measures the queries with their state on
+// disk too (actors.WithDiskState), beside the heap rows.
 func runNexmark(ctx context.Context, f flags, stdout, stderr io.Writer) error {
+	modes := []string{"loop", "off", "eo-1s"}
+	switch f.backend {
+	case "", "heap":
+	case "disk":
+		modes = append(modes, "disk-off", "disk-eo-1s")
+	default:
+		return fmt.Errorf("%w: -topology nexmark: -backend %q: want heap or disk (disk runs both)", errUsage, f.backend)
+	}
 	events := f.records
 	if events == 0 {
 		events = 40_000_000 // several seconds a run: several checkpoints at 1s
@@ -103,12 +114,22 @@ func runNexmark(ctx context.Context, f flags, stdout, stderr io.Writer) error {
 		events, time.Duration(events)*time.Second/100_000, f.parallelism, repeat)
 	check := cfg
 	check.Events = min(events, 2_000_000) // the reference's rows are held and sorted
+	backends := []bool{false}             // on disk?
+	if f.backend == "disk" {
+		backends = append(backends, true)
+	}
 	for _, q := range queries {
-		n, err := checkNexmark(ctx, q, check, params, store)
-		if err != nil {
-			return err
+		for _, disk := range backends {
+			n, err := checkNexmark(ctx, q, check, params, store, disk)
+			if err != nil {
+				return err
+			}
+			where := ""
+			if disk {
+				where = ", state on disk"
+			}
+			fmt.Fprintf(stderr, "bench: %s: %d rows over %d events%s, equal to the reference\n", q.Name, n, check.Events, where)
 		}
-		fmt.Fprintf(stderr, "bench: %s: %d rows over %d events, equal to the reference\n", q.Name, n, check.Events)
 	}
 	runs := map[string][]nexmarkRun{} // query/mode
 	slideSmall, slideLarge := params, params
@@ -120,7 +141,7 @@ func runNexmark(ctx context.Context, f flags, stdout, stderr io.Writer) error {
 			if heavy[q.Name] {
 				qcfg.Events /= 2
 			}
-			for _, mode := range []string{"loop", "off", "eo-1s"} {
+			for _, mode := range modes {
 				run, err := measureNexmark(ctx, q, qcfg, params, mode, store)
 				if err != nil {
 					return fmt.Errorf("%s %s: %w", q.Name, mode, err)
@@ -145,17 +166,27 @@ func runNexmark(ctx context.Context, f flags, stdout, stderr io.Writer) error {
 	return printNexmark(stdout, queries, runs)
 }
 
-// checkNexmark runs q once with its rows formatted, and compares them with
-// the reference's; it returns the number of rows.
-func checkNexmark(ctx context.Context, q nexmark.Query, cfg nexmark.Config, p nexmark.Params, store snapshots.Store) (int64, error) {
+// checkNexmark runs q once with its rows formatted, its state on disk if
+// disk, and compares them with the reference's; it returns the number of
+// rows.
+func checkNexmark(ctx context.Context, q nexmark.Query, cfg nexmark.Config, p nexmark.Params, store snapshots.Store, disk bool) (int64, error) {
 	want := q.Reference(cfg, p)
 	g := topology.New(fmt.Sprintf("nexmark-check-%s-%d", q.Name, nexmarkJobs.Add(1)))
 	out := q.Build(nexmark.Source(g, "events", cfg, topology.Parallelism(p.Parallelism)), p)
 	var mu sync.Mutex
 	var got []string
 	topology.Sink(out.Lines(), "rows", func(r string) error { mu.Lock(); got = append(got, r); mu.Unlock(); return nil })
-	if err := actors.Run(ctx, g, actors.WithStore(store), actors.WithCheckpointInterval(time.Second),
-		actors.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))); err != nil {
+	opts := []actors.Option{actors.WithStore(store), actors.WithCheckpointInterval(time.Second),
+		actors.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
+	if disk {
+		dir, err := os.MkdirTemp("", "bench-nexmark-")
+		if err != nil {
+			return 0, fmt.Errorf("bench: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		opts = append(opts, actors.WithDiskState(actors.DiskState{Dir: dir}))
+	}
+	if err := actors.Run(ctx, g, opts...); err != nil {
 		return 0, fmt.Errorf("%s: %w", q.Name, err)
 	}
 	slices.Sort(got)
@@ -174,20 +205,30 @@ func measureNexmark(ctx context.Context, q nexmark.Query, cfg nexmark.Config, p 
 		q.Plain(cfg, p, func(fmt.Stringer) { run.rows++ })
 	} else {
 		interval := time.Duration(0)
-		if mode == "eo-1s" {
+		base, disk := strings.CutPrefix(mode, "disk-")
+		if base == "eo-1s" {
 			interval = time.Second
+		}
+		var opts []actors.Option
+		if disk {
+			dir, err := os.MkdirTemp("", "bench-nexmark-")
+			if err != nil {
+				return run, fmt.Errorf("bench: %w", err)
+			}
+			defer os.RemoveAll(dir)
+			opts = append(opts, actors.WithDiskState(actors.DiskState{Dir: dir}))
 		}
 		g := topology.New(fmt.Sprintf("nexmark-%s-%s-%d", q.Name, mode, nexmarkJobs.Add(1)))
 		out := q.Build(nexmark.Source(g, "events", cfg, topology.Parallelism(p.Parallelism)), p)
 		var rows, checkpoints atomic.Int64
 		out.Discard("rows", func(n int) { rows.Add(int64(n)) })
-		err := actors.Run(ctx, g, actors.WithStore(store), actors.WithCheckpointInterval(interval),
+		err := actors.Run(ctx, g, append(opts, actors.WithStore(store), actors.WithCheckpointInterval(interval),
 			actors.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
 			actors.WithListener(func(e actors.Event) {
 				if e.Kind == actors.EventCheckpointCompleted && !e.Final {
 					checkpoints.Add(1)
 				}
-			}))
+			}))...)
 		if err != nil {
 			return run, err
 		}
@@ -220,6 +261,21 @@ func printNexmark(w io.Writer, queries []nexmark.Query, runs map[string][]nexmar
 		s, l := medianRun(small), medianRun(large)
 		fmt.Fprintf(w, "\nq5 sliding 10s windows, checkpoints off: slide 1s %.0f ev/s/core, slide 5s %.0f ev/s/core: %.3f× (target ≥0.8×)\n",
 			s.perCore(), l.perCore(), s.perCore()/l.perCore())
+	}
+	if _, ok := runs[queries[0].Name+"/disk-off"]; ok {
+		fmt.Fprintln(w, "\nThe state on disk (actors.WithDiskState, default cache), the same events:")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "query\tdisk off ev/s\tdisk off ev/s/core\tdisk eo-1s ev/s/core\tckpts\tdisk eo/off\tdisk/heap off\tdisk/heap eo-1s\t")
+		for _, q := range queries {
+			off, eo := medianRun(runs[q.Name+"/off"]), medianRun(runs[q.Name+"/eo-1s"])
+			doff, deo := medianRun(runs[q.Name+"/disk-off"]), medianRun(runs[q.Name+"/disk-eo-1s"])
+			fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%d\t%.3f\t%.3f\t%.3f\t\n", q.Name, doff.perSecond(), doff.perCore(), deo.perCore(),
+				deo.checkpoints, deo.perCore()/doff.perCore(), doff.perCore()/off.perCore(), deo.perCore()/eo.perCore())
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintln(w, "disk/heap: events/s per core on disk against the heap's, same mode.")
 	}
 	fmt.Fprintln(w, "\nckpts: checkpoints completed in the median eo-1s run. eo/off and off/loop compare events/s per core.")
 	fmt.Fprintln(w, "ev/s/core: events over the process's CPU seconds (user+system) during the run; the loop is one goroutine.")
