@@ -297,9 +297,9 @@ func clusterEventTime(t *testing.T, disk bool) {
 		n, kills = 96_000, 6
 	}
 	env := []string{storeEnv + "=" + store, rowsEnv + "=" + rows, secretEnv + "=chaos-cluster-event-time", nEnv + "=" + strconv.FormatInt(n, 10)}
-	tmp := t.TempDir() // the nodes' temporary directory: where the disk backend keeps its databases
+	tmp := t.TempDir() // the nodes' cache directory: where the disk backend keeps its databases by default
 	if disk {
-		env = append(env, diskEnv+"=1", "TMPDIR="+tmp)
+		env = append(env, diskEnv+"=1", "XDG_CACHE_HOME="+tmp, "TMPDIR="+tmp)
 	}
 	coordinator := func(phase, p int) (*proc, string) {
 		c := startProc(t, fmt.Sprintf("coordinator-%d", phase), append(env, roleEnv+"=coordinator", phaseEnv+"="+strconv.Itoa(phase), parEnv+"="+strconv.Itoa(p))...)
@@ -370,7 +370,7 @@ func clusterEventTime(t *testing.T, disk bool) {
 	if err := verifyEventTime(filepath.Join(rows, "rows"), n, &res); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(tmp, "snapflow-state")); disk == os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(tmp, "snapflow", "state")); disk == os.IsNotExist(err) {
 		t.Fatalf("on disk %t, but the workers' state directory: %v", disk, err)
 	}
 	t.Logf("cluster: savepoint %s with %d pending timers; phase 1 restored checkpoints %v after %d worker kills; %d event-time and %d processing-time timers fired, %d late records",
