@@ -28,3 +28,13 @@ func threadRusage() (int64, bool) {
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano(), true
 }
+
+// processCPU is the CPU time the process has used so far, in nanoseconds:
+// every goroutine's, pebble's flushes and compactions among them.
+func processCPU() (int64, bool) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, false
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano(), true
+}

@@ -512,7 +512,7 @@ func (v *ValueState[K, V]) diskGet() (V, bool) {
 		s.markDirty()
 	case ok:
 		d.keep(s.disk, k, x, written, false, len(key)+size)
-	case size == 0: // absent (an expired value is not kept: it is gone once its time has come)
+	default: // absent, or expired, which stays absent (on the heap a read removes it)
 		d.keep(s.disk, k, x, 0, true, len(key))
 	}
 	return x, ok
